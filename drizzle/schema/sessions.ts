@@ -1,0 +1,34 @@
+import { index, jsonb, pgTable, primaryKey, text } from 'drizzle-orm/pg-core'
+import { at, projectId } from './columns'
+
+/** A recorded browser session; created by the first request that names it. */
+export const sessions = pgTable(
+  'sessions',
+  {
+    projectId: projectId(),
+    sessionId: text('session_id').notNull(),
+    environment: text('environment').notNull(),
+    endUserId: text('end_user_id'),
+    startedAt: at('started_at').notNull(),
+    lastActivityAt: at('last_activity_at').notNull(),
+    endedAt: at('ended_at'),
+    entryUrl: text('entry_url'),
+    referrer: text('referrer'),
+    userAgent: text('user_agent'),
+    browser: text('browser'),
+    browserVersion: text('browser_version'),
+    os: text('os'),
+    osVersion: text('os_version'),
+    deviceType: text('device_type'),
+    deviceVendor: text('device_vendor'),
+    deviceModel: text('device_model'),
+    automaticProperties: jsonb('automatic_properties'),
+    windowIds: text('window_ids').array().notNull().default([]),
+    geo: jsonb('geo'),
+    sdkVersion: text('sdk_version'),
+    /** Set while a dashboard viewer watches this session live; the tracker then flushes faster. */
+    liveViewerUntil: at('live_viewer_until'),
+    createdAt: at('created_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.sessionId] }), index('sessions_started_idx').on(t.projectId, t.startedAt)],
+)
