@@ -1,0 +1,121 @@
+import { parseArgs } from 'node:util'
+import { ConfigError, loadConfig } from './config'
+import { DatabaseInUseError, openDatabase, type Database } from './db'
+import { ApiError } from './errors'
+import * as projects from './projects/service'
+
+const USAGE = `usage: npm run -s admin -- <command> [flags] [--json]
+
+  project create --name NAME [--monthly-limit N]
+  project list
+  project set-limit --project ID --monthly-limit N|unlimited
+  key list --project ID
+  key create --project ID --env ENV
+  key rotate --project ID --env ENV
+  key revoke --project ID --key-prefix PREFIX
+
+The database is the one named by DATABASE_URL, else the embedded one under DATA_DIR (./data).`
+
+class UsageError extends Error {}
+
+type Flags = Record<string, string | boolean | undefined>
+type Command = (db: Database, flags: Flags) => Promise<{ result: unknown; text: string }>
+
+const required = (flags: Flags, name: string): string => {
+  const value = flags[name]
+  if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`)
+  return value
+}
+
+function monthlyLimit(flags: Flags, { optional }: { optional: boolean }): number | null {
+  const raw = flags['monthly-limit']
+  if (raw === undefined && optional) return null
+  const text = required(flags, 'monthly-limit')
+  if (text === 'unlimited' || text === 'none') return null
+  if (!/^\d+$/.test(text)) throw new UsageError(`--monthly-limit takes a whole number of events or "unlimited" (got "${text}")`)
+  return Number(text)
+}
+
+const when = (date: Date | null) => (date ? date.toISOString() : '-')
+
+const COMMANDS: Record<string, Command> = {
+  async 'project create'(db, flags) {
+    const project = await projects.createProject(db.orm, { name: required(flags, 'name'), monthlyLimit: monthlyLimit(flags, { optional: true }) })
+    const result = { projectId: project.projectId, name: project.name, monthlyLimit: project.monthlyLimit, keys: project.keys }
+    const keys = Object.entries(project.keys).map(([env, key]) => `  ${env.padEnd(12)} ${key}`)
+    return { result, text: [`project ${project.projectId} (${project.name}); keys, shown this once:`, ...keys].join('\n') }
+  },
+  async 'project list'(db) {
+    const list = await projects.listProjects(db)
+    const result = list.map((p) => ({ projectId: p.projectId, name: p.name, monthlyLimit: p.monthlyLimit, environments: p.environments, createdAt: p.createdAt }))
+    const text = list.map((p) => `${p.projectId}  ${p.name}  limit=${p.monthlyLimit ?? 'unlimited'}  envs=${p.environments.join(',')}`).join('\n')
+    return { result, text: text || 'no projects' }
+  },
+  async 'project set-limit'(db, flags) {
+    const result = await projects.setMonthlyLimit(db, required(flags, 'project'), monthlyLimit(flags, { optional: false }))
+    return { result, text: `project ${result.projectId}: monthly limit ${result.monthlyLimit ?? 'unlimited'}` }
+  },
+  async 'key list'(db, flags) {
+    const keys = await projects.listKeys(db, required(flags, 'project'))
+    const text = keys.map((k) => `${k.keyPrefix}…  ${k.environment.padEnd(12)} ${k.active ? 'active ' : 'revoked'}  created ${when(k.createdAt)}  revoked ${when(k.revokedAt)}`)
+    return { result: keys, text: text.join('\n') || 'no keys' }
+  },
+  async 'key create'(db, flags) {
+    const result = await projects.createKey(db, required(flags, 'project'), required(flags, 'env'))
+    return { result, text: `new ${result.environment} key, shown this once: ${result.key}` }
+  },
+  async 'key rotate'(db, flags) {
+    const result = await projects.rotateKey(db, required(flags, 'project'), required(flags, 'env'))
+    return { result, text: `new ${result.environment} key, shown this once: ${result.key}\nrevoked: ${result.revoked.join(', ') || 'none'}` }
+  },
+  async 'key revoke'(db, flags) {
+    const result = await projects.revokeKey(db, required(flags, 'project'), required(flags, 'key-prefix'))
+    return { result, text: `revoked: ${result.revoked.join(', ')}` }
+  },
+}
+
+export async function runCli(argv: string[], env = process.env): Promise<number> {
+  let json = argv.includes('--json')
+  try {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+        name: { type: 'string' },
+        project: { type: 'string' },
+        env: { type: 'string' },
+        'monthly-limit': { type: 'string' },
+        'key-prefix': { type: 'string' },
+      },
+    })
+    json = values.json === true
+    if (values.help || positionals.length === 0) {
+      process.stdout.write(`${USAGE}\n`)
+      return values.help ? 0 : 2
+    }
+    const command = COMMANDS[positionals.join(' ')]
+    if (!command) throw new UsageError(`unknown command "${positionals.join(' ')}"`)
+    const config = loadConfig(env)
+    const db = await openDatabase(config)
+    try {
+      await db.migrate()
+      const { result, text } = await command(db, values)
+      process.stdout.write(`${json ? JSON.stringify(result) : text}\n`)
+      return 0
+    } finally {
+      await db.close()
+    }
+  } catch (error) {
+    const known = error instanceof UsageError || error instanceof ApiError || error instanceof ConfigError || error instanceof DatabaseInUseError
+    const isUsage = error instanceof UsageError || (error as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')
+    const message = known || isUsage ? (error as Error).message : String((error as Error)?.stack ?? error)
+    const code = error instanceof ApiError ? error.code : isUsage ? 'usage' : 'error'
+    process.stderr.write(json ? `${JSON.stringify({ error: { code, message } })}\n` : `error: ${message}${isUsage ? `\n\n${USAGE}` : ''}\n`)
+    return isUsage ? 2 : 1
+  }
+}
+
+if (import.meta.main) process.exit(await runCli(process.argv.slice(2)))

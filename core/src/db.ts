@@ -1,0 +1,148 @@
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { PGlite } from '@electric-sql/pglite'
+import { sql, type SQLWrapper } from 'drizzle-orm'
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
+import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
+import postgres from 'postgres'
+import * as schema from '@sightline/schema'
+
+export type Orm = PgDatabase<PgQueryResultHKT, typeof schema>
+export type Unlisten = () => Promise<void>
+
+export interface Database {
+  readonly kind: 'postgres' | 'embedded'
+  readonly orm: Orm
+  /** Raw SQL, rows out, the same on both drivers. */
+  rows<T>(query: SQLWrapper, executor?: Orm): Promise<T[]>
+  /**
+   * Postgres LISTEN. `onConnect` runs on the first and on every later (re)connection: notifications
+   * sent while disconnected are lost, so a listener that caches must drop its cache there.
+   */
+  listen(channel: string, onMessage: (payload: string) => void, onConnect?: () => void): Promise<Unlisten>
+  notify(channel: string, payload: string): Promise<void>
+  /**
+   * Applies the drizzle-kit migrations, then `whileLocked` (boot-time setup such as the default
+   * project), holding a lock so that core processes starting together do it once.
+   */
+  migrate(whileLocked?: (orm: Orm) => Promise<void>): Promise<void>
+  close(): Promise<void>
+}
+
+export class DatabaseInUseError extends Error {}
+
+export const MIGRATIONS_FOLDER = new URL('../../drizzle/migrations', import.meta.url).pathname
+/** Arbitrary constant that names the migration lock among Postgres advisory locks. */
+const MIGRATION_LOCK = 7_254_813_001
+
+export const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as T[]
+
+export function openDatabase(options: { databaseUrl?: string; dataDir: string }): Promise<Database> {
+  return options.databaseUrl ? Promise.resolve(postgresDatabase(options.databaseUrl)) : openEmbeddedDatabase(options.dataDir)
+}
+
+export function postgresDatabase(url: string, poolSize = 10): Database {
+  const client = postgres(url, { max: poolSize, connect_timeout: 5, onnotice: () => {}, connection: { application_name: 'sightline' } })
+  const orm = drizzlePostgres(client, { schema }) as unknown as Orm
+  return {
+    kind: 'postgres',
+    orm,
+    rows: async (query, executor = orm) => rowsOf(await executor.execute(query)),
+    async listen(channel, onMessage, onConnect) {
+      const { unlisten } = await client.listen(channel, onMessage, onConnect)
+      return unlisten
+    },
+    notify: async (channel, payload) => void (await client.notify(channel, payload)),
+    async migrate(whileLocked) {
+      // One connection, so that the session-level advisory lock covers everything done here.
+      const locked = postgres(url, { max: 1, onnotice: () => {} })
+      try {
+        await locked`select pg_advisory_lock(${MIGRATION_LOCK})`
+        const lockedOrm = drizzlePostgres(locked, { schema }) as unknown as Orm
+        await migratePostgres(lockedOrm as never, { migrationsFolder: MIGRATIONS_FOLDER })
+        await whileLocked?.(lockedOrm)
+      } finally {
+        await locked.end()
+      }
+    },
+    close: () => client.end({ timeout: 5 }),
+  }
+}
+
+/** Embedded PGlite, persisted under `dataDir`; one process at a time may open it. */
+export async function openEmbeddedDatabase(dataDir: string): Promise<Database> {
+  mkdirSync(dataDir, { recursive: true })
+  const releaseLock = lockDataDir(dataDir)
+  try {
+    const pg = await PGlite.create(join(dataDir, 'pglite'))
+    return embeddedDatabase(pg, releaseLock)
+  } catch (error) {
+    releaseLock()
+    throw error
+  }
+}
+
+/** Wraps an open PGlite (in memory in tests, on disk in production). */
+export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}): Database {
+  const orm = drizzlePglite(pg, { schema }) as unknown as Orm
+  return {
+    kind: 'embedded',
+    orm,
+    rows: async (query, executor = orm) => rowsOf(await executor.execute(query)),
+    async listen(channel, onMessage, onConnect) {
+      const unlisten = await pg.listen(channel, onMessage)
+      onConnect?.()
+      return unlisten
+    },
+    notify: async (channel, payload) => void (await pg.query('select pg_notify($1, $2)', [channel, payload])),
+    async migrate(whileLocked) {
+      // A single process owns the embedded database (see lockDataDir), so no lock is needed.
+      await migratePglite(orm as never, { migrationsFolder: MIGRATIONS_FOLDER })
+      await whileLocked?.(orm)
+    },
+    async close() {
+      await pg.close()
+      onClose()
+    },
+  }
+}
+
+/**
+ * PGlite is a single-process database: two processes writing one data directory would corrupt it.
+ * A pid file turns that mistake into a clear error; a stale file of a dead process is taken over.
+ */
+function lockDataDir(dataDir: string): () => void {
+  const lockFile = join(dataDir, 'sightline.lock')
+  try {
+    writeFileSync(lockFile, String(process.pid), { flag: 'wx' })
+  } catch {
+    const holder = Number(readFileSync(lockFile, 'utf8'))
+    if (holder !== process.pid && isAlive(holder)) {
+      throw new DatabaseInUseError(
+        `the embedded database in ${dataDir} is in use by process ${holder}; stop it first, or set DATABASE_URL to share a Postgres server`,
+      )
+    }
+    writeFileSync(lockFile, String(process.pid))
+  }
+  return () => rmSync(lockFile, { force: true })
+}
+
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** Round trip to the database, in milliseconds; throws when it does not answer. */
+export async function pingDatabase(db: Database): Promise<number> {
+  const started = performance.now()
+  await db.rows(sql`select 1`)
+  return performance.now() - started
+}

@@ -1,0 +1,32 @@
+import { Elysia } from 'elysia'
+import { ApiError } from '../errors'
+import type { KeyCache } from '../projects/key-cache'
+import type { KeyOwner } from '../projects/store'
+
+export type Caller = KeyOwner
+
+/** The key from `Authorization: Bearer`, else the body's `apiKey`, else the query's `apiKey` (WIRE.md). */
+export function extractKey(authorization: string | undefined, body: unknown, queryKey: string | undefined): string | undefined {
+  const bearer = authorization?.match(/^\s*Bearer\s+(\S+)\s*$/i)?.[1]
+  if (bearer) return bearer
+  const bodyKey = typeof body === 'object' && body !== null ? (body as { apiKey?: unknown }).apiKey : undefined
+  if (typeof bodyKey === 'string' && bodyKey !== '') return bodyKey
+  return queryKey || undefined
+}
+
+export async function authenticate(keys: KeyCache, key: string | undefined): Promise<Caller> {
+  if (!key) throw new ApiError('missing_api_key', 'send the project key as "Authorization: Bearer <key>" or as "apiKey" in the body')
+  const owner = await keys.resolve(key)
+  if (!owner) throw new ApiError('invalid_api_key', 'the project key is unknown, revoked or rotated')
+  return owner
+}
+
+/**
+ * Adds `caller` (project and environment of the key) to the routes of the feature that uses it.
+ * Runs before body validation, so a request without a valid key learns that first.
+ */
+export function authentication(keys: KeyCache) {
+  return new Elysia().derive({ as: 'scoped' }, async ({ headers, body, query }) => ({
+    caller: await authenticate(keys, extractKey(headers.authorization, body, query.apiKey)),
+  }))
+}

@@ -1,0 +1,120 @@
+import { gunzipSync, inflateRawSync, inflateSync } from 'node:zlib'
+import { Elysia } from 'elysia'
+import { ApiError } from '../errors'
+
+export interface BodyLimits {
+  /** Every route but the large ones. */
+  maxBodyBytes: number
+  /** `/events` (replay chunks) and `/sourcemaps`. */
+  maxUploadBodyBytes: number
+}
+
+const LARGE_BODY_PATHS = new Set(['/api/ingestion/events', '/api/ingestion/sourcemaps'])
+
+export const bodyLimitFor = (path: string, limits: BodyLimits): number =>
+  LARGE_BODY_PATHS.has(path) ? limits.maxUploadBodyBytes : limits.maxBodyBytes
+
+const tooLarge = (limit: number, what = 'body') => new ApiError('payload_too_large', `the ${what} is over the limit of ${limit} bytes`)
+
+/** Reads at most `limit` bytes: refused up front by Content-Length, or cut off while streaming. */
+export async function readCapped(request: Request, limit: number): Promise<Uint8Array> {
+  const declared = request.headers.get('content-length')
+  if (declared !== null) {
+    if (Number(declared) > limit) throw tooLarge(limit)
+    return new Uint8Array(await request.arrayBuffer())
+  }
+  if (!request.body) return new Uint8Array()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for await (const chunk of request.body) {
+    size += chunk.byteLength
+    if (size > limit) throw tooLarge(limit)
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks)
+}
+
+/** The body's compression, from `Content-Encoding` or, for beacons that cannot set headers, `?compression=`. */
+export function compressionOf(contentEncoding: string | null, queryCompression: string | undefined): 'gzip' | 'deflate' | null {
+  const encoding = (contentEncoding ?? queryCompression ?? '').trim().toLowerCase()
+  if (encoding === '' || encoding === 'identity') return null
+  if (encoding === 'gzip' || encoding === 'x-gzip') return 'gzip'
+  if (encoding === 'deflate') return 'deflate'
+  throw new ApiError('unsupported_encoding', `unsupported content encoding "${encoding}"; use gzip or deflate`)
+}
+
+/**
+ * Inflates with the same cap as an uncompressed body, so a zip bomb costs at most `limit` bytes of
+ * memory. `deflate` is zlib-wrapped by the standard, but some clients send it raw; both are accepted.
+ */
+export function inflate(bytes: Uint8Array, compression: 'gzip' | 'deflate', limit: number): Uint8Array {
+  const options = { maxOutputLength: limit }
+  try {
+    if (compression === 'gzip') return gunzipSync(bytes, options)
+    try {
+      return inflateSync(bytes, options)
+    } catch (error) {
+      if (isOutputTooLarge(error)) throw error
+      return inflateRawSync(bytes, options)
+    }
+  } catch (error) {
+    if (isOutputTooLarge(error)) throw tooLarge(limit, 'inflated body')
+    throw new ApiError('invalid_json', `the body is not valid ${compression} data`)
+  }
+}
+
+const isOutputTooLarge = (error: unknown) =>
+  error instanceof RangeError || (error as NodeJS.ErrnoException)?.code === 'ERR_BUFFER_TOO_LARGE'
+
+export function parseJson(bytes: Uint8Array): unknown {
+  if (bytes.byteLength === 0) throw new ApiError('invalid_json', 'the body is empty; send a JSON object')
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes))
+  } catch {
+    throw new ApiError('invalid_json', 'the body is not valid JSON')
+  }
+}
+
+/** Multipart fields as a plain object; a repeated field becomes an array. */
+async function parseMultipart(bytes: Uint8Array, contentType: string): Promise<Record<string, unknown>> {
+  let form: FormData
+  try {
+    form = await new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { 'content-type': contentType } }).formData()
+  } catch {
+    throw new ApiError('validation_failed', 'the multipart body could not be read')
+  }
+  const fields: Record<string, unknown> = {}
+  for (const [name, value] of form) {
+    const previous = fields[name]
+    fields[name] = previous === undefined ? value : Array.isArray(previous) ? [...previous, value] : [previous, value]
+  }
+  return fields
+}
+
+/**
+ * Every body is JSON whatever its Content-Type (beacons send text/plain), except multipart uploads.
+ * Size is checked before reading when Content-Length allows, and again after inflating.
+ */
+export function bodyParser(limits: BodyLimits) {
+  return new Elysia({ name: 'http/body' }).onParse({ as: 'global' }, async ({ request, path, query }) => {
+    const limit = bodyLimitFor(path, limits)
+    const contentType = request.headers.get('content-type') ?? ''
+    const compression = compressionOf(request.headers.get('content-encoding'), query.compression)
+    const declared = request.headers.get('content-length')
+
+    // The hot path: a plain JSON body of known size is parsed natively, straight from the socket.
+    if (compression === null && declared !== null && !contentType.startsWith('multipart/')) {
+      if (Number(declared) > limit) throw tooLarge(limit)
+      if (declared === '0') throw new ApiError('invalid_json', 'the body is empty; send a JSON object')
+      try {
+        return await request.json()
+      } catch {
+        throw new ApiError('invalid_json', 'the body is not valid JSON')
+      }
+    }
+
+    let bytes = await readCapped(request, limit)
+    if (compression) bytes = inflate(bytes, compression, limit)
+    return contentType.startsWith('multipart/form-data') ? parseMultipart(bytes, contentType) : parseJson(bytes)
+  })
+}

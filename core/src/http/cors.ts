@@ -1,0 +1,46 @@
+import { Elysia } from 'elysia'
+
+const ALLOWED_METHODS = 'POST, GET, OPTIONS'
+const ALLOWED_HEADERS = 'Authorization, Content-Type, Content-Encoding'
+/** The tracker reads these on cross-origin answers to honour back-off. */
+const EXPOSED_HEADERS = 'Retry-After'
+
+/** The public paths: ingestion and the health probes. The dashboard API is same-origin only. */
+export const isPublicPath = (path: string) => path.startsWith('/api/ingestion/') || path === '/' || path.startsWith('/health')
+
+/**
+ * CORS as WIRE.md says: the request's Origin is reflected (no credentials are ever allowed, so this
+ * grants nothing a page could not already do), and every public path answers preflight with 204.
+ */
+export function cors(isKnownPath: (path: string) => boolean) {
+  return new Elysia({ name: 'http/cors' }).onRequest(({ request, set }) => {
+    const path = pathOf(request.url)
+    if (!isPublicPath(path)) return
+    const origin = request.headers.get('origin')
+    if (request.method === 'OPTIONS' && isKnownPath(path)) {
+      return new Response(null, {
+        status: 204,
+        headers: {
+          'access-control-allow-origin': origin ?? '*',
+          'access-control-allow-methods': ALLOWED_METHODS,
+          'access-control-allow-headers': ALLOWED_HEADERS,
+          'access-control-max-age': '86400',
+          vary: 'Origin',
+        },
+      })
+    }
+    set.headers.vary = 'Origin'
+    if (origin) {
+      set.headers['access-control-allow-origin'] = origin
+      set.headers['access-control-expose-headers'] = EXPOSED_HEADERS
+    }
+  })
+}
+
+/** The path of a request URL without allocating a URL object (this runs on every request). */
+export function pathOf(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  if (start === -1) return '/'
+  const end = url.indexOf('?', start)
+  return end === -1 ? url.slice(start) : url.slice(start, end)
+}

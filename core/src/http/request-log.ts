@@ -1,0 +1,26 @@
+import { Elysia } from 'elysia'
+import type { Logger } from '../log'
+import { pathOf } from './cors'
+
+/**
+ * One line per request at `info`: method, path (never the query, which may hold a key), status,
+ * duration and project. Bodies and headers are never logged. Costs nothing when `info` is off.
+ */
+export function requestLog(log: Logger) {
+  const plugin = new Elysia({ name: 'http/request-log' })
+  if (!log.enabled('info')) return plugin
+  const started = new WeakMap<Request, number>()
+  return plugin
+    .onRequest(({ request }) => void started.set(request, performance.now()))
+    .onAfterResponse({ as: 'global' }, (context) => {
+      const { request, set } = context
+      const begin = started.get(request)
+      log.info('request', {
+        method: request.method,
+        path: pathOf(request.url),
+        status: typeof set.status === 'number' ? set.status : 200,
+        ms: begin === undefined ? undefined : Math.round((performance.now() - begin) * 10) / 10,
+        project: (context as { caller?: { projectId: string } }).caller?.projectId,
+      })
+    })
+}

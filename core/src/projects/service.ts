@@ -1,0 +1,118 @@
+import type { Database, Orm } from '../db'
+import { ApiError } from '../errors'
+import { DEFAULT_ENVIRONMENTS, generateKey, hashKey, isValidEnvironmentName, keyPrefix } from './keys'
+import * as store from './store'
+
+/** Every core process LISTENs here and drops cached keys when a key is created, rotated or revoked. */
+export const KEYS_CHANNEL = 'sightline_keys'
+
+export interface CreatedProject {
+  projectId: string
+  name: string
+  monthlyLimit: number | null
+  keys: Record<string, string>
+}
+
+async function issueKey(orm: Orm, projectId: string, environment: string): Promise<string> {
+  const key = generateKey(environment)
+  await store.insertKey(orm, { projectId, environment, keyHash: hashKey(key), keyPrefix: keyPrefix(key) })
+  return key
+}
+
+async function requireProject(orm: Orm, projectId: string) {
+  const project = isUuid(projectId) ? await store.findProject(orm, projectId) : undefined
+  if (!project) throw new ApiError('not_found', `no project ${projectId}`)
+  return project
+}
+
+function requireEnvironmentName(name: string): void {
+  if (!isValidEnvironmentName(name)) {
+    throw new ApiError('validation_failed', `environment names are 1-32 of a-z, 0-9, _ and -, starting with a letter (got "${name}")`)
+  }
+}
+
+function requireMonthlyLimit(limit: number | null): void {
+  if (limit !== null && !(Number.isSafeInteger(limit) && limit >= 0)) {
+    throw new ApiError('validation_failed', 'the monthly limit is a whole number of events, or null for unlimited')
+  }
+}
+
+export async function createProject(
+  orm: Orm,
+  input: { name: string; monthlyLimit?: number | null; environments?: readonly string[] },
+): Promise<CreatedProject> {
+  const monthlyLimit = input.monthlyLimit ?? null
+  const environmentNames = input.environments ?? DEFAULT_ENVIRONMENTS
+  if (!input.name.trim()) throw new ApiError('validation_failed', 'a project needs a name')
+  requireMonthlyLimit(monthlyLimit)
+  environmentNames.forEach(requireEnvironmentName)
+  return orm.transaction(async (tx) => {
+    const projectId = await store.insertProject(tx, input.name.trim(), monthlyLimit)
+    const keys: Record<string, string> = {}
+    for (const environment of environmentNames) {
+      await store.insertEnvironment(tx, projectId, environment)
+      keys[environment] = await issueKey(tx, projectId, environment)
+    }
+    return { projectId, name: input.name.trim(), monthlyLimit, keys }
+  })
+}
+
+/** On a database with no project yet, creates `default` so a new user can send data at once. */
+export async function ensureDefaultProject(orm: Orm): Promise<CreatedProject | null> {
+  if ((await store.countProjects(orm)) > 0) return null
+  return createProject(orm, { name: 'default' })
+}
+
+export async function listProjects(db: Database) {
+  const projects = await store.listProjects(db.orm)
+  return Promise.all(projects.map(async (p) => ({ ...p, environments: await store.listEnvironments(db.orm, p.projectId) })))
+}
+
+export async function setMonthlyLimit(db: Database, projectId: string, monthlyLimit: number | null) {
+  requireMonthlyLimit(monthlyLimit)
+  await requireProject(db.orm, projectId)
+  await store.updateMonthlyLimit(db.orm, projectId, monthlyLimit)
+  await db.notify(KEYS_CHANNEL, projectId)
+  return { projectId, monthlyLimit }
+}
+
+export async function listKeys(db: Database, projectId: string) {
+  await requireProject(db.orm, projectId)
+  return (await store.listKeys(db.orm, projectId)).map((k) => ({ ...k, active: k.revokedAt === null }))
+}
+
+/** A further key for an environment (created if new); existing keys stay valid. */
+export async function createKey(db: Database, projectId: string, environment: string) {
+  requireEnvironmentName(environment)
+  await requireProject(db.orm, projectId)
+  const key = await db.orm.transaction(async (tx) => {
+    await store.insertEnvironment(tx, projectId, environment)
+    return issueKey(tx, projectId, environment)
+  })
+  await db.notify(KEYS_CHANNEL, projectId)
+  return { projectId, environment, key, keyPrefix: keyPrefix(key) }
+}
+
+/** A new key for the environment; every older key of it stops working at once, on every process. */
+export async function rotateKey(db: Database, projectId: string, environment: string) {
+  requireEnvironmentName(environment)
+  await requireProject(db.orm, projectId)
+  const { key, revoked } = await db.orm.transaction(async (tx) => {
+    const revoked = await store.revokeKeys(tx, projectId, { environment })
+    await store.insertEnvironment(tx, projectId, environment)
+    return { key: await issueKey(tx, projectId, environment), revoked }
+  })
+  await db.notify(KEYS_CHANNEL, projectId)
+  return { projectId, environment, key, keyPrefix: keyPrefix(key), revoked: revoked.map((k) => k.keyPrefix) }
+}
+
+export async function revokeKey(db: Database, projectId: string, prefix: string) {
+  await requireProject(db.orm, projectId)
+  if (prefix.length < 6) throw new ApiError('validation_failed', 'give at least 6 characters of the key prefix')
+  const revoked = await store.revokeKeys(db.orm, projectId, { prefix })
+  if (revoked.length === 0) throw new ApiError('not_found', `no active key starting with ${prefix} in project ${projectId}`)
+  await db.notify(KEYS_CHANNEL, projectId)
+  return { projectId, revoked: revoked.map((k) => k.keyPrefix) }
+}
+
+const isUuid = (text: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(text)

@@ -1,0 +1,3 @@
+import corePackage from '../package.json'
+
+export const VERSION: string = corePackage.version
