@@ -1,0 +1,51 @@
+import { Elysia } from 'elysia'
+import type { Config } from './config'
+import type { Database } from './db'
+import { bodyParser } from './http/body'
+import { cors } from './http/cors'
+import { errorHandler, type RouteTable } from './http/errors'
+import { requestLog } from './http/request-log'
+import { eventRoutes } from './ingest/events'
+import { healthRoutes } from './ingest/health'
+import { ingestion } from './ingest/plugin'
+import type { Logger } from './log'
+import type { Services } from './services'
+
+export interface AppDeps extends Omit<Services, 'stop'> {
+  config: Config
+  db: Database
+  log: Logger
+  startedAt?: number
+}
+
+/** Composes the feature modules into one app. Nothing runs at import time; `main.ts` listens. */
+export function createApp(deps: AppDeps) {
+  const routes = new Map<string, string[]>()
+  const shared = { ingestion: ingestion(deps), writer: deps.writer }
+  const app = new Elysia({
+    // Unknown body fields are stripped, never refused: clients in the field send more than we read.
+    // 'typebox' rather than the default mirror, which turns a wrong-typed value (a string or array
+    // where an object belongs) into an object of its characters instead of refusing it.
+    normalize: 'typebox',
+    // Above our own limits, so that ours (with WIRE.md's error shape) are the ones that answer.
+    serve: { maxRequestBodySize: 2 * Math.max(deps.config.maxBodyBytes, deps.config.maxUploadBodyBytes) },
+  })
+    .use(errorHandler(deps.log, () => routes))
+    .use(cors((path) => routes.has(path)))
+    .use(requestLog(deps.log))
+    .use(bodyParser(deps.config))
+    .use(
+      healthRoutes({
+        db: deps.db,
+        writerStats: deps.writer.stats,
+        startedAt: deps.startedAt ?? Date.now(),
+      }),
+    )
+    .use(eventRoutes(shared))
+
+  for (const route of app.routes) routes.set(route.path, [...(routes.get(route.path) ?? []), route.method])
+  return app
+}
+
+export type App = ReturnType<typeof createApp>
+export type { RouteTable }

@@ -1,0 +1,45 @@
+import { randomUUID } from 'node:crypto'
+import { Elysia } from 'elysia'
+import type { Writer } from '../../writer'
+import type { IngestionPlugin } from '../plugin'
+import { endUsersSink, sessionsSink } from '../sessions/store'
+import { requestBytes } from '../shared/values'
+import { CustomEventBatchBody, CustomEventBody } from './model'
+import { customEventRows, type CustomEventRows } from './service'
+import { eventsSink } from './store'
+
+export function eventRoutes({ ingestion, writer }: { ingestion: IngestionPlugin; writer: Writer }) {
+  const store = (caller: { projectId: string; monthlyLimit: number | null }, rows: CustomEventRows, request: Request) =>
+    writer.write({
+      projectId: caller.projectId,
+      monthlyLimit: caller.monthlyLimit,
+      items: rows.events.length,
+      bytes: requestBytes(request),
+      writes: [
+        { sink: eventsSink, rows: rows.events },
+        { sink: sessionsSink, rows: rows.sessions },
+        { sink: endUsersSink, rows: rows.endUsers },
+      ],
+    })
+
+  return new Elysia({ prefix: '/api/ingestion' })
+    .use(ingestion)
+    .post(
+      '/customEvent',
+      async ({ body, caller, reply, request }) => {
+        const rows = customEventRows({ sessionId: body.sessionId, endUserId: body.endUserId, events: [body] }, caller, Date.now(), randomUUID)
+        await store(caller, rows, request)
+        return reply({})
+      },
+      { body: CustomEventBody },
+    )
+    .post(
+      '/customEvent/batch',
+      async ({ body, caller, reply, request }) => {
+        const rows = customEventRows(body, caller, Date.now(), randomUUID)
+        await store(caller, rows, request)
+        return reply({ accepted: rows.events.length })
+      },
+      { body: CustomEventBatchBody },
+    )
+}

@@ -1,0 +1,32 @@
+import { t } from 'elysia'
+import { EpochMs, Id, OptionalEndUserId, Properties, Uuid } from '../shared/model'
+
+const EventName = t.String({ minLength: 1, maxLength: 256 })
+
+/** POST /customEvent (fielded). */
+export const CustomEventBody = t.Object({
+  sessionId: Id,
+  eventName: EventName,
+  eventProperties: Properties,
+  endUserId: OptionalEndUserId,
+  timestamp: t.Optional(EpochMs),
+  uuid: t.Optional(Uuid),
+})
+
+/** POST /customEvent/batch (fielded). */
+export const CustomEventBatchBody = t.Object({
+  sessionId: Id,
+  endUserId: OptionalEndUserId,
+  events: t.Array(
+    t.Object({
+      eventName: EventName,
+      eventProperties: Properties,
+      timestamp: t.Optional(EpochMs),
+      uuid: t.Optional(Uuid),
+    }),
+    { minItems: 1, maxItems: 1000 },
+  ),
+})
+
+export type CustomEventBody = typeof CustomEventBody.static
+export type CustomEventBatchBody = typeof CustomEventBatchBody.static

@@ -1,0 +1,47 @@
+import type { Caller } from '../../http/auth'
+import type { EndUserTouch, SessionTouch } from '../sessions/service'
+import { clampTimestamp, stripNul } from '../shared/values'
+import type { CustomEventBatchBody } from './model'
+
+export interface EventRow {
+  projectId: string
+  uuid: string
+  environment: string
+  sessionId: string
+  endUserId: string | null
+  eventName: string
+  properties: Record<string, unknown> | null
+  timestamp: number
+}
+
+export interface CustomEventRows {
+  events: EventRow[]
+  sessions: SessionTouch[]
+  endUsers: EndUserTouch[]
+}
+
+/**
+ * A batch of custom events as rows. An event without `uuid` gets one here; a client that wants its
+ * retries stored once sends its own (the tracker does).
+ */
+export function customEventRows(body: CustomEventBatchBody, caller: Caller, receivedAt: number, newUuid: () => string): CustomEventRows {
+  const endUserId = body.endUserId ?? null
+  const events = body.events.map((event) => ({
+    projectId: caller.projectId,
+    uuid: event.uuid?.toLowerCase() ?? newUuid(),
+    environment: caller.environment,
+    sessionId: body.sessionId,
+    endUserId,
+    eventName: stripNul(event.eventName),
+    properties: event.eventProperties ?? null,
+    timestamp: clampTimestamp(event.timestamp, receivedAt),
+  }))
+  const times = events.map((e) => e.timestamp)
+  const firstAt = Math.min(...times)
+  const lastAt = Math.max(...times)
+  return {
+    events,
+    sessions: [{ projectId: caller.projectId, sessionId: body.sessionId, environment: caller.environment, endUserId, firstAt, lastAt }],
+    endUsers: endUserId ? [{ projectId: caller.projectId, endUserId, at: lastAt }] : [],
+  }
+}

@@ -1,0 +1,61 @@
+import { ApiError } from '../../errors'
+import type { Gate } from '../../writer'
+import { admitInOrder, isOverLimit, monthOf } from './service'
+import { addUsage, lockUsage, type UsageDelta } from './store'
+
+export interface Quota {
+  /** The writer's gate: decides admission inside the commit, under the counter's row lock. */
+  gate: Gate
+  /** Fast refusal before any work, from what this process last saw committed. */
+  assertUnderLimit(projectId: string, monthlyLimit: number | null): void
+  /** True once the project has reached its limit (answers then carry `monthlyLimitReached`). */
+  reached(projectId: string, monthlyLimit: number | null): boolean
+}
+
+export const limitReachedError = () =>
+  new ApiError('monthly_limit_reached', 'the project has reached its monthly limit; nothing was stored', { body: { monthlyLimitReached: true } })
+
+export function createQuota(now: () => number = Date.now): Quota {
+  // Totals this process saw committed, per project and month. Usage only grows within a month, so
+  // a stale total can only under-report; the gate stays the authority.
+  const seen = new Map<string, number>()
+  const keyOf = (projectId: string, month: string) => `${projectId} ${month}`
+
+  const gate: Gate = {
+    async admit(tx, requests) {
+      const month = monthOf(now())
+      const verdicts: (ApiError | null)[] = requests.map(() => null)
+      const byProject = new Map<string, number[]>()
+      requests.forEach((request, i) => byProject.set(request.projectId, [...(byProject.get(request.projectId) ?? []), i]))
+
+      const deltas: UsageDelta[] = []
+      for (const projectId of [...byProject.keys()].sort()) {
+        const indexes = byProject.get(projectId)!
+        const limit = requests[indexes[0]].monthlyLimit
+        const items = indexes.map((i) => requests[i].items)
+        const admitted = limit === null ? items.map(() => true) : admitInOrder(await lockUsage(tx, projectId, month), limit, items)
+        let events = 0
+        admitted.forEach((ok, j) => {
+          if (ok) events += items[j]
+          else verdicts[indexes[j]] = limitReachedError()
+        })
+        deltas.push({ projectId, month, events })
+      }
+      const totals = await addUsage(tx, deltas)
+      return {
+        verdicts,
+        onCommit: () => totals.forEach((t) => seen.set(keyOf(t.projectId, month), Math.max(t.events, seen.get(keyOf(t.projectId, month)) ?? 0))),
+      }
+    },
+  }
+
+  const reached = (projectId: string, monthlyLimit: number | null) => isOverLimit(seen.get(keyOf(projectId, monthOf(now()))), monthlyLimit)
+
+  return {
+    gate,
+    reached,
+    assertUnderLimit(projectId, monthlyLimit) {
+      if (reached(projectId, monthlyLimit)) throw limitReachedError()
+    },
+  }
+}

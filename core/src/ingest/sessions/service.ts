@@ -1,0 +1,90 @@
+/**
+ * What one request tells about its session. Sessions are created by the first request that names
+ * them and every later one extends them; fields other than the times are set when first known.
+ */
+export interface SessionTouch {
+  projectId: string
+  sessionId: string
+  environment: string
+  endUserId: string | null
+  /** Earliest and latest activity this request shows, epoch ms. */
+  firstAt: number
+  lastAt: number
+  entryUrl?: string | null
+  referrer?: string | null
+  userAgent?: string | null
+  browser?: string | null
+  browserVersion?: string | null
+  os?: string | null
+  osVersion?: string | null
+  deviceType?: string | null
+  deviceVendor?: string | null
+  deviceModel?: string | null
+  automaticProperties?: Record<string, unknown> | null
+  windowIds?: string[]
+  geo?: Record<string, unknown> | null
+  sdkVersion?: string | null
+}
+
+export interface EndUserTouch {
+  projectId: string
+  endUserId: string
+  at: number
+  /** Merged into what is stored (identify). */
+  attributes?: Record<string, unknown> | null
+  geo?: Record<string, unknown> | null
+}
+
+const sessionKey = (t: { projectId: string; sessionId: string }) => `${t.projectId}\n${t.sessionId}`
+
+/**
+ * One touch per session, so a multi-row upsert never meets the same row twice; sorted, so that
+ * concurrent commits lock rows in one order. The earliest touch's entry URL and referrer win.
+ */
+export function mergeSessionTouches(touches: readonly SessionTouch[]): SessionTouch[] {
+  const merged = new Map<string, SessionTouch>()
+  for (const touch of touches) {
+    const key = sessionKey(touch)
+    const seen = merged.get(key)
+    if (!seen) {
+      merged.set(key, { ...touch, windowIds: touch.windowIds ? [...touch.windowIds] : undefined })
+      continue
+    }
+    const [early, late] = touch.firstAt < seen.firstAt ? [touch, seen] : [seen, touch]
+    merged.set(key, {
+      ...late,
+      ...definedOnly(early),
+      firstAt: Math.min(seen.firstAt, touch.firstAt),
+      lastAt: Math.max(seen.lastAt, touch.lastAt),
+      endUserId: seen.endUserId ?? touch.endUserId,
+      automaticProperties: seen.automaticProperties || touch.automaticProperties ? { ...seen.automaticProperties, ...touch.automaticProperties } : null,
+      windowIds: [...new Set([...(seen.windowIds ?? []), ...(touch.windowIds ?? [])])],
+      geo: touch.geo ?? seen.geo,
+    })
+  }
+  return [...merged.values()].sort((a, b) => (sessionKey(a) < sessionKey(b) ? -1 : 1))
+}
+
+export function mergeEndUserTouches(touches: readonly EndUserTouch[]): EndUserTouch[] {
+  const merged = new Map<string, EndUserTouch>()
+  for (const touch of touches) {
+    const key = `${touch.projectId}\n${touch.endUserId}`
+    const seen = merged.get(key)
+    merged.set(
+      key,
+      seen
+        ? {
+            ...seen,
+            at: Math.max(seen.at, touch.at),
+            attributes: seen.attributes || touch.attributes ? { ...seen.attributes, ...touch.attributes } : null,
+            geo: touch.geo ?? seen.geo,
+          }
+        : touch,
+    )
+  }
+  return [...merged.values()].sort((a, b) => (`${a.projectId}\n${a.endUserId}` < `${b.projectId}\n${b.endUserId}` ? -1 : 1))
+}
+
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined && v !== null)) as Partial<T>
+}

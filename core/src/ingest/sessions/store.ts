@@ -1,0 +1,60 @@
+import { sql } from 'drizzle-orm'
+import type { Sink } from '../../writer'
+import { jsonParam } from '../shared/values'
+import { mergeEndUserTouches, mergeSessionTouches, type EndUserTouch, type SessionTouch } from './service'
+
+/** Creates or extends sessions: times widen, first-known fields stay, properties and windows merge. */
+export const sessionsSink: Sink<SessionTouch> = {
+  name: 'sessions',
+  async write(tx, touches) {
+    await tx.execute(sql`
+      insert into sessions as s (project_id, session_id, environment, end_user_id, started_at, last_activity_at,
+        entry_url, referrer, user_agent, browser, browser_version, os, os_version, device_type, device_vendor, device_model,
+        automatic_properties, window_ids, geo, sdk_version)
+      select t."projectId", t."sessionId", t.environment, t."endUserId", to_timestamp(t."firstAt" / 1000.0), to_timestamp(t."lastAt" / 1000.0),
+        t."entryUrl", t.referrer, t."userAgent", t.browser, t."browserVersion", t.os, t."osVersion", t."deviceType", t."deviceVendor", t."deviceModel",
+        t."automaticProperties", coalesce(t."windowIds", '{}'), t.geo, t."sdkVersion"
+      from json_to_recordset(${jsonParam(mergeSessionTouches(touches))}::json) as t(
+        "projectId" uuid, "sessionId" text, environment text, "endUserId" text, "firstAt" float8, "lastAt" float8,
+        "entryUrl" text, referrer text, "userAgent" text, browser text, "browserVersion" text, os text, "osVersion" text,
+        "deviceType" text, "deviceVendor" text, "deviceModel" text, "automaticProperties" jsonb, "windowIds" text[], geo jsonb, "sdkVersion" text)
+      on conflict (project_id, session_id) do update set
+        started_at = least(s.started_at, excluded.started_at),
+        last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at),
+        end_user_id = coalesce(s.end_user_id, excluded.end_user_id),
+        entry_url = case when excluded.entry_url is not null and (s.entry_url is null or excluded.started_at < s.started_at)
+                         then excluded.entry_url else s.entry_url end,
+        referrer = case when excluded.referrer is not null and (s.referrer is null or excluded.started_at < s.started_at)
+                        then excluded.referrer else s.referrer end,
+        user_agent = coalesce(s.user_agent, excluded.user_agent),
+        browser = coalesce(s.browser, excluded.browser),
+        browser_version = coalesce(s.browser_version, excluded.browser_version),
+        os = coalesce(s.os, excluded.os),
+        os_version = coalesce(s.os_version, excluded.os_version),
+        device_type = coalesce(s.device_type, excluded.device_type),
+        device_vendor = coalesce(s.device_vendor, excluded.device_vendor),
+        device_model = coalesce(s.device_model, excluded.device_model),
+        automatic_properties = case when excluded.automatic_properties is null then s.automatic_properties
+                                    else coalesce(s.automatic_properties, '{}'::jsonb) || excluded.automatic_properties end,
+        window_ids = case when cardinality(excluded.window_ids) = 0 then s.window_ids
+                          else array(select distinct w from unnest(s.window_ids || excluded.window_ids) as w order by w) end,
+        geo = coalesce(excluded.geo, s.geo),
+        sdk_version = coalesce(excluded.sdk_version, s.sdk_version)`)
+  },
+}
+
+/** Creates or extends end users; identify's attributes merge into what is stored. */
+export const endUsersSink: Sink<EndUserTouch> = {
+  name: 'end_users',
+  async write(tx, touches) {
+    await tx.execute(sql`
+      insert into end_users as u (project_id, end_user_id, attributes, geo, first_seen_at, last_seen_at)
+      select t."projectId", t."endUserId", coalesce(t.attributes, '{}'::jsonb), t.geo, to_timestamp(t.at / 1000.0), to_timestamp(t.at / 1000.0)
+      from json_to_recordset(${jsonParam(mergeEndUserTouches(touches))}::json) as t("projectId" uuid, "endUserId" text, at float8, attributes jsonb, geo jsonb)
+      on conflict (project_id, end_user_id) do update set
+        attributes = case when excluded.attributes = '{}'::jsonb then u.attributes else u.attributes || excluded.attributes end,
+        geo = coalesce(excluded.geo, u.geo),
+        first_seen_at = least(u.first_seen_at, excluded.first_seen_at),
+        last_seen_at = greatest(u.last_seen_at, excluded.last_seen_at)`)
+  },
+}

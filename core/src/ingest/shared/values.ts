@@ -1,0 +1,27 @@
+const DAY_MS = 24 * 60 * 60 * 1000
+
+/** Client clocks lie: a time more than 24 h ahead of receipt is taken as the receive time (WIRE.md). */
+export function clampTimestamp(timestampMs: number | undefined | null, receivedAtMs: number): number {
+  if (typeof timestampMs !== 'number' || !Number.isFinite(timestampMs)) return receivedAtMs
+  return timestampMs > receivedAtMs + DAY_MS ? receivedAtMs : timestampMs
+}
+
+/** Postgres text cannot hold NUL, and jsonb refuses `\u0000`; both are dropped, the rest kept. */
+export const stripNul = (text: string): string => (text.includes('\0') ? text.replaceAll('\0', '') : text)
+
+const ESCAPED_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g
+
+/**
+ * A batch of rows as the one JSON parameter of a `json_to_recordset` statement: one statement text
+ * whatever the row count, the same on both drivers. NUL escapes are removed (see stripNul).
+ */
+export function jsonParam(rows: unknown[]): string {
+  const json = JSON.stringify(rows)
+  return json.includes('\\u0000') ? json.replace(ESCAPED_NUL, '$1') : json
+}
+
+/** Byte estimate of a request for the writer's bounds, from Content-Length when there is one. */
+export function requestBytes(request: Request, fallback = 1024): number {
+  const declared = Number(request.headers.get('content-length'))
+  return declared > 0 ? declared : fallback
+}

@@ -1,0 +1,280 @@
+import type { Database, Orm } from './db'
+import { ApiError } from './errors'
+import type { Logger } from './log'
+
+/**
+ * Group commit. Every ingestion request turns into rows and hands them here; rows of many concurrent
+ * requests coalesce into one transaction with one multi-row statement per table, and each request is
+ * answered only once its rows are committed. A 200 therefore means durably stored.
+ *
+ * - Bounded: past `maxQueuedRows`/`maxQueuedBytes` new writes fail at once with 503 `overloaded`.
+ * - A failed commit fails every request in it with 503 `storage_unavailable` and `Retry-After`; for a
+ *   short while after, writes fail fast instead of piling up behind a database that is down.
+ * - A commit that does not finish within `commitTimeoutMs` counts as failed: a driver can wait forever
+ *   on a half-open connection. It may still land later; writes are idempotent, so the retry is a no-op.
+ * - A row the database rejects as data (bad text, out-of-range number) would sink everyone else's
+ *   rows with it; the batch is split until the one request at fault is found, and only it fails.
+ */
+
+/** One table's way of writing many rows in one statement, inside the commit's transaction. */
+export interface Sink<Row> {
+  /** Sinks are written in name order, so concurrent commits (other processes) lock rows in one order. */
+  readonly name: string
+  write(tx: Orm, rows: Row[]): Promise<void>
+}
+
+export interface SinkRows<Row = unknown> {
+  sink: Sink<Row>
+  rows: Row[]
+}
+
+/** Everything one request stores. */
+export interface WriteRequest {
+  projectId: string
+  /** The project's monthly limit as the request's key resolved it; null means unlimited. */
+  monthlyLimit: number | null
+  /** Items counted against the monthly quota (0 for pings such as heartbeats). */
+  items: number
+  /** Roughly the bytes the rows take, for the batch and queue bounds. */
+  bytes: number
+  writes: SinkRows[]
+}
+
+/**
+ * Runs first in every commit and decides which requests may be stored; the quota lives here, so it is
+ * decided under the same row locks as the writes and holds across processes. A refused request fails
+ * with the error the gate gives and none of its rows are written.
+ */
+export interface Gate {
+  admit(tx: Orm, requests: readonly WriteRequest[]): Promise<GateDecision>
+}
+
+export interface GateDecision {
+  /** Per request: null to store it, or the error to answer it with. */
+  verdicts: (ApiError | null)[]
+  /** Runs once the commit succeeded (e.g. to update a cache with what was counted). */
+  onCommit?: () => void
+}
+
+export interface WriterOptions {
+  /** A batch closes at this many rows... */
+  maxBatchRows?: number
+  /** ...or at this many bytes. */
+  maxBatchBytes?: number
+  /** How long the first row of an idle writer waits for company; 0 means the next turn of the event loop. */
+  lingerMs?: number
+  /** Commits under way at once. */
+  concurrency?: number
+  maxQueuedRows?: number
+  maxQueuedBytes?: number
+  /** After a failed commit, writes fail fast for this long. */
+  failFastMs?: number
+  /** A commit not finished by then is answered as failed. */
+  commitTimeoutMs?: number
+  retryAfterSeconds?: number
+  gate?: Gate
+  now?: () => number
+}
+
+export interface WriterStats {
+  /** Rows waiting for a commit. */
+  queued: number
+  /** Rows in commits under way. */
+  inflight: number
+}
+
+export interface Writer {
+  write(request: WriteRequest): Promise<void>
+  stats(): WriterStats
+  /** Commits what is queued, then refuses new writes. */
+  close(): Promise<void>
+}
+
+interface Pending {
+  request: WriteRequest
+  rows: number
+  resolve(): void
+  reject(error: unknown): void
+}
+
+const rowCount = (request: WriteRequest) => request.writes.reduce((n, w) => n + w.rows.length, 0)
+
+/** SQLSTATE classes that mean "this data", not "this database": 22 data exception, 23 integrity. */
+export function isDataError(error: unknown): boolean {
+  const code = sqlState(error)
+  return code !== undefined && (code.startsWith('22') || code.startsWith('23'))
+}
+
+/** Deadlock or serialization failure: the same commit may succeed if tried again. */
+export const isRetryable = (error: unknown) => ['40001', '40P01'].includes(sqlState(error) ?? '')
+
+function sqlState(error: unknown): string | undefined {
+  // Drizzle wraps the driver's error; the SQLSTATE is on the cause.
+  for (let e = error as { code?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return e.code
+  }
+  return undefined
+}
+
+export function createWriter(db: Database, log: Logger, options: WriterOptions = {}): Writer {
+  const {
+    maxBatchRows = 5_000,
+    maxBatchBytes = 8 * 1024 * 1024,
+    lingerMs = 0,
+    concurrency = db.kind === 'postgres' ? 2 : 1,
+    maxQueuedRows = 100_000,
+    maxQueuedBytes = 128 * 1024 * 1024,
+    failFastMs = 1_000,
+    commitTimeoutMs = 10_000,
+    retryAfterSeconds = 2,
+    gate,
+    now = Date.now,
+  } = options
+
+  let queue: Pending[] = []
+  let queuedRows = 0
+  let queuedBytes = 0
+  let inflightRows = 0
+  let running = 0
+  let scheduled = false
+  let unavailableUntil = 0
+  let closed = false
+  const idle: (() => void)[] = []
+
+  const unavailable = () =>
+    new ApiError('storage_unavailable', 'storage is unavailable; nothing of this request was stored, retry later', { retryAfterSeconds })
+
+  const schedule = () => {
+    if (scheduled || running >= concurrency || queue.length === 0) return
+    scheduled = true
+    const full = queuedRows >= maxBatchRows || queuedBytes >= maxBatchBytes
+    const run = () => {
+      scheduled = false
+      void flush()
+    }
+    if (full || lingerMs === 0) setImmediate(run)
+    else setTimeout(run, lingerMs)
+  }
+
+  const takeBatch = (): Pending[] => {
+    let rows = 0
+    let bytes = 0
+    let taken = 0
+    while (taken < queue.length && (taken === 0 || (rows + queue[taken].rows <= maxBatchRows && bytes + queue[taken].request.bytes <= maxBatchBytes))) {
+      rows += queue[taken].rows
+      bytes += queue[taken].request.bytes
+      taken++
+    }
+    const batch = queue.slice(0, taken)
+    queue = queue.slice(taken)
+    queuedRows -= rows
+    queuedBytes -= bytes
+    return batch
+  }
+
+  async function commit(batch: Pending[]): Promise<GateDecision> {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`commit took longer than ${commitTimeoutMs} ms`)), commitTimeoutMs)
+    })
+    try {
+      return await Promise.race([transaction(batch), timeout])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  function transaction(batch: Pending[]): Promise<GateDecision> {
+    return db.orm.transaction(async (tx) => {
+      const decision = gate ? await gate.admit(tx, batch.map((p) => p.request)) : { verdicts: batch.map(() => null) }
+      const { verdicts } = decision
+      const bySink = new Map<string, SinkRows>()
+      batch.forEach((pending, i) => {
+        if (verdicts[i]) return
+        for (const { sink, rows } of pending.request.writes) {
+          const entry = bySink.get(sink.name) ?? { sink, rows: [] }
+          if (entry.sink !== sink) throw new Error(`two sinks are named ${sink.name}`)
+          for (const row of rows) entry.rows.push(row)
+          bySink.set(sink.name, entry)
+        }
+      })
+      for (const name of [...bySink.keys()].sort()) {
+        const { sink, rows } = bySink.get(name)!
+        if (rows.length > 0) await sink.write(tx, rows)
+      }
+      return decision
+    })
+  }
+
+  /** Commits the batch; on a data error, splits it until the request at fault stands alone. */
+  async function commitIsolating(batch: Pending[], attempt = 1): Promise<void> {
+    try {
+      const { verdicts, onCommit } = await commit(batch)
+      onCommit?.()
+      batch.forEach((pending, i) => (verdicts[i] ? pending.reject(verdicts[i]) : pending.resolve()))
+    } catch (error) {
+      if (isRetryable(error) && attempt < 3) return commitIsolating(batch, attempt + 1)
+      if (isDataError(error)) {
+        if (batch.length === 1) {
+          log.warn('rows refused by the database', { error: errorText(error) })
+          batch[0].reject(new ApiError('validation_failed', 'a value in this request cannot be stored (invalid text or out-of-range number)'))
+          return
+        }
+        const half = Math.ceil(batch.length / 2)
+        await commitIsolating(batch.slice(0, half))
+        await commitIsolating(batch.slice(half))
+        return
+      }
+      unavailableUntil = now() + failFastMs
+      log.error('commit failed', { requests: batch.length, error: errorText(error) })
+      for (const pending of batch) pending.reject(unavailable())
+    }
+  }
+
+  async function flush(): Promise<void> {
+    const batch = takeBatch()
+    if (batch.length === 0) return
+    const rows = batch.reduce((n, p) => n + p.rows, 0)
+    running++
+    inflightRows += rows
+    try {
+      await commitIsolating(batch)
+    } finally {
+      running--
+      inflightRows -= rows
+      if (queue.length > 0) schedule()
+      else if (running === 0) idle.splice(0).forEach((done) => done())
+    }
+  }
+
+  return {
+    write(request) {
+      if (closed) return Promise.reject(unavailable())
+      if (now() < unavailableUntil) return Promise.reject(unavailable())
+      const rows = rowCount(request)
+      if (queuedRows + rows > maxQueuedRows || queuedBytes + request.bytes > maxQueuedBytes) {
+        return Promise.reject(new ApiError('overloaded', 'the write queue is full; nothing of this request was stored, retry later', { retryAfterSeconds: 1 }))
+      }
+      return new Promise<void>((resolve, reject) => {
+        queue.push({ request, rows, resolve, reject })
+        queuedRows += rows
+        queuedBytes += request.bytes
+        schedule()
+      })
+    },
+    stats: () => ({ queued: queuedRows, inflight: inflightRows }),
+    async close() {
+      closed = true
+      if (queue.length === 0 && running === 0) return
+      await new Promise<void>((resolve) => {
+        idle.push(resolve)
+        schedule()
+      })
+    },
+  }
+}
+
+const errorText = (error: unknown): string => {
+  const cause = (error as { cause?: unknown })?.cause
+  return String((cause as Error)?.message ?? (error as Error)?.message ?? error).slice(0, 300)
+}
