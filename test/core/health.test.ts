@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { postgresDatabase } from '@sightline/core/db'
+import { memoryLogger, startCore, type TestCore } from '../helpers/core'
+import { createTestDatabase, engine, type TestDatabase } from '../helpers/database'
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy'
+
+/**
+ * A core whose database can be taken away: on Postgres, through a TCP proxy that drops every
+ * connection; embedded, by closing PGlite under it.
+ */
+async function coreWithBreakableDatabase(): Promise<{ core: TestCore; breakDatabase(): void; repair(): void; close(): Promise<void> }> {
+  const own = await createTestDatabase()
+  if (engine === 'embedded') {
+    const core = await startCore({ database: own })
+    return {
+      core,
+      breakDatabase: () => void own.db.close(),
+      repair: () => {},
+      close: () => core.close(),
+    }
+  }
+  const target = new URL(own.url!)
+  const proxy: TcpProxy = startTcpProxy({ host: target.hostname, port: Number(target.port) })
+  const proxied = new URL(own.url!)
+  proxied.port = String(proxy.port)
+  const db = postgresDatabase(proxied.toString())
+  const core = await startCore({ database: { db, close: () => db.close() }, writer: { failFastMs: 200 } })
+  return {
+    core,
+    breakDatabase: () => proxy.stop(),
+    repair: () => proxy.resume(),
+    async close() {
+      await core.close().catch(() => {})
+      await db.close().catch(() => {})
+      proxy.close()
+      await own.close()
+    },
+  }
+}
+
+describe('health probes', () => {
+  let core: TestCore
+  beforeAll(async () => {
+    core = await startCore()
+  })
+  afterAll(() => core.close())
+
+  test('GET / and /health/simple', async () => {
+    expect(await (await core.request('/')).json()).toEqual({ status: 'ok', service: 'sightline' })
+    expect(await (await core.request('/health/simple')).json()).toEqual({ status: 'ok' })
+  })
+
+  test('GET /health reports the database and the writer', async () => {
+    const res = await core.request('/health')
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({
+      status: 'ok',
+      version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      uptimeSeconds: expect.any(Number),
+      checks: { database: { ok: true, latencyMs: expect.any(Number) }, writer: { queued: 0, inflight: 0 } },
+    })
+  })
+})
+
+describe('when the database stops', () => {
+  test('health turns degraded (503), /health/simple stays up, and ingestion answers 503 with Retry-After', async () => {
+    const setup = await coreWithBreakableDatabase()
+    const { core } = setup
+    try {
+      expect((await core.post('/api/ingestion/customEvent', { sessionId: 'outage', eventName: 'before' })).status).toBe(200)
+      setup.breakDatabase()
+
+      const health = await core.request('/health')
+      expect(health.status).toBe(503)
+      expect(await health.json()).toMatchObject({ status: 'degraded', checks: { database: { ok: false, latencyMs: null } } })
+      expect((await core.request('/health/simple')).status).toBe(200)
+
+      const refused = await core.post('/api/ingestion/customEvent', { sessionId: 'outage', eventName: 'during' })
+      expect(refused.status).toBe(503)
+      expect(refused.headers.get('retry-after')).toMatch(/^\d+$/)
+      expect((await refused.json()).error.code).toBe('storage_unavailable')
+
+      if (engine === 'postgres') {
+        setup.repair()
+        await Bun.sleep(300)
+        let status = 0
+        for (let i = 0; i < 20 && status !== 200; i++, await Bun.sleep(100)) {
+          status = (await core.post('/api/ingestion/customEvent', { sessionId: 'outage', eventName: 'after' })).status
+        }
+        expect(status).toBe(200)
+        expect((await core.request('/health')).status).toBe(200)
+      }
+    } finally {
+      await setup.close()
+    }
+  })
+})
+
+describe('request log', () => {
+  test('one line per request, with no key, query or body in it', async () => {
+    const { log, lines } = memoryLogger('info')
+    const core = await startCore({ log })
+    try {
+      await core.request(`/api/ingestion/customEvent?apiKey=${core.key}`, {
+        method: 'POST',
+        body: JSON.stringify({ sessionId: 'log-session', eventName: 'secret-event-name', apiKey: core.key }),
+      })
+      await core.post('/api/ingestion/customEvent', { sessionId: 'log-session', eventName: 'x' })
+      await Bun.sleep(10)
+      const requests = lines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'request')
+      expect(requests).toHaveLength(2)
+      expect(requests[0]).toMatchObject({ level: 'info', method: 'POST', path: '/api/ingestion/customEvent', status: 200, project: core.project.projectId })
+      expect(requests[0].ms).toBeGreaterThanOrEqual(0)
+      const all = lines.join('\n')
+      expect(all).not.toContain(core.key)
+      expect(all).not.toContain(core.key.slice(0, 16))
+      expect(all).not.toContain('secret-event-name')
+      expect(all).not.toContain('apiKey')
+    } finally {
+      await core.close()
+    }
+  })
+})

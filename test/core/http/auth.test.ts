@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { extractKey } from '@sightline/core/http/auth'
+import { createKey, revokeKey, rotateKey } from '@sightline/core/projects/service'
+import { startCore, type TestCore } from '../../helpers/core'
+import { engine } from '../../helpers/database'
+import { spawnCore } from '../../helpers/process'
+
+let core: TestCore
+beforeAll(async () => {
+  core = await startCore()
+})
+afterAll(() => core.close())
+
+const event = (extra: Record<string, unknown> = {}) => ({ sessionId: 'auth-session', eventName: 'auth-check', ...extra })
+
+describe('where the key comes from', () => {
+  test('precedence: Bearer header, then body apiKey, then query apiKey', () => {
+    expect(extractKey('Bearer h', { apiKey: 'b' }, 'q')).toBe('h')
+    expect(extractKey('bearer  h ', undefined, undefined)).toBe('h')
+    expect(extractKey(undefined, { apiKey: 'b' }, 'q')).toBe('b')
+    expect(extractKey('Basic xyz', { apiKey: 42 }, 'q')).toBe('q')
+    expect(extractKey(undefined, 'not an object', undefined)).toBeUndefined()
+  })
+
+  test('a Bearer header authenticates', async () => {
+    expect((await core.post('/api/ingestion/customEvent', event())).status).toBe(200)
+  })
+
+  test('a body apiKey authenticates (beacons: text/plain, no headers)', async () => {
+    const res = await core.request('/api/ingestion/customEvent', {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain;charset=UTF-8' },
+      body: JSON.stringify(event({ apiKey: core.key })),
+    })
+    expect(res.status).toBe(200)
+  })
+
+  test('a query apiKey authenticates', async () => {
+    const res = await core.request(`/api/ingestion/customEvent?apiKey=${core.key}`, { method: 'POST', body: JSON.stringify(event()) })
+    expect(res.status).toBe(200)
+  })
+
+  test('the header wins over a wrong body key', async () => {
+    const res = await core.post('/api/ingestion/customEvent', event({ apiKey: 'sl_dev_wrongwrongwrongwrongwrongwrongwr' }))
+    expect(res.status).toBe(200)
+  })
+})
+
+describe('refusals', () => {
+  test('no key: 401 missing_api_key', async () => {
+    const res = await core.post('/api/ingestion/customEvent', event(), { key: null })
+    expect(res.status).toBe(401)
+    expect((await res.json()).error.code).toBe('missing_api_key')
+  })
+
+  test('unknown and malformed keys: 401 invalid_api_key', async () => {
+    for (const key of ['sl_dev_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', 'nonsense', `${core.key}x`]) {
+      const res = await core.post('/api/ingestion/customEvent', event(), { key })
+      expect(res.status).toBe(401)
+      expect((await res.json()).error.code).toBe('invalid_api_key')
+    }
+  })
+
+  test('auth comes before body validation', async () => {
+    const res = await core.post('/api/ingestion/customEvent', { nonsense: true }, { key: null })
+    expect(res.status).toBe(401)
+  })
+
+  test('keys are stored only as hashes', async () => {
+    const rows = await core.database.db.rows<{ key_hash: string; key_prefix: string }>(sql`select key_hash, key_prefix from api_keys`)
+    expect(rows.length).toBeGreaterThanOrEqual(2)
+    const dump = JSON.stringify(rows)
+    for (const key of Object.values(core.project.keys)) {
+      expect(dump).not.toContain(key)
+      expect(dump).toContain(key.slice(0, 16))
+    }
+  })
+})
+
+describe('rotation and revocation', () => {
+  test('rotation takes effect at once in this process', async () => {
+    const created = await createKey(core.database.db, core.project.projectId, 'staging')
+    expect((await core.post('/api/ingestion/customEvent', event(), { key: created.key })).status).toBe(200)
+    const rotated = await rotateKey(core.database.db, core.project.projectId, 'staging')
+    expect(rotated.revoked).toEqual([created.keyPrefix])
+    await Bun.sleep(20)
+    expect((await core.post('/api/ingestion/customEvent', event(), { key: created.key })).status).toBe(401)
+    expect((await core.post('/api/ingestion/customEvent', event(), { key: rotated.key })).status).toBe(200)
+  })
+
+  test('revocation by prefix takes effect at once', async () => {
+    const created = await createKey(core.database.db, core.project.projectId, 'preview')
+    expect((await core.post('/api/ingestion/customEvent', event(), { key: created.key })).status).toBe(200)
+    await revokeKey(core.database.db, core.project.projectId, created.keyPrefix)
+    await Bun.sleep(20)
+    expect((await core.post('/api/ingestion/customEvent', event(), { key: created.key })).status).toBe(401)
+  })
+
+  test.skipIf(engine !== 'postgres')('a rotation is seen by another core process within 100 ms', async () => {
+    const other = await spawnCore({ DATABASE_URL: core.database.url! })
+    try {
+      const created = await createKey(core.database.db, core.project.projectId, 'edge')
+      const send = () =>
+        fetch(`${other.url}/api/ingestion/customEvent`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${created.key}` },
+          body: JSON.stringify(event()),
+        })
+      expect((await send()).status).toBe(200) // now cached in the other process
+      const rotatedAt = performance.now()
+      await rotateKey(core.database.db, core.project.projectId, 'edge')
+      let status = 200
+      while (status === 200 && performance.now() - rotatedAt < 1000) status = (await send()).status
+      const seenAfterMs = performance.now() - rotatedAt
+      expect(status).toBe(401)
+      console.info(`rotation seen by the other process after ${seenAfterMs.toFixed(1)} ms`)
+      expect(seenAfterMs).toBeLessThan(100)
+    } finally {
+      await other.stop()
+    }
+  })
+})

@@ -1,0 +1,138 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { startCore, type TestCore } from '../../helpers/core'
+
+let core: TestCore
+beforeAll(async () => {
+  core = await startCore()
+})
+afterAll(() => core.close())
+
+const rows = <T>(query: ReturnType<typeof sql>) => core.database.db.rows<T>(query)
+const eventsOf = (sessionId: string) =>
+  rows<{ uuid: string; event_name: string; properties: unknown; end_user_id: string | null; environment: string; ts: string; project_id: string }>(
+    sql`select uuid::text, event_name, properties, end_user_id, environment, (extract(epoch from timestamp) * 1000)::bigint::text as ts, project_id::text
+        from events where session_id = ${sessionId} order by timestamp, event_name`,
+  )
+
+describe('POST /api/ingestion/customEvent', () => {
+  test('stores the fielded shape with its session and end user', async () => {
+    const timestamp = Date.now() - 5000
+    const res = await core.post('/api/ingestion/customEvent', {
+      sessionId: 'ce-1',
+      eventName: 'checkout',
+      eventProperties: { total: 42.5, items: ['a', 'b'], nested: { ok: true } },
+      endUserId: 'user-1',
+      timestamp,
+      uuid: '0190a4b4-1111-7000-8000-000000000001',
+    })
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ success: true })
+    expect(await eventsOf('ce-1')).toEqual([
+      {
+        uuid: '0190a4b4-1111-7000-8000-000000000001',
+        event_name: 'checkout',
+        properties: { total: 42.5, items: ['a', 'b'], nested: { ok: true } },
+        end_user_id: 'user-1',
+        environment: 'development',
+        ts: String(timestamp),
+        project_id: core.project.projectId,
+      },
+    ])
+    const [session] = await rows<{ end_user_id: string; started: string; last: string }>(
+      sql`select end_user_id, (extract(epoch from started_at) * 1000)::bigint::text as started, (extract(epoch from last_activity_at) * 1000)::bigint::text as last
+          from sessions where session_id = 'ce-1'`,
+    )
+    expect(session).toEqual({ end_user_id: 'user-1', started: String(timestamp), last: String(timestamp) })
+    expect(await rows(sql`select end_user_id from end_users where end_user_id = 'user-1'`)).toHaveLength(1)
+  })
+
+  test('endUserId null or absent, no timestamp, no uuid: stored with server values', async () => {
+    const before = Date.now()
+    expect((await core.post('/api/ingestion/customEvent', { sessionId: 'ce-2', eventName: 'a', endUserId: null })).status).toBe(200)
+    expect((await core.post('/api/ingestion/customEvent', { sessionId: 'ce-2', eventName: 'b', eventProperties: null })).status).toBe(200)
+    const stored = await eventsOf('ce-2')
+    expect(stored).toHaveLength(2)
+    expect(stored[0].uuid).not.toBe(stored[1].uuid)
+    for (const event of stored) {
+      expect(event.end_user_id).toBeNull()
+      expect(Number(event.ts)).toBeGreaterThanOrEqual(before - 1)
+    }
+  })
+
+  test('a time more than 24 h ahead is clamped to the receive time', async () => {
+    const before = Date.now()
+    await core.post('/api/ingestion/customEvent', { sessionId: 'ce-3', eventName: 'future', timestamp: Date.now() + 3 * 86_400_000 })
+    const [event] = await eventsOf('ce-3')
+    expect(Number(event.ts)).toBeGreaterThanOrEqual(before - 1)
+    expect(Number(event.ts)).toBeLessThanOrEqual(Date.now() + 1)
+  })
+
+  test('unknown fields are ignored, NUL characters dropped', async () => {
+    const res = await core.post('/api/ingestion/customEvent', {
+      sessionId: 'ce-4',
+      eventName: 'nul\u0000name',
+      eventProperties: { text: 'a\u0000b' },
+      sdkVersion: '9.9.9',
+      somethingNew: { deep: [1] },
+    })
+    expect(res.status).toBe(200)
+    const [event] = await eventsOf('ce-4')
+    expect(event.event_name).toBe('nulname')
+    expect(event.properties).toEqual({ text: 'ab' })
+  })
+
+  test('a resend with the same uuid is stored once', async () => {
+    const body = { sessionId: 'ce-5', eventName: 'once', uuid: '0190a4b4-2222-7000-8000-000000000002' }
+    for (let i = 0; i < 3; i++) expect((await core.post('/api/ingestion/customEvent', body)).status).toBe(200)
+    expect(await eventsOf('ce-5')).toHaveLength(1)
+  })
+
+  test.each([
+    [{ eventName: 'x' }, '/sessionId'],
+    [{ sessionId: 'has space', eventName: 'x' }, '/sessionId'],
+    [{ sessionId: 'x'.repeat(129), eventName: 'x' }, '/sessionId'],
+    [{ sessionId: 's' }, '/eventName'],
+    [{ sessionId: 's', eventName: 'x', eventProperties: [1, 2] }, '/eventProperties'],
+    [{ sessionId: 's', eventName: 'x', timestamp: 'yesterday' }, '/timestamp'],
+    [{ sessionId: 's', eventName: 'x', uuid: 'not-a-uuid' }, '/uuid'],
+  ])('validation: %j fails at %s', async (body, path) => {
+    const res = await core.post('/api/ingestion/customEvent', body)
+    expect(res.status).toBe(400)
+    const answer = await res.json()
+    expect(answer).toMatchObject({ success: false, error: { code: 'validation_failed' }, path })
+  })
+})
+
+describe('POST /api/ingestion/customEvent/batch', () => {
+  const batch = {
+    sessionId: 'batch-1',
+    endUserId: 'user-b',
+    events: [
+      { eventName: 'view', eventProperties: { page: '/' }, timestamp: Date.now() - 2000, uuid: '0190a4b4-3333-7000-8000-000000000001' },
+      { eventName: 'click', timestamp: Date.now() - 1000, uuid: '0190a4b4-3333-7000-8000-000000000002' },
+      { eventName: 'buy', uuid: '0190a4b4-3333-7000-8000-000000000003', extra: 'ignored' },
+    ],
+  }
+
+  test('stores every event and answers accepted', async () => {
+    const res = await core.post('/api/ingestion/customEvent/batch', batch)
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ success: true, accepted: 3 })
+    const stored = await eventsOf('batch-1')
+    expect(stored.map((e) => e.event_name)).toEqual(['view', 'click', 'buy'])
+    expect(stored.every((e) => e.end_user_id === 'user-b')).toBe(true)
+  })
+
+  test('a retried batch is stored once', async () => {
+    await core.post('/api/ingestion/customEvent/batch', batch)
+    expect(await eventsOf('batch-1')).toHaveLength(3)
+  })
+
+  test('the failing item is named by its path', async () => {
+    const res = await core.post('/api/ingestion/customEvent/batch', { sessionId: 's', events: [{ eventName: 'ok' }, { eventName: '' }] })
+    expect(res.status).toBe(400)
+    expect((await res.json()).path).toBe('/events/1/eventName')
+    expect((await core.post('/api/ingestion/customEvent/batch', { sessionId: 's', events: [] })).status).toBe(400)
+  })
+})

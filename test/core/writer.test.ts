@@ -1,0 +1,161 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { ApiError } from '@sightline/core/errors'
+import { createLogger } from '@sightline/core/log'
+import { createWriter, type Sink, type WriteRequest, type WriterOptions } from '@sightline/core/writer'
+import { createTestDatabase, type TestDatabase } from '../helpers/database'
+
+// The writer against real SQL: a scratch table, real transactions, real data errors.
+let database: TestDatabase
+const log = createLogger('silent')
+
+beforeAll(async () => {
+  database = await createTestDatabase()
+  await database.db.rows(sql`create table writer_probe (id text primary key, tx bigint not null, value uuid)`)
+})
+afterAll(() => database.close())
+beforeEach(() => database.db.rows(sql`truncate writer_probe`))
+
+interface ProbeRow {
+  id: string
+  value?: string
+}
+
+/** Inserts rows with the id of the transaction that wrote them; `hold` lets a test stop a commit midway. */
+function probeSink(hold?: () => Promise<void>): Sink<ProbeRow> & { calls: number } {
+  return {
+    name: 'writer_probe',
+    calls: 0,
+    async write(tx, rows) {
+      this.calls++
+      for (const row of rows) {
+        await tx.execute(sql`insert into writer_probe (id, tx, value) values (${row.id}, txid_current(), ${row.value ?? null}::uuid) on conflict do nothing`)
+      }
+      await hold?.()
+    },
+  }
+}
+
+const request = (sink: Sink<ProbeRow>, ...rows: ProbeRow[]): WriteRequest => ({
+  projectId: '00000000-0000-0000-0000-000000000000',
+  monthlyLimit: null,
+  items: rows.length,
+  bytes: 100,
+  writes: [{ sink, rows }],
+})
+
+const stored = async () => (await database.db.rows<{ id: string; tx: string }>(sql`select id, tx from writer_probe order by id`))
+const writer = (options: WriterOptions = {}) => createWriter(database.db, log, { concurrency: 1, ...options })
+
+describe('group commit', () => {
+  test('answers a write only after its rows are committed', async () => {
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const sink = probeSink(() => held)
+    const w = writer()
+    let answered = false
+    const write = w.write(request(sink, { id: 'a' })).then(() => (answered = true))
+    await Bun.sleep(50)
+    expect(answered).toBe(false)
+    expect(w.stats().inflight).toBe(1)
+    release()
+    await write
+    expect(answered).toBe(true)
+    expect((await stored()).map((r) => r.id)).toEqual(['a'])
+  })
+
+  test('coalesces concurrent requests into few transactions, each row once', async () => {
+    const sink = probeSink()
+    const w = writer()
+    await Promise.all(Array.from({ length: 300 }, (_, i) => w.write(request(sink, { id: `r${String(i).padStart(3, '0')}` }))))
+    const rows = await stored()
+    expect(rows).toHaveLength(300)
+    const transactions = new Set(rows.map((r) => r.tx)).size
+    expect(transactions).toBeLessThanOrEqual(10)
+    expect(sink.calls).toBe(transactions)
+  })
+
+  test('a batch closes at maxBatchRows', async () => {
+    const sink = probeSink()
+    const w = writer({ maxBatchRows: 50 })
+    await Promise.all(Array.from({ length: 200 }, (_, i) => w.write(request(sink, { id: `b${i}` }))))
+    expect(new Set((await stored()).map((r) => r.tx)).size).toBeGreaterThanOrEqual(4)
+  })
+
+  test('close() commits what is queued, then refuses', async () => {
+    const sink = probeSink()
+    const w = writer({ lingerMs: 50 })
+    const writes = [w.write(request(sink, { id: 'c1' })), w.write(request(sink, { id: 'c2' }))]
+    await w.close()
+    await Promise.all(writes)
+    expect(await stored()).toHaveLength(2)
+    await expect(w.write(request(sink, { id: 'c3' }))).rejects.toMatchObject({ code: 'storage_unavailable' })
+  })
+})
+
+describe('bounds and failures', () => {
+  test('a full queue answers overloaded at once, with Retry-After', async () => {
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const sink = probeSink(() => held)
+    const w = writer({ maxQueuedRows: 10 })
+    const first = w.write(request(sink, { id: 'q-inflight' }))
+    await Bun.sleep(20) // the first is now in flight; the queue is empty
+    const queued = Array.from({ length: 10 }, (_, i) => w.write(request(sink, { id: `q${i}` })))
+    const refused = await w.write(request(sink, { id: 'q-over' })).catch((e) => e)
+    expect(refused).toBeInstanceOf(ApiError)
+    expect(refused).toMatchObject({ code: 'overloaded', status: 503, details: { retryAfterSeconds: 1 } })
+    expect(w.stats()).toEqual({ queued: 10, inflight: 1 })
+    release()
+    await Promise.all([first, ...queued])
+    expect(await stored()).toHaveLength(11)
+  })
+
+  test('a failed commit fails every request in it with storage_unavailable, then fails fast for a while', async () => {
+    let now = 1_000_000
+    let broken = true
+    const sink: Sink<ProbeRow> = {
+      name: 'flaky',
+      async write(tx, rows) {
+        if (broken) throw Object.assign(new Error('connection refused'), { code: 'ECONNREFUSED' })
+        await probeSink().write(tx, rows)
+      },
+    }
+    const w = writer({ failFastMs: 1000, retryAfterSeconds: 4, now: () => now })
+    const results = await Promise.allSettled([w.write(request(sink, { id: 'f1' })), w.write(request(sink, { id: 'f2' }))])
+    for (const result of results) {
+      expect(result.status).toBe('rejected')
+      expect((result as PromiseRejectedResult).reason).toMatchObject({ code: 'storage_unavailable', details: { retryAfterSeconds: 4 } })
+    }
+    broken = false
+    now += 500
+    await expect(w.write(request(sink, { id: 'f3' }))).rejects.toMatchObject({ code: 'storage_unavailable' })
+    now += 600
+    await w.write(request(sink, { id: 'f4' }))
+    expect((await stored()).map((r) => r.id)).toEqual(['f4'])
+  })
+
+  test('a commit that hangs is answered 503 after commitTimeoutMs, not left waiting', async () => {
+    // Stuck for a second, then it lands: the client was told 503 and will retry, which is a no-op.
+    const slow = probeSink(() => Bun.sleep(1000))
+    const w = writer({ commitTimeoutMs: 100 })
+    const started = performance.now()
+    await expect(w.write(request(slow, { id: 'h1' }))).rejects.toMatchObject({ code: 'storage_unavailable' })
+    expect(performance.now() - started).toBeLessThan(900)
+    await Bun.sleep(1200)
+    expect((await stored()).map((r) => r.id)).toEqual(['h1'])
+  })
+
+  test('a row the database refuses fails only its own request; the rest of the batch is stored', async () => {
+    const sink = probeSink()
+    const w = writer({ lingerMs: 20 })
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) =>
+        w.write(request(sink, { id: `d${String(i).padStart(2, '0')}`, value: i === 7 ? 'not-a-uuid' : crypto.randomUUID() })),
+      ),
+    )
+    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [[i, r.reason.code]] : []))
+    expect(failed).toEqual([[7, 'validation_failed']])
+    expect(await stored()).toHaveLength(19)
+  })
+})

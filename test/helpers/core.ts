@@ -1,0 +1,79 @@
+import { createApp, type App } from '@sightline/core/app'
+import { loadConfig, type Config } from '@sightline/core/config'
+import { createLogger, type Logger } from '@sightline/core/log'
+import { createProject, type CreatedProject } from '@sightline/core/projects/service'
+import { startServices, type Services } from '@sightline/core/services'
+import type { WriterOptions } from '@sightline/core/writer'
+import { createTestDatabase, type TestDatabase } from './database'
+
+export interface TestCore {
+  app: App
+  database: TestDatabase
+  services: Services
+  config: Config
+  log: Logger
+  /** A project made for this core, with a key per default environment. */
+  project: CreatedProject
+  /** The project's development key. */
+  key: string
+  /** Sends a request through `app.handle`, no socket involved. */
+  request(path: string, init?: RequestInit): Promise<Response>
+  /** POSTs JSON with the project key as a Bearer header (override with `key: null`). */
+  post(path: string, body: unknown, options?: { key?: string | null; headers?: Record<string, string> }): Promise<Response>
+  /** Starts listening on a free port and returns the base URL. */
+  listen(): Promise<string>
+  close(): Promise<void>
+}
+
+export interface StartCoreOptions {
+  env?: Record<string, string>
+  database?: TestDatabase
+  log?: Logger
+  monthlyLimit?: number | null
+  writer?: Omit<WriterOptions, 'gate'>
+}
+
+export async function startCore(options: StartCoreOptions = {}): Promise<TestCore> {
+  const config = loadConfig({ LOG_LEVEL: 'silent', ...options.env })
+  const database = options.database ?? (await createTestDatabase())
+  const log = options.log ?? createLogger(config.logLevel)
+  const services = await startServices(database.db, log, options.writer)
+  const project = await createProject(database.db.orm, { name: 'test', monthlyLimit: options.monthlyLimit ?? null })
+  const app = createApp({ config, db: database.db, log, ...services })
+  const key = project.keys.development
+
+  const request = (path: string, init?: RequestInit) => app.handle(new Request(`http://localhost${path}`, init))
+  return {
+    app,
+    database,
+    services,
+    config,
+    log,
+    project,
+    key,
+    request,
+    post(path, body, { key: keyOverride, headers } = {}) {
+      const useKey = keyOverride === undefined ? key : keyOverride
+      return request(path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(useKey ? { authorization: `Bearer ${useKey}` } : {}), ...headers },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      })
+    },
+    async listen() {
+      app.listen({ port: 0, hostname: '127.0.0.1' })
+      return `http://127.0.0.1:${app.server!.port}`
+    },
+    async close() {
+      if (app.server) await app.stop(true)
+      await services.stop()
+      if (!options.database) await database.close()
+    },
+  }
+}
+
+/** A logger whose lines are kept for assertions. */
+export function memoryLogger(level: Parameters<typeof createLogger>[0] = 'debug') {
+  const lines: string[] = []
+  return { log: createLogger(level, (line) => lines.push(line)), lines }
+}

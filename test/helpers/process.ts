@@ -1,0 +1,64 @@
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+
+export const ROOT = join(import.meta.dir, '..', '..')
+
+export interface CoreProcess {
+  url: string
+  proc: Subprocess<'ignore', 'pipe', 'pipe'>
+  /** Everything the process printed so far. */
+  output(): string
+  stop(): Promise<void>
+}
+
+/**
+ * Starts `core/src/main.ts` as its own process, as an operator would, and waits until it listens.
+ * The listening URL is read from its own log line.
+ */
+export async function spawnCore(env: Record<string, string>, timeoutMs = 20_000): Promise<CoreProcess> {
+  const proc = Bun.spawn([process.execPath, join(ROOT, 'core/src/main.ts')], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  let output = ''
+  const collect = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder()
+    for await (const chunk of stream) output += decoder.decode(chunk, { stream: true })
+  }
+  void collect(proc.stdout)
+  void collect(proc.stderr)
+  const deadline = Date.now() + timeoutMs
+  let url: string | undefined
+  while (!url) {
+    url = output.match(/"msg":"listening","url":"(http:\/\/[^"]+)"/)?.[1]
+    if (url) break
+    if (proc.exitCode !== null || Date.now() > deadline) {
+      proc.kill()
+      throw new Error(`core did not start (exit ${proc.exitCode}):\n${output}`)
+    }
+    await Bun.sleep(25)
+  }
+  return {
+    url,
+    proc,
+    output: () => output,
+    async stop() {
+      proc.kill('SIGTERM')
+      await proc.exited
+    },
+  }
+}
+
+/** Runs the admin command line and returns its exit code and output. */
+export async function runAdmin(args: string[], env: Record<string, string>) {
+  const proc = Bun.spawn([process.execPath, join(ROOT, 'core/src/cli.ts'), ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  return { exitCode, stdout, stderr }
+}
