@@ -27,8 +27,9 @@ export function createApp(deps: AppDeps) {
     // 'typebox' rather than the default mirror, which turns a wrong-typed value (a string or array
     // where an object belongs) into an object of its characters instead of refusing it.
     normalize: 'typebox',
-    // Above our own limits, so that ours (with WIRE.md's error shape) are the ones that answer.
-    serve: { maxRequestBodySize: 2 * Math.max(deps.config.maxBodyBytes, deps.config.maxUploadBodyBytes) },
+    // Bun's own limit would answer a bare 413; ours (http/body.ts) refuse by Content-Length before
+    // reading and cap what streams in, in WIRE.md's error shape, so Bun's is never the one to answer.
+    serve: { maxRequestBodySize: Number.MAX_SAFE_INTEGER },
   })
     .use(errorHandler(deps.log, () => routes))
     .use(cors((path) => routes.has(path)))
