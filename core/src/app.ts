@@ -6,8 +6,14 @@ import { cors } from './http/cors'
 import { errorHandler, type RouteTable } from './http/errors'
 import { requestLog } from './http/request-log'
 import { eventRoutes } from './ingest/events'
+import { geoRoutes } from './ingest/geo'
+import { createClientLocator, type ClientLocator } from './ingest/geo/locator'
+import { groupRoutes } from './ingest/groups'
 import { healthRoutes } from './ingest/health'
+import { identityRoutes } from './ingest/identity'
+import { initRoutes } from './ingest/init'
 import { ingestion } from './ingest/plugin'
+import { replayRoutes } from './ingest/replay'
 import type { Logger } from './log'
 import type { Services } from './services'
 
@@ -16,12 +22,14 @@ export interface AppDeps extends Omit<Services, 'stop'> {
   db: Database
   log: Logger
   startedAt?: number
+  /** Client address and GeoIP; made from `config` (TRUSTED_PROXIES, GEOIP_DB) when not given. */
+  locator?: ClientLocator
 }
 
 /** Composes the feature modules into one app. Nothing runs at import time; `main.ts` listens. */
 export function createApp(deps: AppDeps) {
   const routes = new Map<string, string[]>()
-  const shared = { ingestion: ingestion(deps), writer: deps.writer }
+  const shared = { ingestion: ingestion(deps), writer: deps.writer, locator: deps.locator ?? createClientLocator(deps.config) }
   const app = new Elysia({
     // Unknown body fields are stripped, never refused: clients in the field send more than we read.
     // 'typebox' rather than the default mirror, which turns a wrong-typed value (a string or array
@@ -43,6 +51,11 @@ export function createApp(deps: AppDeps) {
       }),
     )
     .use(eventRoutes(shared))
+    .use(initRoutes(shared))
+    .use(replayRoutes(shared))
+    .use(identityRoutes(shared))
+    .use(groupRoutes(shared))
+    .use(geoRoutes(shared))
 
   for (const route of app.routes) routes.set(route.path, [...(routes.get(route.path) ?? []), route.method])
   return app

@@ -1,3 +1,5 @@
+import type { Geo } from '../geo/service'
+
 /**
  * What one request tells about its session. Sessions are created by the first request that names
  * them and every later one extends them; fields other than the times are set when first known.
@@ -22,7 +24,7 @@ export interface SessionTouch {
   deviceModel?: string | null
   automaticProperties?: Record<string, unknown> | null
   windowIds?: string[]
-  geo?: Record<string, unknown> | null
+  geo?: Geo | null
   sdkVersion?: string | null
 }
 
@@ -32,7 +34,7 @@ export interface EndUserTouch {
   at: number
   /** Merged into what is stored (identify). */
   attributes?: Record<string, unknown> | null
-  geo?: Record<string, unknown> | null
+  geo?: Geo | null
 }
 
 const sessionKey = (t: { projectId: string; sessionId: string }) => `${t.projectId}\n${t.sessionId}`

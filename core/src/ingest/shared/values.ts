@@ -15,7 +15,7 @@ const ESCAPED_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g
  * A batch of rows as the one JSON parameter of a `json_to_recordset` statement: one statement text
  * whatever the row count, the same on both drivers. NUL escapes are removed (see stripNul).
  */
-export function jsonParam(rows: unknown[]): string {
+export function jsonParam(rows: unknown): string {
   const json = JSON.stringify(rows)
   return json.includes('\\u0000') ? json.replace(ESCAPED_NUL, '$1') : json
 }

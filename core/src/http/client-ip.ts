@@ -1,0 +1,93 @@
+import { BlockList, isIP } from 'node:net'
+import { ConfigError } from '../config'
+
+/**
+ * The address a request came from. The socket's peer is the truth; `X-Forwarded-For` is believed only
+ * as far as it was written by proxies the operator trusts (`TRUSTED_PROXIES`): the chain is walked from
+ * the right, and the first address that is not a trusted proxy is the client. Anything else in the
+ * header was written by the client and proves nothing.
+ */
+export type ClientAddress = (socketAddress: string | null | undefined, forwardedFor: string | null | undefined) => string | null
+
+type Family = 'ipv4' | 'ipv6'
+
+/** A bare address in canonical form: IPv4-mapped IPv6 becomes IPv4, zone ids go; null when invalid. */
+export function normalizeAddress(raw: string | null | undefined): string | null {
+  if (!raw) return null
+  let address = raw.trim()
+  // X-Forwarded-For entries sometimes carry a port: "203.0.113.7:51234", "[2001:db8::1]:443".
+  const bracketed = address.match(/^\[([^\]]+)\](?::\d+)?$/)
+  if (bracketed) address = bracketed[1]
+  else if (/^[\d.]+:\d+$/.test(address)) address = address.slice(0, address.indexOf(':'))
+  const zone = address.indexOf('%')
+  if (zone !== -1) address = address.slice(0, zone)
+  const mapped = address.match(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/i)
+  if (mapped) address = mapped[1]
+  const version = isIP(address)
+  if (version === 0) return null
+  return version === 6 ? address.toLowerCase() : address
+}
+
+const familyOf = (address: string): Family => (isIP(address) === 6 ? 'ipv6' : 'ipv4')
+
+/** `10.0.0.0/8`, `2001:db8::/32` or a bare address; a malformed entry is a configuration error. */
+export function parseCidrs(cidrs: readonly string[]): BlockList {
+  const list = new BlockList()
+  for (const entry of cidrs) {
+    const [base, bits, extra] = entry.split('/')
+    const address = normalizeAddress(base)
+    const family = address ? familyOf(address) : undefined
+    const max = family === 'ipv6' ? 128 : 32
+    const prefix = bits === undefined ? max : Number(bits)
+    if (!address || !family || extra !== undefined || !/^\d+$/.test(bits ?? String(max)) || prefix > max) {
+      throw new ConfigError(`TRUSTED_PROXIES: "${entry}" is not an IP address or CIDR range`)
+    }
+    list.addSubnet(address, prefix, family)
+  }
+  return list
+}
+
+export function clientAddress(trustedProxies: readonly string[]): ClientAddress {
+  const trusted = parseCidrs(trustedProxies)
+  const isTrusted = (address: string) => trusted.check(address, familyOf(address))
+  const anyTrusted = trustedProxies.length > 0
+
+  return (socketAddress, forwardedFor) => {
+    let client = normalizeAddress(socketAddress)
+    if (!anyTrusted || !client || !forwardedFor || !isTrusted(client)) return client
+    const hops = forwardedFor.split(',')
+    for (let i = hops.length - 1; i >= 0; i--) {
+      // A hop a trusted proxy wrote that is not an address: nothing left of it can be believed.
+      const hop = normalizeAddress(hops[i])
+      if (!hop) return null
+      client = hop
+      if (!isTrusted(hop)) return hop
+    }
+    return client
+  }
+}
+
+/**
+ * Special-purpose ranges (IANA IPv4/IPv6 special-purpose registries, RFC 6890): private, loopback,
+ * link-local, shared, documentation, benchmarking, multicast, reserved. None of them says where a
+ * person is, so they never reach the GeoIP lookup.
+ */
+const NOT_PUBLIC = parseCidrsUnchecked([
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
+  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
+  ['::', 128], ['::1', 128], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32], ['fc00::', 7],
+  ['fe80::', 10], ['ff00::', 8],
+])
+
+function parseCidrsUnchecked(ranges: [string, number][]): BlockList {
+  const list = new BlockList()
+  for (const [address, prefix] of ranges) list.addSubnet(address, prefix, familyOf(address))
+  return list
+}
+
+/** An address that can be located: valid, and not private, loopback or otherwise special. */
+export function isPublicAddress(raw: string | null | undefined): boolean {
+  const address = normalizeAddress(raw)
+  return address !== null && !NOT_PUBLIC.check(address, familyOf(address))
+}

@@ -1,0 +1,46 @@
+/** Where an address is, as stored on sessions and end users and answered by `/ip-info`. */
+export interface Geo {
+  country: string | null
+  region: string | null
+  city: string | null
+  latitude: number | null
+  longitude: number | null
+  timezone: string | null
+}
+
+type Names = { names?: Record<string, string> }
+
+/** The two record layouts in use: MaxMind's GeoIP2/GeoLite2 City (nested), and DB-IP Lite as ip-location-db ships it (flat). */
+export interface GeoRecord {
+  country?: { iso_code?: string }
+  subdivisions?: Names[]
+  city?: Names | string
+  location?: { latitude?: number; longitude?: number; time_zone?: string }
+  country_code?: string
+  state1?: string
+  latitude?: number
+  longitude?: number
+  timezone?: string
+}
+
+const text = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null)
+const number = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null)
+const english = (record: Names | undefined): string | null => text(record?.names?.en)
+
+/** A database record as a Geo; null when the record says nothing of where. */
+export function geoFromRecord(record: GeoRecord | null | undefined): Geo | null {
+  if (!record) return null
+  const geo: Geo = {
+    country: text(record.country_code) ?? text(record.country?.iso_code),
+    region: text(record.state1) ?? english(record.subdivisions?.[0]),
+    city: typeof record.city === 'string' ? text(record.city) : english(record.city),
+    latitude: number(record.latitude) ?? number(record.location?.latitude),
+    longitude: number(record.longitude) ?? number(record.location?.longitude),
+    timezone: text(record.timezone) ?? text(record.location?.time_zone),
+  }
+  return Object.values(geo).every((v) => v === null) ? null : geo
+}
+
+/** The body's `ip` when it is a public address, else the address the request came from. */
+export const addressToLocate = (claimed: string | null | undefined, requestAddress: string | null, isPublic: (address: string) => boolean): string | null =>
+  claimed && isPublic(claimed) ? claimed : requestAddress

@@ -1,0 +1,56 @@
+import type { Caller } from '../../http/auth'
+import type { EndUserTouch, SessionTouch } from '../sessions/service'
+import { stripNul } from '../shared/values'
+import type { GroupIdentifyBody } from './model'
+
+export interface GroupRow {
+  projectId: string
+  groupType: string
+  groupKey: string
+  properties: Record<string, unknown>
+  at: number
+}
+
+export interface GroupMemberRow {
+  projectId: string
+  groupType: string
+  groupKey: string
+  endUserId: string
+}
+
+export interface GroupIdentifyRows {
+  groups: GroupRow[]
+  members: GroupMemberRow[]
+  sessions: SessionTouch[]
+  endUsers: EndUserTouch[]
+}
+
+export function groupIdentifyRows(body: GroupIdentifyBody, caller: Caller, now: number): GroupIdentifyRows {
+  const { projectId, environment } = caller
+  const groupType = stripNul(body.groupType)
+  const groupKey = stripNul(String(body.groupKey))
+  const endUserId = body.endUserId ?? null
+  return {
+    groups: [{ projectId, groupType, groupKey, properties: body.groupProperties ?? {}, at: now }],
+    members: endUserId ? [{ projectId, groupType, groupKey, endUserId }] : [],
+    sessions: body.sessionId ? [{ projectId, sessionId: body.sessionId, environment, endUserId, firstAt: now, lastAt: now }] : [],
+    endUsers: endUserId ? [{ projectId, endUserId, at: now }] : [],
+  }
+}
+
+const groupKeyOf = (g: { projectId: string; groupType: string; groupKey: string }) => `${g.projectId}\n${g.groupType}\n${g.groupKey}`
+
+/** One row per group, properties merged in arrival order, sorted so that commits lock in one order. */
+export function mergeGroups(rows: readonly GroupRow[]): GroupRow[] {
+  const merged = new Map<string, GroupRow>()
+  for (const row of rows) {
+    const seen = merged.get(groupKeyOf(row))
+    merged.set(groupKeyOf(row), seen ? { ...seen, properties: { ...seen.properties, ...row.properties }, at: Math.max(seen.at, row.at) } : row)
+  }
+  return [...merged.values()].sort((a, b) => (groupKeyOf(a) < groupKeyOf(b) ? -1 : 1))
+}
+
+export function uniqueMembers(rows: readonly GroupMemberRow[]): GroupMemberRow[] {
+  const byKey = new Map(rows.map((m) => [`${groupKeyOf(m)}\n${m.endUserId}`, m]))
+  return [...byKey.keys()].sort().map((k) => byKey.get(k)!)
+}

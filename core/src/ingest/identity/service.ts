@@ -1,0 +1,50 @@
+import type { Caller } from '../../http/auth'
+import type { SessionTouch } from '../sessions/service'
+import type { IdentifyBody } from './model'
+
+/**
+ * One identify. `auth` holds the values of the named auth fields when the call is auth-aware; the
+ * sink fills in `canonical`, the person this end user turned out to be, inside the commit, so the
+ * route reads it once the write has resolved.
+ */
+export interface IdentifyRow {
+  projectId: string
+  endUserId: string
+  attributes: Record<string, unknown>
+  auth: Record<string, unknown> | null
+  at: number
+  canonical?: string
+}
+
+/**
+ * The values of the auth fields, or null when any of them has none: a person is recognised by all the
+ * fields the client named, never by a subset of them.
+ */
+export function authValues(attributes: Record<string, unknown>, authFields: readonly string[]): Record<string, unknown> | null {
+  const fields = [...new Set(authFields)].sort()
+  if (fields.length === 0) return null
+  const values: Record<string, unknown> = {}
+  for (const field of fields) {
+    const value = attributes[field]
+    if (value === undefined || value === null || value === '') return null
+    values[field] = value
+  }
+  return values
+}
+
+export function identifyRows(
+  body: IdentifyBody,
+  authFields: readonly string[] | null,
+  caller: Caller,
+  now: number,
+  newId: () => string,
+): { identify: IdentifyRow; sessions: SessionTouch[] } {
+  const endUserId = body.userId ?? newId()
+  const attributes = body.userAttributes ?? {}
+  return {
+    identify: { projectId: caller.projectId, endUserId, attributes, auth: authFields ? authValues(attributes, authFields) : null, at: now },
+    sessions: body.sessionId
+      ? [{ projectId: caller.projectId, sessionId: body.sessionId, environment: caller.environment, endUserId, firstAt: now, lastAt: now }]
+      : [],
+  }
+}

@@ -1,0 +1,89 @@
+import { sql } from 'drizzle-orm'
+import type { Orm } from '../../db'
+import { rowsOf } from '../../db'
+import type { Sink } from '../../writer'
+import { endUsersSink } from '../sessions/store'
+import { jsonParam } from '../shared/values'
+import type { IdentifyRow } from './service'
+
+/** Names the identity lock among Postgres advisory locks (two-key form: this class, the project's hash). */
+const IDENTITY_LOCK_CLASS = 7_254_814
+
+const key = (projectId: string, endUserId: string) => `${projectId}\n${endUserId}`
+
+/**
+ * Identify and auth-aware identify. An end user that is an alias resolves to its person first. An
+ * auth-aware identify then looks for the person of the project who already has the same auth values
+ * (the first seen of them), makes this end user (and whatever was aliased to it) an alias of that
+ * person, and merges the attributes there. Auth-aware identifies of one project run one at a time
+ * (a transaction-scoped advisory lock), so two devices signing in at once end as one person.
+ */
+export const identitySink: Sink<IdentifyRow> = {
+  name: 'identity',
+  async write(tx, rows) {
+    const canonical = await aliasesOf(tx, rows)
+    const personOf = (projectId: string, endUserId: string) => canonical.get(key(projectId, endUserId)) ?? endUserId
+
+    const authRows = rows.filter((r) => r.auth)
+    for (const projectId of [...new Set(authRows.map((r) => r.projectId))].sort()) {
+      await tx.execute(sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${projectId}))`)
+    }
+    for (const row of authRows) {
+      const current = personOf(row.projectId, row.endUserId)
+      const person = (await findPerson(tx, row.projectId, row.auth!)) ?? current
+      if (person !== current) {
+        await alias(tx, row.projectId, [...new Set([row.endUserId, current])], current, person)
+        for (const [k, v] of canonical) if (v === current && k.startsWith(`${row.projectId}\n`)) canonical.set(k, person)
+        canonical.set(key(row.projectId, current), person)
+      }
+      canonical.set(key(row.projectId, row.endUserId), person)
+      row.canonical = person
+      await endUsersSink.write(tx, [{ projectId: row.projectId, endUserId: person, at: row.at, attributes: row.attributes }])
+    }
+
+    const plain = rows.filter((r) => !r.auth)
+    for (const row of plain) row.canonical = personOf(row.projectId, row.endUserId)
+    if (plain.length > 0) {
+      await endUsersSink.write(
+        tx,
+        plain.map((r) => ({ projectId: r.projectId, endUserId: r.canonical!, at: r.at, attributes: r.attributes })),
+      )
+    }
+  },
+}
+
+/** alias id -> person, for the end users named in `rows` that are aliases. */
+async function aliasesOf(tx: Orm, rows: IdentifyRow[]): Promise<Map<string, string>> {
+  const named = rows.map((r) => ({ projectId: r.projectId, endUserId: r.endUserId }))
+  const found = rowsOf<{ project_id: string; alias_id: string; end_user_id: string }>(
+    await tx.execute(sql`
+      select a.project_id::text as project_id, a.alias_id, a.end_user_id
+      from end_user_aliases a
+      join json_to_recordset(${jsonParam(named)}::json) as r("projectId" uuid, "endUserId" text)
+        on a.project_id = r."projectId" and a.alias_id = r."endUserId"`),
+  )
+  return new Map(found.map((a) => [key(a.project_id, a.alias_id), a.end_user_id]))
+}
+
+/** The first-seen person of the project (not an alias) whose attributes hold every one of `auth`. */
+async function findPerson(tx: Orm, projectId: string, auth: Record<string, unknown>): Promise<string | undefined> {
+  const [found] = rowsOf<{ end_user_id: string }>(
+    await tx.execute(sql`
+      select u.end_user_id from end_users u
+      where u.project_id = ${projectId} and u.attributes @> ${jsonParam(auth)}::jsonb
+        and not exists (select 1 from end_user_aliases a where a.project_id = u.project_id and a.alias_id = u.end_user_id)
+      order by u.first_seen_at, u.end_user_id
+      limit 1`),
+  )
+  return found?.end_user_id
+}
+
+/** Points `ids`, and every alias of `previous`, at `person`, so aliases never chain. */
+async function alias(tx: Orm, projectId: string, ids: string[], previous: string, person: string): Promise<void> {
+  const links = ids.filter((id) => id !== person).map((aliasId) => ({ projectId, aliasId, endUserId: person }))
+  await tx.execute(sql`
+    insert into end_user_aliases (project_id, alias_id, end_user_id)
+    select l."projectId", l."aliasId", l."endUserId" from json_to_recordset(${jsonParam(links)}::json) as l("projectId" uuid, "aliasId" text, "endUserId" text)
+    on conflict (project_id, alias_id) do update set end_user_id = excluded.end_user_id`)
+  await tx.execute(sql`update end_user_aliases set end_user_id = ${person} where project_id = ${projectId} and end_user_id = ${previous}`)
+}

@@ -1,0 +1,15 @@
+import { t } from 'elysia'
+import { Id, OptionalEndUserId } from '../shared/model'
+
+const OptionalText = t.Optional(t.Union([t.String({ maxLength: 8192 }), t.Null()]))
+
+/** POST /init (fielded, deprecated). */
+export const InitBody = t.Object({
+  sessionId: Id,
+  endUserId: OptionalEndUserId,
+  entryURL: OptionalText,
+  referrer: OptionalText,
+  sdkVersion: t.Optional(t.Union([t.String({ maxLength: 256 }), t.Null()])),
+})
+
+export type InitBody = typeof InitBody.static

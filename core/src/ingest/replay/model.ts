@@ -1,0 +1,19 @@
+import { t } from 'elysia'
+import { Id, OptionalEndUserId, Properties } from '../shared/model'
+
+/**
+ * POST /events (fielded). Items of `events` are checked one by one in the service, so that a bad
+ * item is dropped and counted instead of failing the chunk.
+ */
+export const ReplayBody = t.Object({
+  sessionId: Id,
+  endUserId: OptionalEndUserId,
+  windowId: t.Optional(t.Union([Id, t.Null()])),
+  events: t.Array(t.Unknown(), { maxItems: 100_000 }),
+  automaticProperties: Properties,
+  sdkVersion: t.Optional(t.Union([t.String({ maxLength: 256 }), t.Null()])),
+  /** Per-window chunk sequence number, when the tracker sends one. */
+  seq: t.Optional(t.Union([t.Integer({ minimum: 0, maximum: 2_147_483_647 }), t.Null()])),
+})
+
+export type ReplayBody = typeof ReplayBody.static

@@ -1,0 +1,141 @@
+import type { Caller } from '../../http/auth'
+import type { ClientFacts } from '../sessions/client'
+import type { EndUserTouch, SessionTouch } from '../sessions/service'
+import { clampTimestamp, stripNul } from '../shared/values'
+import type { ReplayBody } from './model'
+
+/** rrweb's event types: 0 DomContentLoaded, 1 Load, 2 FullSnapshot, 3 IncrementalSnapshot, 4 Meta, 5 Custom, 6 Plugin. */
+const FULL_SNAPSHOT = 2
+const META = 4
+const MAX_EVENT_TYPE = 6
+
+export interface RrwebEvent {
+  type: number
+  timestamp: number
+  data: unknown
+}
+
+export function isRrwebEvent(value: unknown): value is RrwebEvent {
+  if (typeof value !== 'object' || value === null) return false
+  const { type, timestamp, data } = value as Partial<RrwebEvent>
+  return (
+    Number.isInteger(type) && type! >= 0 && type! <= MAX_EVENT_TYPE && typeof timestamp === 'number' && Number.isFinite(timestamp) && timestamp >= 0 && data !== undefined
+  )
+}
+
+/** What the chunk says about itself; the events are stored as they came, in the order they came. */
+export interface ReplayChunk {
+  events: RrwebEvent[]
+  dropped: number
+  firstTimestamp: number
+  lastTimestamp: number
+  hasFullSnapshot: boolean
+  /** `href` of the first meta event: the page the recording starts on. */
+  entryUrl: string | null
+}
+
+/** Keeps the valid rrweb events of a chunk and reads what the session needs from them. */
+export function readChunk(items: readonly unknown[]): ReplayChunk {
+  const events: RrwebEvent[] = []
+  let first = Infinity
+  let last = -Infinity
+  let hasFullSnapshot = false
+  let entryUrl: string | null = null
+  let entryAt = Infinity
+  for (const item of items) {
+    if (!isRrwebEvent(item)) continue
+    events.push(item)
+    if (item.timestamp < first) first = item.timestamp
+    if (item.timestamp > last) last = item.timestamp
+    if (item.type === FULL_SNAPSHOT) hasFullSnapshot = true
+    if (item.type === META && item.timestamp < entryAt) {
+      const href = (item.data as { href?: unknown } | null)?.href
+      if (typeof href === 'string' && href !== '') {
+        entryUrl = href
+        entryAt = item.timestamp
+      }
+    }
+  }
+  return { events, dropped: items.length - events.length, firstTimestamp: first, lastTimestamp: last, hasFullSnapshot, entryUrl }
+}
+
+export interface ReplayChunkRow {
+  projectId: string
+  sessionId: string
+  windowId: string
+  contentHash: string
+  seq: number | null
+  firstTimestamp: number
+  lastTimestamp: number
+  eventCount: number
+  hasFullSnapshot: boolean
+  rawBytes: number
+  data: Uint8Array
+}
+
+/** The encoded chunk, as `encodeChunk` in the route makes it. */
+export interface EncodedChunk {
+  contentHash: string
+  rawBytes: number
+  data: Uint8Array
+}
+
+export interface ReplayRows {
+  chunks: ReplayChunkRow[]
+  sessions: SessionTouch[]
+  endUsers: EndUserTouch[]
+}
+
+const MAX_TEXT = 2048
+const shortText = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? stripNul(value.slice(0, MAX_TEXT)) : null)
+
+/**
+ * The rows one `/events` request stores: the chunk (when it kept any event) and what it tells of the
+ * session and end user. Client times more than a day ahead are clamped for the columns; the events
+ * themselves are stored untouched, so that they replay as recorded.
+ */
+export function replayRows(body: ReplayBody, chunk: ReplayChunk, encoded: EncodedChunk | null, caller: Caller, client: ClientFacts, receivedAt: number): ReplayRows {
+  const endUserId = body.endUserId ?? null
+  const windowId = body.windowId ?? ''
+  const kept = chunk.events.length > 0
+  const firstAt = kept ? clampTimestamp(chunk.firstTimestamp, receivedAt) : receivedAt
+  const lastAt = kept ? clampTimestamp(chunk.lastTimestamp, receivedAt) : receivedAt
+  const properties = body.automaticProperties ?? null
+  const session: SessionTouch = {
+    projectId: caller.projectId,
+    sessionId: body.sessionId,
+    environment: caller.environment,
+    endUserId,
+    firstAt: Math.min(firstAt, lastAt),
+    lastAt: Math.max(firstAt, lastAt),
+    entryUrl: chunk.entryUrl ? shortText(chunk.entryUrl) : null,
+    referrer: shortText(properties?.referrer),
+    ...client.userAgent,
+    automaticProperties: properties,
+    windowIds: body.windowId ? [body.windowId] : [],
+    geo: client.geo,
+    sdkVersion: shortText(body.sdkVersion),
+  }
+  return {
+    chunks:
+      kept && encoded
+        ? [
+            {
+              projectId: caller.projectId,
+              sessionId: body.sessionId,
+              windowId,
+              contentHash: encoded.contentHash,
+              seq: body.seq ?? null,
+              firstTimestamp: session.firstAt,
+              lastTimestamp: session.lastAt,
+              eventCount: chunk.events.length,
+              hasFullSnapshot: chunk.hasFullSnapshot,
+              rawBytes: encoded.rawBytes,
+              data: encoded.data,
+            },
+          ]
+        : [],
+    sessions: [session],
+    endUsers: endUserId ? [{ projectId: caller.projectId, endUserId, at: session.lastAt, geo: session.geo }] : [],
+  }
+}

@@ -1,0 +1,210 @@
+import { gzipSync } from 'node:zlib'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { decodeChunk } from '@sightline/core/ingest/replay/encode'
+import { startCore, type TestCore } from '../../helpers/core'
+
+let core: TestCore
+beforeAll(async () => {
+  core = await startCore()
+})
+afterAll(() => core.close())
+
+const rows = <T>(query: ReturnType<typeof sql>) => core.database.db.rows<T>(query)
+const ms = (column: string) => sql.raw(`(extract(epoch from ${column}) * 1000)::bigint::text`)
+
+interface ChunkRow {
+  project_id: string
+  window_id: string
+  content_hash: string
+  seq: number | null
+  first_ms: string
+  last_ms: string
+  event_count: number
+  has_full_snapshot: boolean
+  raw_bytes: number
+  data: Uint8Array
+}
+const chunksOf = (sessionId: string) =>
+  rows<ChunkRow>(sql`
+    select project_id::text, window_id, content_hash, seq, ${ms('first_timestamp')} as first_ms, ${ms('last_timestamp')} as last_ms,
+      event_count, has_full_snapshot, raw_bytes, data
+    from replay_chunks where session_id = ${sessionId} order by first_timestamp, seq`)
+const sessionOf = async (sessionId: string) =>
+  (await rows<Record<string, unknown>>(sql`
+    select *, ${ms('started_at')} as started_ms, ${ms('last_activity_at')} as last_ms from sessions where session_id = ${sessionId}`))[0]
+
+const bytesOf = (data: unknown) => (data instanceof Uint8Array ? data : new Uint8Array(data as ArrayBuffer))
+const IPHONE = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1'
+const t0 = Date.now() - 60_000
+
+const meta = (timestamp: number, href: string) => ({ type: 4, timestamp, data: { href, width: 1280, height: 720 } })
+const full = (timestamp: number) => ({ type: 2, timestamp, data: { node: { type: 0, childNodes: [], id: 1 }, initialOffset: { left: 0, top: 0 } } })
+const move = (timestamp: number, x: number) => ({ type: 3, timestamp, data: { source: 1, positions: [{ x, y: 10, id: 1, timeOffset: 0 }] } })
+
+describe('POST /api/ingestion/events', () => {
+  test('stores the fielded shape: the chunk compressed with every field, and what the session records', async () => {
+    const events = [meta(t0, 'https://shop.test/landing?utm=x'), full(t0 + 5), move(t0 + 900, 1), { type: 5, timestamp: t0 + 950, data: { tag: 'note', payload: { a: 1 } } }]
+    const res = await core.post(
+      '/api/ingestion/events',
+      {
+        sessionId: 'rp-1',
+        endUserId: 'rp-user',
+        windowId: 'win-a',
+        seq: 0,
+        events,
+        automaticProperties: { referrer: 'https://search.test/?q=shop', screen: { width: 390, height: 844 }, language: 'de-DE', timezone: 'Europe/Berlin' },
+        sdkVersion: '2.3.1',
+        apiKey: 'ignored-when-a-header-key-is-sent',
+        unknownField: [1, 2, 3],
+      },
+      { headers: { 'user-agent': IPHONE } },
+    )
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ success: true, accepted: 4, dropped: 0 })
+
+    const [chunk] = await chunksOf('rp-1')
+    expect(chunk).toMatchObject({
+      project_id: core.project.projectId,
+      window_id: 'win-a',
+      seq: 0,
+      first_ms: String(t0),
+      last_ms: String(t0 + 950),
+      event_count: 4,
+      has_full_snapshot: true,
+      raw_bytes: Buffer.byteLength(JSON.stringify(events)),
+    })
+    expect(chunk.content_hash).toMatch(/^[0-9a-f]{32}$/)
+    expect(decodeChunk(bytesOf(chunk.data))).toEqual(events)
+
+    expect(await sessionOf('rp-1')).toMatchObject({
+      end_user_id: 'rp-user',
+      environment: 'development',
+      started_ms: String(t0),
+      last_ms: String(t0 + 950),
+      entry_url: 'https://shop.test/landing?utm=x',
+      referrer: 'https://search.test/?q=shop',
+      user_agent: IPHONE,
+      browser: 'Mobile Safari',
+      browser_version: '17.4',
+      os: 'iOS',
+      os_version: '17.4',
+      device_type: 'mobile',
+      device_vendor: 'Apple',
+      device_model: 'iPhone',
+      automatic_properties: { referrer: 'https://search.test/?q=shop', screen: { width: 390, height: 844 }, language: 'de-DE', timezone: 'Europe/Berlin' },
+      window_ids: ['win-a'],
+      sdk_version: '2.3.1',
+      geo: null,
+    })
+    expect(await rows(sql`select end_user_id from end_users where end_user_id = 'rp-user'`)).toHaveLength(1)
+  })
+
+  test('later chunks extend the session: activity, windows and properties merge; the first meta event stays the entry URL', async () => {
+    const send = (body: object) => core.post('/api/ingestion/events', { sessionId: 'rp-2', ...body })
+    expect((await send({ windowId: 'w1', seq: 0, events: [meta(t0 + 1000, 'https://a.test/first'), full(t0 + 1001)], automaticProperties: { language: 'en' } })).status).toBe(200)
+    expect((await send({ windowId: 'w1', seq: 1, events: [meta(t0 + 5000, 'https://a.test/second'), move(t0 + 6000, 3)] })).status).toBe(200)
+    expect((await send({ windowId: 'w0', events: [move(t0 + 7000, 4)], automaticProperties: { timezone: 'UTC' } })).status).toBe(200)
+    // A chunk that arrives late but was recorded first moves the start and the entry URL back.
+    expect((await send({ windowId: 'w1', events: [meta(t0 + 500, 'https://a.test/zero')] })).status).toBe(200)
+
+    const session = await sessionOf('rp-2')
+    expect(session).toMatchObject({
+      started_ms: String(t0 + 500),
+      last_ms: String(t0 + 7000),
+      entry_url: 'https://a.test/zero',
+      window_ids: ['w0', 'w1'],
+      automatic_properties: { language: 'en', timezone: 'UTC' },
+    })
+    const chunks = await chunksOf('rp-2')
+    expect(chunks.map((c) => [c.window_id, c.seq, c.event_count, c.has_full_snapshot])).toEqual([
+      ['w1', null, 1, false],
+      ['w1', 0, 2, true],
+      ['w1', 1, 2, false],
+      ['w0', null, 1, false],
+    ])
+  })
+
+  test('invalid items are dropped and counted; the rest is stored', async () => {
+    const good = [meta(t0, 'https://b.test/'), move(t0 + 10, 1)]
+    const bad = [null, 'text', 42, [], {}, { type: 3, timestamp: 'now', data: {} }, { type: 9, timestamp: t0, data: {} }, { type: 1.5, timestamp: t0, data: {} },
+      { type: 3, timestamp: -1, data: {} }, { type: 3, timestamp: t0 }, { timestamp: t0, data: {} }]
+    const res = await core.post('/api/ingestion/events', { sessionId: 'rp-3', events: [bad[0], good[0], ...bad.slice(1), good[1]] })
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ success: true, accepted: 2, dropped: bad.length })
+    const [chunk] = await chunksOf('rp-3')
+    expect(chunk.event_count).toBe(2)
+    expect(chunk.window_id).toBe('')
+    expect(decodeChunk(bytesOf(chunk.data))).toEqual(good)
+  })
+
+  test('a chunk with no valid event stores no chunk but still records the session', async () => {
+    const before = Date.now()
+    const res = await core.post('/api/ingestion/events', { sessionId: 'rp-4', events: [{ nope: true }], automaticProperties: { language: 'fr' } })
+    expect(await res.json()).toEqual({ success: true, accepted: 0, dropped: 1 })
+    expect((await core.post('/api/ingestion/events', { sessionId: 'rp-4', events: [] })).status).toBe(200)
+    expect(await chunksOf('rp-4')).toHaveLength(0)
+    const session = await sessionOf('rp-4')
+    expect(Number(session.started_ms)).toBeGreaterThanOrEqual(before - 1)
+    expect(session.automatic_properties).toEqual({ language: 'fr' })
+  })
+
+  test('a retried chunk is stored once; the same events in another window or session are another chunk', async () => {
+    const body = { sessionId: 'rp-5', windowId: 'w', seq: 3, events: [full(t0), move(t0 + 1, 5)] }
+    for (let i = 0; i < 3; i++) expect(await (await core.post('/api/ingestion/events', body)).json()).toEqual({ success: true, accepted: 2, dropped: 0 })
+    await Promise.all(Array.from({ length: 5 }, () => core.post('/api/ingestion/events', body)))
+    expect(await chunksOf('rp-5')).toHaveLength(1)
+    await core.post('/api/ingestion/events', { ...body, windowId: 'other' })
+    await core.post('/api/ingestion/events', { ...body, sessionId: 'rp-5b' })
+    await core.post('/api/ingestion/events', { ...body, events: [full(t0), move(t0 + 1, 6)] })
+    expect(await chunksOf('rp-5')).toHaveLength(3)
+    expect(await chunksOf('rp-5b')).toHaveLength(1)
+  })
+
+  test('a time more than a day ahead is clamped in the columns; the events keep what was recorded', async () => {
+    const future = Date.now() + 3 * 86_400_000
+    const before = Date.now()
+    await core.post('/api/ingestion/events', { sessionId: 'rp-6', events: [move(future, 1)] })
+    const [chunk] = await chunksOf('rp-6')
+    expect(Number(chunk.last_ms)).toBeGreaterThanOrEqual(before - 1)
+    expect(Number(chunk.last_ms)).toBeLessThanOrEqual(Date.now() + 1)
+    expect(decodeChunk(bytesOf(chunk.data))).toEqual([move(future, 1)])
+  })
+
+  test('a gzip body and a beacon (text/plain, key in the body) are stored alike', async () => {
+    const body = JSON.stringify({ sessionId: 'rp-7', apiKey: core.key, events: [full(t0), move(t0 + 2, 9)] })
+    const zipped = await core.request('/api/ingestion/events', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', authorization: `Bearer ${core.key}` },
+      body: gzipSync(body),
+    })
+    expect(zipped.status).toBe(200)
+    const beacon = await core.request('/api/ingestion/events', { method: 'POST', headers: { 'content-type': 'text/plain;charset=UTF-8' }, body: body.replace('rp-7', 'rp-7b') })
+    expect(beacon.status).toBe(200)
+    expect(await chunksOf('rp-7')).toHaveLength(1)
+    expect(await chunksOf('rp-7b')).toHaveLength(1)
+  })
+
+  test('large chunks are stored compressed', async () => {
+    const events = Array.from({ length: 4000 }, (_, i) => move(t0 + i * 16, i % 1440))
+    const res = await core.post('/api/ingestion/events', { sessionId: 'rp-8', events })
+    expect(res.status).toBe(200)
+    const [stored] = await rows<{ raw: number; packed: number }>(sql`select raw_bytes as raw, length(data) as packed from replay_chunks where session_id = 'rp-8'`)
+    expect(stored.raw).toBe(Buffer.byteLength(JSON.stringify(events)))
+    expect(stored.packed).toBeLessThan(stored.raw / 8)
+  })
+
+  test.each([
+    [{ events: [] }, '/sessionId'],
+    [{ sessionId: 'ok' }, '/events'],
+    [{ sessionId: 'ok', events: { 0: {} } }, '/events'],
+    [{ sessionId: 'ok', events: [], windowId: 'has space' }, '/windowId'],
+    [{ sessionId: 'ok', events: [], seq: -1 }, '/seq'],
+    [{ sessionId: 'ok', events: [], seq: 1.5 }, '/seq'],
+    [{ sessionId: 'ok', events: [], automaticProperties: 'x' }, '/automaticProperties'],
+  ])('validation: %j fails at %s', async (body, path) => {
+    const res = await core.post('/api/ingestion/events', body)
+    expect(res.status).toBe(400)
+    expect(await res.json()).toMatchObject({ success: false, error: { code: 'validation_failed' }, path })
+  })
+})
