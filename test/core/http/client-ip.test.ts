@@ -1,0 +1,77 @@
+import { describe, expect, test } from 'bun:test'
+import { ConfigError } from '@sightline/core/config'
+import { clientAddress, isPublicAddress, normalizeAddress } from '@sightline/core/http/client-ip'
+
+describe('addresses', () => {
+  test.each([
+    ['203.0.113.7', '203.0.113.7'],
+    [' 203.0.113.7:51234 ', '203.0.113.7'],
+    ['::ffff:8.8.8.8', '8.8.8.8'],
+    ['[2001:DB8::1]:443', '2001:db8::1'],
+    ['fe80::1%eth0', 'fe80::1'],
+    ['unknown', null],
+    ['999.1.1.1', null],
+    ['', null],
+  ])('%j normalizes to %j', (raw, expected) => {
+    expect(normalizeAddress(raw)).toBe(expected)
+  })
+
+  test.each([
+    ['8.8.8.8', true],
+    ['2001:4860:4860::8888', true],
+    ['::ffff:1.1.1.1', true],
+    ['10.1.2.3', false],
+    ['172.20.0.1', false],
+    ['192.168.1.1', false],
+    ['127.0.0.1', false],
+    ['::1', false],
+    ['169.254.1.1', false],
+    ['100.64.0.1', false],
+    ['fd12::1', false],
+    ['fe80::1', false],
+    ['192.0.2.1', false],
+    ['2001:db8::1', false],
+    ['224.0.0.1', false],
+    ['not an ip', false],
+  ])('%s is public: %p', (address, expected) => {
+    expect(isPublicAddress(address)).toBe(expected)
+  })
+})
+
+describe('X-Forwarded-For behind trusted proxies', () => {
+  const behind = clientAddress(['127.0.0.1/32', '10.0.0.0/8', 'fd00::/8'])
+
+  test('without trusted proxies the socket address is the client, whatever the header says', () => {
+    const direct = clientAddress([])
+    expect(direct('203.0.113.9', '8.8.8.8')).toBe('203.0.113.9')
+    expect(direct('::ffff:127.0.0.1', '8.8.8.8')).toBe('127.0.0.1')
+    expect(direct(null, '8.8.8.8')).toBeNull()
+  })
+
+  test('a socket that is not a trusted proxy: the header is ignored', () => {
+    expect(behind('203.0.113.9', '8.8.8.8')).toBe('203.0.113.9')
+  })
+
+  test('the chain is walked from the right to the first address that is not a trusted proxy', () => {
+    expect(behind('127.0.0.1', '8.8.8.8')).toBe('8.8.8.8')
+    expect(behind('::ffff:127.0.0.1', '8.8.8.8')).toBe('8.8.8.8')
+    // A client-written spoof on the left is never reached.
+    expect(behind('127.0.0.1', '1.1.1.1, 8.8.8.8')).toBe('8.8.8.8')
+    expect(behind('127.0.0.1', '1.1.1.1, 8.8.8.8, 10.1.1.1')).toBe('8.8.8.8')
+    expect(behind('fd00::5', '8.8.4.4:1234,  [fd00::9]:80')).toBe('8.8.4.4')
+    // All trusted: the leftmost is the client.
+    expect(behind('127.0.0.1', '10.0.0.1, 10.0.0.2')).toBe('10.0.0.1')
+  })
+
+  test('no header: the proxy itself; garbage written by a trusted hop: no address', () => {
+    expect(behind('10.2.3.4', null)).toBe('10.2.3.4')
+    expect(behind('127.0.0.1', '8.8.8.8, bogus')).toBeNull()
+  })
+
+  test('a malformed TRUSTED_PROXIES entry is a configuration error', () => {
+    for (const bad of ['10.0.0.0/33', 'fd00::/129', 'example.com', '10.0.0.0/8/1', '10.0.0.0/x']) {
+      expect(() => clientAddress([bad])).toThrow(ConfigError)
+    }
+    expect(() => clientAddress(['2001:db8::/32', '192.0.2.1'])).not.toThrow()
+  })
+})

@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { ConfigError } from '@sightline/core/config'
+import { BUNDLED_GEOIP_DB, openGeoDatabase } from '@sightline/core/ingest/geo/reader'
+import { geoFromRecord } from '@sightline/core/ingest/geo/service'
+import { startCore, type TestCore } from '../../helpers/core'
+
+const US = { country: 'US', region: 'California', city: 'Mountain View', latitude: expect.any(Number), longitude: expect.any(Number), timezone: null }
+
+describe('GeoIP database', () => {
+  const geo = openGeoDatabase()
+
+  test('the bundled DB-IP database locates public IPv4 and IPv6 addresses', () => {
+    expect(geo.lookup('8.8.8.8')).toEqual(US)
+    expect(geo.lookup('::ffff:8.8.8.8')).toEqual(US)
+    expect(geo.lookup('2001:4860:4860::8888')?.country).toMatch(/^[A-Z]{2}$/)
+  })
+
+  test('private, loopback and invalid addresses are not located', () => {
+    for (const address of ['10.0.0.1', '192.168.0.10', '127.0.0.1', '::1', 'fd00::1', 'nonsense', '', null]) expect(geo.lookup(address)).toBeNull()
+  })
+
+  test('MaxMind GeoIP2 records read the same as DB-IP ones', () => {
+    expect(
+      geoFromRecord({
+        country: { iso_code: 'DE' },
+        subdivisions: [{ names: { en: 'Berlin' } }],
+        city: { names: { en: 'Berlin', de: 'Berlin' } },
+        location: { latitude: 52.5, longitude: 13.4, time_zone: 'Europe/Berlin' },
+      }),
+    ).toEqual({ country: 'DE', region: 'Berlin', city: 'Berlin', latitude: 52.5, longitude: 13.4, timezone: 'Europe/Berlin' })
+    expect(geoFromRecord({})).toBeNull()
+  })
+
+  test('GEOIP_DB names the files to read; a missing one stops the start', async () => {
+    const v4only = openGeoDatabase([BUNDLED_GEOIP_DB[0]])
+    expect(v4only.lookup('8.8.8.8')?.country).toBe('US')
+    expect(v4only.lookup('2001:4860:4860::8888')).toBeNull()
+    expect(() => openGeoDatabase(['/nonexistent/city.mmdb'])).toThrow(ConfigError)
+    await expect(startCore({ env: { GEOIP_DB: '/nonexistent/city.mmdb' } })).rejects.toThrow(ConfigError)
+    const core = await startCore({ env: { GEOIP_DB: BUNDLED_GEOIP_DB[0] } })
+    try {
+      expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'g', ip: '2001:4860:4860::8888' })).json()).toEqual({ success: true, geo: null })
+    } finally {
+      await core.close()
+    }
+  })
+})
+
+describe('POST /api/ingestion/ip-info', () => {
+  let core: TestCore
+  beforeAll(async () => {
+    core = await startCore()
+  })
+  afterAll(() => core.close())
+
+  test('a public ip in the body is located and stored on the session and end user', async () => {
+    const res = await core.post('/api/ingestion/ip-info', { sessionId: 'geo-1', endUserId: 'geo-user', ip: '8.8.8.8' })
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ success: true, geo: US })
+    const [session] = await core.database.db.rows<{ geo: unknown }>(sql`select geo from sessions where session_id = 'geo-1'`)
+    const [user] = await core.database.db.rows<{ geo: unknown }>(sql`select geo from end_users where end_user_id = 'geo-user'`)
+    expect(session.geo).toEqual(US)
+    expect(user.geo).toEqual(US)
+  })
+
+  test('a private or invalid ip in the body is not taken; with no socket address the answer is null and nothing is erased', async () => {
+    for (const ip of ['10.0.0.1', '127.0.0.1', 'garbage', null]) {
+      expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-1', ip })).json()).toEqual({ success: true, geo: null })
+    }
+    const [session] = await core.database.db.rows<{ geo: unknown }>(sql`select geo from sessions where session_id = 'geo-1'`)
+    expect(session.geo).toEqual(US)
+  })
+})
+
+describe('client address over a real socket', () => {
+  const overSocket = async (trustedProxies: string, forwardedFor?: string, path = '/api/ingestion/ip-info', body: object = { sessionId: 'sock' }) => {
+    const core = await startCore({ env: trustedProxies ? { TRUSTED_PROXIES: trustedProxies } : {} })
+    try {
+      const base = await core.listen()
+      const res = await fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${core.key}`, ...(forwardedFor ? { 'x-forwarded-for': forwardedFor } : {}) },
+        body: JSON.stringify(body),
+      })
+      const answer = await res.json()
+      const [session] = await core.database.db.rows<{ geo: { country: string } | null }>(sql`select geo from sessions limit 1`)
+      return { answer, session }
+    } finally {
+      await core.close()
+    }
+  }
+
+  test('the loopback socket address has no geo, and X-Forwarded-For from an untrusted peer is ignored', async () => {
+    expect((await overSocket('', '8.8.8.8')).answer).toEqual({ success: true, geo: null })
+  })
+
+  test('behind a trusted proxy the forwarded address is located', async () => {
+    expect((await overSocket('127.0.0.1/32', '1.1.1.1, 8.8.8.8')).answer).toEqual({ success: true, geo: US })
+    expect((await overSocket('127.0.0.0/8, 8.8.8.0/24', '1.1.1.1, 8.8.8.8')).answer.geo.country).toBe('AU')
+  })
+
+  test('replay chunks record the geo of the forwarded client on the session', async () => {
+    const { session } = await overSocket('127.0.0.1', '8.8.8.8', '/api/ingestion/events', { sessionId: 'sock', events: [{ type: 4, timestamp: Date.now(), data: { href: 'https://x.test/' } }] })
+    expect(session.geo).toEqual(US)
+  })
+})

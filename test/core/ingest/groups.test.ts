@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { startCore, type TestCore } from '../../helpers/core'
+
+let core: TestCore
+beforeAll(async () => {
+  core = await startCore()
+})
+afterAll(() => core.close())
+
+const groups = () => core.database.db.rows<{ group_type: string; group_key: string; properties: unknown }>(sql`select group_type, group_key, properties from groups order by group_type, group_key`)
+const members = () => core.database.db.rows<{ group_key: string; end_user_id: string }>(sql`select group_key, end_user_id from group_members order by group_key, end_user_id`)
+
+describe('POST /api/ingestion/groupidentify', () => {
+  test('upserts the group, merges its properties and links the end user', async () => {
+    const first = await core.post('/api/ingestion/groupidentify', {
+      sessionId: 'g-s1',
+      endUserId: 'g-u1',
+      groupType: 'company',
+      groupKey: 'acme',
+      groupProperties: { name: 'Acme', plan: 'free' },
+    })
+    expect(first.status).toBe(200)
+    expect(await first.json()).toEqual({ success: true })
+    await core.post('/api/ingestion/groupidentify', { endUserId: 'g-u2', groupType: 'company', groupKey: 'acme', groupProperties: { plan: 'pro', seats: 12 } })
+    await core.post('/api/ingestion/groupidentify', { endUserId: 'g-u1', groupType: 'company', groupKey: 'acme' })
+    expect(await groups()).toEqual([{ group_type: 'company', group_key: 'acme', properties: { name: 'Acme', plan: 'pro', seats: 12 } }])
+    expect(await members()).toEqual([
+      { group_key: 'acme', end_user_id: 'g-u1' },
+      { group_key: 'acme', end_user_id: 'g-u2' },
+    ])
+    const [session] = await core.database.db.rows<{ end_user_id: string }>(sql`select end_user_id from sessions where session_id = 'g-s1'`)
+    expect(session.end_user_id).toBe('g-u1')
+  })
+
+  test('without an end user only the group is stored; a numeric key is taken as text', async () => {
+    await core.post('/api/ingestion/groupidentify', { groupType: 'team', groupKey: 42, groupProperties: null })
+    expect(await groups()).toContainEqual({ group_type: 'team', group_key: '42', properties: {} })
+    expect((await members()).filter((m) => m.group_key === '42')).toHaveLength(0)
+  })
+
+  test('concurrent identifies of one group in one commit merge, each link once', async () => {
+    const statuses = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        core.post('/api/ingestion/groupidentify', { endUserId: `m${i % 8}`, groupType: 'org', groupKey: 'busy', groupProperties: { [`p${i}`]: i } }).then((r) => r.status),
+      ),
+    )
+    expect(statuses.every((s) => s === 200)).toBe(true)
+    const [group] = (await groups()).filter((g) => g.group_key === 'busy')
+    expect(Object.keys(group.properties as object)).toHaveLength(40)
+    expect((await members()).filter((m) => m.group_key === 'busy')).toHaveLength(8)
+  })
+
+  test.each([
+    [{ groupKey: 'k' }, '/groupType'],
+    [{ groupType: 'company' }, '/groupKey'],
+    [{ groupType: '', groupKey: 'k' }, '/groupType'],
+    [{ groupType: 'company', groupKey: 'k', groupProperties: [1] }, '/groupProperties'],
+  ])('validation: %j fails at %s', async (body, path) => {
+    const res = await core.post('/api/ingestion/groupidentify', body)
+    expect(res.status).toBe(400)
+    expect(await res.json()).toMatchObject({ error: { code: 'validation_failed' }, path })
+  })
+})

@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { startCore, type TestCore } from '../../helpers/core'
+
+let core: TestCore
+beforeAll(async () => {
+  core = await startCore()
+})
+afterAll(() => core.close())
+
+const ANDROID = 'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36'
+
+describe('POST /api/ingestion/init (deprecated)', () => {
+  test('creates the session and end user, says it is deprecated', async () => {
+    const before = Date.now()
+    const res = await core.post(
+      '/api/ingestion/init',
+      { sessionId: 'init-1', endUserId: 'init-user', entryURL: 'https://shop.test/start', referrer: 'https://news.test/', sdkVersion: '1.0.0' },
+      { headers: { 'user-agent': ANDROID } },
+    )
+    expect(res.status).toBe(200)
+    expect(res.headers.get('deprecation')).toBe('true')
+    expect(await res.json()).toEqual({ success: true, sessionId: 'init-1', endUserId: 'init-user' })
+    const [session] = await core.database.db.rows<Record<string, unknown>>(sql`
+      select end_user_id, entry_url, referrer, sdk_version, browser, os, device_type, (extract(epoch from started_at) * 1000)::bigint as started
+      from sessions where session_id = 'init-1'`)
+    expect(session).toMatchObject({
+      end_user_id: 'init-user',
+      entry_url: 'https://shop.test/start',
+      referrer: 'https://news.test/',
+      sdk_version: '1.0.0',
+      browser: 'Mobile Chrome',
+      os: 'Android',
+      device_type: 'mobile',
+    })
+    expect(Number(session.started)).toBeGreaterThanOrEqual(before - 1)
+    expect(await core.database.db.rows(sql`select 1 from end_users where end_user_id = 'init-user'`)).toHaveLength(1)
+  })
+
+  test('an absent or null endUserId gets one made by the server', async () => {
+    for (const body of [{ sessionId: 'init-2' }, { sessionId: 'init-3', endUserId: null }]) {
+      const answer = await (await core.post('/api/ingestion/init', body)).json()
+      expect(answer.endUserId).toMatch(/^[0-9a-f-]{36}$/)
+      const [session] = await core.database.db.rows<{ end_user_id: string }>(sql`select end_user_id from sessions where session_id = ${body.sessionId}`)
+      expect(session.end_user_id).toBe(answer.endUserId)
+    }
+  })
+
+  test('calling it again keeps what the session already knows', async () => {
+    await core.post('/api/ingestion/init', { sessionId: 'init-1', endUserId: 'someone-else', entryURL: 'https://shop.test/later' })
+    const [session] = await core.database.db.rows<{ end_user_id: string; entry_url: string }>(sql`select end_user_id, entry_url from sessions where session_id = 'init-1'`)
+    expect(session).toEqual({ end_user_id: 'init-user', entry_url: 'https://shop.test/start' })
+  })
+
+  test('validation', async () => {
+    const res = await core.post('/api/ingestion/init', { endUserId: 'x' })
+    expect(res.status).toBe(400)
+    expect((await res.json()).path).toBe('/sessionId')
+  })
+})
