@@ -22,5 +22,10 @@ export const errorEvents = pgTable(
     timestamp: at('timestamp').notNull(),
     receivedAt: receivedAt(),
   },
-  (t) => [primaryKey({ columns: [t.projectId, t.contentHash] }), index('error_events_issue_idx').on(t.projectId, t.issueId, t.timestamp)],
+  (t) => [
+    primaryKey({ columns: [t.projectId, t.contentHash] }),
+    index('error_events_issue_idx').on(t.projectId, t.issueId, t.timestamp),
+    // A session's errors, to mark them on its replay timeline.
+    index('error_events_session_idx').on(t.projectId, t.sessionId, t.timestamp),
+  ],
 )
