@@ -19,6 +19,11 @@ export interface LoadOptions {
   body?: string
   /** ...or a few to rotate through (wrk loads them once; useful when the server dedupes repeats). */
   bodies?: string[]
+  /**
+   * A token in the bodies that wrk replaces with a number unique to each request, so that a server
+   * which dedupes repeated content (replay chunks) stores every request.
+   */
+  unique?: string
   connections?: number
   threads?: number
   durationSeconds?: number
@@ -43,11 +48,22 @@ local bodies = {}
 for i = 0, ${bodies.length - 1} do
   local f = io.open(${lua(dir)} .. "/body-" .. i, "rb"); bodies[#bodies + 1] = f:read("*a"); f:close()
 end
+local token = ${options.unique ? lua(options.unique) : 'nil'}
+local heads, tails = {}, {}
+if token then
+  for i, body in ipairs(bodies) do
+    local at = string.find(body, token, 1, true)
+    heads[i], tails[i] = string.sub(body, 1, at - 1), string.sub(body, at + #token)
+  end
+end
+local salt = tostring(math.random(1, 1e9)) .. "-" .. tostring(os.time())
 local n = 0
 request = function()
   if #bodies == 0 then return wrk.format() end
   n = n + 1
-  return wrk.format(nil, nil, nil, bodies[(n % #bodies) + 1])
+  local i = (n % #bodies) + 1
+  if token then return wrk.format(nil, nil, nil, heads[i] .. salt .. "-" .. n .. tails[i]) end
+  return wrk.format(nil, nil, nil, bodies[i])
 end
 local failures = 0
 response = function(status) if status < 200 or status > 299 then failures = failures + 1 end end

@@ -1,0 +1,239 @@
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+import postgres from 'postgres'
+import { startPostgres, type PostgresServer } from './lib/postgres'
+import { fmt, medianOf, table, type Row } from './lib/report'
+import { recordingChunk } from './lib/rrweb'
+import { freePort, peakRssMb, removeDir, tempDir, waitForHttp } from './lib/system'
+import { runWrk, type LoadOptions, type LoadResult } from './lib/wrk'
+
+/**
+ * `npm run bench [-- core] [--runs N] [--seconds S]`: core's ingestion against its baselines, all
+ * in one run on this machine.
+ *
+ * - P1 single custom events, durable, against a raw `Bun.serve` that parses the same JSON and stores nothing;
+ * - P2 batches of 20 custom events, against `COPY` of the same rows into the same table;
+ * - P3 1 MB rrweb replay chunks, every one different (the server would dedupe repeats);
+ * - P5 P1 again on the embedded database;
+ * - core's peak resident memory under that load.
+ */
+const ROOT = join(import.meta.dir, '..', '..')
+
+interface Options {
+  runs: number
+  seconds: number
+}
+
+function parseArgs(args: string[]): Options {
+  const value = (name: string, fallback: number) => {
+    const i = args.indexOf(`--${name}`)
+    const n = i === -1 ? fallback : Number(args[i + 1])
+    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} takes a positive number`)
+    return n
+  }
+  return { runs: value('runs', 3), seconds: value('seconds', 5) }
+}
+
+interface CoreProcess {
+  url: string
+  key: string
+  proc: Subprocess
+  stop(): Promise<void>
+}
+
+/** Core as an operator runs it: its own process, on a fresh database, logging warnings only. */
+async function startCoreProcess(env: Record<string, string>): Promise<CoreProcess> {
+  const port = await freePort()
+  const proc = Bun.spawn([process.execPath, join(ROOT, 'core/src/main.ts')], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
+    stdout: 'pipe',
+    stderr: 'inherit',
+  })
+  let output = ''
+  void (async () => {
+    const decoder = new TextDecoder()
+    for await (const chunk of proc.stdout) output += decoder.decode(chunk, { stream: true })
+  })()
+  const url = `http://127.0.0.1:${port}`
+  await waitForHttp(`${url}/health/simple`, 60_000)
+  // The first start on an empty database prints the default project's development key once.
+  const deadline = Date.now() + 10_000
+  let key: string | undefined
+  while (!(key = output.match(/development key, shown this once:\s+(\S+)/)?.[1])) {
+    if (Date.now() > deadline) throw new Error(`core printed no key:\n${output}`)
+    await Bun.sleep(20)
+  }
+  return {
+    url,
+    key,
+    proc,
+    async stop() {
+      proc.kill('SIGTERM')
+      await proc.exited
+    },
+  }
+}
+
+/** The baseline: parses the same JSON as core and answers the same, storing nothing. */
+function startRawServer() {
+  return Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    async fetch(request) {
+      await request.json()
+      return Response.json({ success: true })
+    },
+  })
+}
+
+const customEvent = (i: number) => JSON.stringify({ sessionId: `bench-${i % 64}`, eventName: 'checkout', eventProperties: { total: 42.5, currency: 'EUR', items: 3 }, endUserId: `user-${i % 64}` })
+const customEventBatch = (i: number) =>
+  JSON.stringify({
+    sessionId: `bench-${i % 64}`,
+    endUserId: `user-${i % 64}`,
+    events: Array.from({ length: 20 }, (_, j) => ({ eventName: `step-${j}`, eventProperties: { page: `/p/${j}`, n: i * 20 + j }, timestamp: Date.now() - j })),
+  })
+
+async function load(options: LoadOptions & { seconds: number }): Promise<LoadResult> {
+  const result = await runWrk({ ...options, durationSeconds: options.seconds })
+  if (result.failures > 0) console.error(`  ${options.url}: ${result.failures} failed requests in this run`)
+  return result
+}
+
+const auth = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' })
+
+/** Rows per second that `COPY` puts into the events table, committed: the floor under any insert path. */
+async function copyRowsPerSecond(url: string, projectId: string, rows: number): Promise<number> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  try {
+    const lines: string[] = []
+    const now = Date.now()
+    for (let i = 0; i < rows; i++) {
+      const properties = JSON.stringify({ page: `/p/${i % 20}`, n: i })
+      lines.push(
+        [projectId, crypto.randomUUID(), 'development', `bench-${i % 64}`, `user-${i % 64}`, `step-${i % 20}`, properties, new Date(now - i).toISOString()].join('\t'),
+      )
+    }
+    const payload = lines.join('\n') + '\n'
+    const started = performance.now()
+    await sql.begin(async (tx) => {
+      const writable = await tx`copy events (project_id, uuid, environment, session_id, end_user_id, event_name, properties, timestamp) from stdin`.writable()
+      await new Promise<void>((resolve, reject) => {
+        writable.on('error', reject)
+        writable.on('finish', resolve)
+        writable.end(payload)
+      })
+    })
+    return rows / ((performance.now() - started) / 1000)
+  } finally {
+    await sql.end()
+  }
+}
+
+async function projectIdOf(url: string): Promise<string> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  try {
+    return (await sql`select project_id::text as id from projects limit 1`)[0].id
+  } finally {
+    await sql.end()
+  }
+}
+
+async function replayStorage(url: string): Promise<{ raw: number; stored: number }> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  try {
+    const [row] = await sql`select coalesce(sum(raw_bytes), 0)::float8 as raw, coalesce(sum(length(data)), 0)::float8 as stored from replay_chunks`
+    return { raw: row.raw, stored: row.stored }
+  } finally {
+    await sql.end()
+  }
+}
+
+export async function main(args: string[]): Promise<void> {
+  const { runs, seconds } = parseArgs(args)
+  const warmup = Math.min(2, seconds)
+  const log = (message: string) => console.error(`[bench] ${message}`)
+  let pg: PostgresServer | undefined
+  let core: CoreProcess | undefined
+  let embedded: CoreProcess | undefined
+  const raw = startRawServer()
+  const dataDir = tempDir('sightline-bench-data-')
+  try {
+    log('starting Postgres and core')
+    pg = await startPostgres()
+    core = await startCoreProcess({ DATABASE_URL: pg.url })
+    const rawUrl = `http://127.0.0.1:${raw.port}/api/ingestion/customEvent`
+    const singles = Array.from({ length: 64 }, (_, i) => customEvent(i))
+    const batches = Array.from({ length: 16 }, (_, i) => customEventBatch(i))
+
+    log('P1 single customEvent vs raw Bun.serve')
+    const p1 = { url: `${core.url}/api/ingestion/customEvent`, headers: auth(core.key), bodies: singles, connections: 32, seconds }
+    await load({ ...p1, seconds: warmup })
+    await load({ ...p1, url: rawUrl, seconds: warmup })
+    const single = await medianOf(runs, async () => {
+      const durable = await load(p1)
+      const baseline = await load({ ...p1, url: rawUrl })
+      return { rps: durable.requestsPerSecond, p50: durable.p50Ms, p99: durable.p99Ms, raw: baseline.requestsPerSecond }
+    })
+
+    log('P2 customEvent/batch of 20 vs COPY')
+    const p2 = { url: `${core.url}/api/ingestion/customEvent/batch`, headers: auth(core.key), bodies: batches, connections: 32, seconds }
+    await load({ ...p2, seconds: warmup })
+    const projectId = await projectIdOf(pg.url)
+    const batch = await medianOf(runs, async () => {
+      const durable = await load(p2)
+      const copy = await copyRowsPerSecond(pg!.url, projectId, 200_000)
+      return { eventsPerSecond: durable.requestsPerSecond * 20, p99: durable.p99Ms, copy }
+    })
+
+    log('P3 /events with 1 MB rrweb chunks')
+    const chunks = Array.from({ length: 12 }, (_, i) =>
+      JSON.stringify({ sessionId: `replay-__UNIQUE__`, windowId: 'w1', seq: i, events: recordingChunk({ seed: i + 1, targetBytes: 1_000_000 }), automaticProperties: { language: 'en-US' } }),
+    )
+    const chunkMb = chunks.reduce((n, c) => n + Buffer.byteLength(c), 0) / chunks.length / 1e6
+    const p3 = { url: `${core.url}/api/ingestion/events`, headers: auth(core.key), bodies: chunks, unique: '__UNIQUE__', connections: 8, seconds }
+    await load({ ...p3, seconds: warmup })
+    const replay = await medianOf(runs, async () => {
+      const durable = await load(p3)
+      const baseline = await load({ ...p3, url: rawUrl })
+      return { mbps: durable.requestsPerSecond * chunkMb, rawMbps: baseline.requestsPerSecond * chunkMb, p99: durable.p99Ms }
+    })
+    const storage = await replayStorage(pg.url)
+    const peakRss = (await peakRssMb(core.proc.pid)) ?? NaN
+    await core.stop()
+    core = undefined
+
+    log('P5 single customEvent on the embedded database')
+    embedded = await startCoreProcess({ DATA_DIR: dataDir })
+    const p5 = { ...p1, url: `${embedded.url}/api/ingestion/customEvent`, headers: auth(embedded.key) }
+    await load({ ...p5, seconds: warmup })
+    const pglite = await medianOf(runs, async () => {
+      const durable = await load(p5)
+      return { rps: durable.requestsPerSecond, p99: durable.p99Ms }
+    })
+    const embeddedRss = (await peakRssMb(embedded.proc.pid)) ?? NaN
+
+    const rows: Row[] = [
+      { name: 'P1 customEvent, durable (Postgres)', value: `${fmt(single.rps)} req/s, p50 ${fmt(single.p50, 2)} ms, p99 ${fmt(single.p99, 2)} ms`, target: 'p99 ≤ 10 ms', met: single.p99 <= 10 },
+      { name: 'P1 raw Bun.serve, parse only', value: `${fmt(single.raw)} req/s` },
+      { name: 'P1 ratio to raw', value: fmt(single.rps / single.raw, 2), target: '≥ 0.50', met: single.rps / single.raw >= 0.5 },
+      { name: 'P2 customEvent/batch ×20, durable', value: `${fmt(batch.eventsPerSecond)} events/s, p99 ${fmt(batch.p99, 2)} ms` },
+      { name: 'P2 COPY of the same rows', value: `${fmt(batch.copy)} rows/s` },
+      { name: 'P2 ratio to COPY', value: fmt(batch.eventsPerSecond / batch.copy, 2), target: '≥ 0.75', met: batch.eventsPerSecond / batch.copy >= 0.75 },
+      { name: `P3 /events, ${fmt(chunkMb, 2)} MB rrweb chunks, durable`, value: `${fmt(replay.mbps, 1)} MB/s, p99 ${fmt(replay.p99, 1)} ms`, target: '≥ 150 MB/s', met: replay.mbps >= 150 },
+      { name: 'P3 raw Bun.serve, parse only', value: `${fmt(replay.rawMbps, 1)} MB/s` },
+      { name: 'P3 stored / raw bytes', value: `1/${fmt(storage.raw / storage.stored, 1)}`, target: '≤ 1/8', met: storage.stored * 8 <= storage.raw },
+      { name: 'P5 customEvent, durable (embedded PGlite)', value: `${fmt(pglite.rps)} req/s, p99 ${fmt(pglite.p99, 2)} ms`, target: '≥ 10,000 req/s', met: pglite.rps >= 10_000 },
+      { name: 'core peak RSS under P1–P3 load', value: `${fmt(peakRss)} MB`, target: '≤ 200 MB', met: peakRss <= 200 },
+      { name: 'core peak RSS, embedded (P5)', value: `${fmt(embeddedRss)} MB` },
+    ]
+    console.log(table(`Core ingestion (medians of ${runs} runs of ${seconds} s)`, rows))
+  } finally {
+    await core?.stop()
+    await embedded?.stop()
+    raw.stop(true)
+    await pg?.stop()
+    removeDir(dataDir)
+  }
+}
