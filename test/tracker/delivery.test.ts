@@ -1,0 +1,174 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { MAX_ATTEMPTS, RETRY_BASE_MS, RETRY_MAX_MS, createDelivery, retryAfterMs, retryDelay } from '@sightline/tracker/delivery'
+import { createOutbox, webStorage } from '@sightline/tracker/storage'
+import { createTransport } from '@sightline/tracker/transport'
+import { fakeClock, settle } from './helpers/clock'
+import { openPage, type Page } from './helpers/dom'
+import { quietLog } from './helpers/quiet'
+import { SERVICE_BASE, fakeService, type Reply, type Sent } from './helpers/service'
+
+describe('retry timing (pure)', () => {
+  test('exponential from 1 s, capped at a minute, half of it jitter', () => {
+    expect(RETRY_BASE_MS).toBe(1000)
+    expect([0, 1, 2, 3].map((attempt) => retryDelay(attempt, 1, null))).toEqual([1000, 2000, 4000, 8000])
+    expect([0, 1, 2, 3].map((attempt) => retryDelay(attempt, 0, null))).toEqual([500, 1000, 2000, 4000])
+    expect(retryDelay(10, 1, null)).toBe(RETRY_MAX_MS)
+    expect(retryDelay(0, 0.5, null)).toBe(750)
+  })
+
+  test('Retry-After wins when it asks for longer: seconds or an HTTP date', () => {
+    const now = Date.UTC(2025, 0, 1)
+    expect(retryAfterMs('7', now)).toBe(7000)
+    expect(retryAfterMs(new Date(now + 12_000).toUTCString(), now)).toBe(12_000)
+    expect(retryAfterMs(new Date(now - 12_000).toUTCString(), now)).toBe(0)
+    expect(retryAfterMs('soon', now)).toBeNull()
+    expect(retryAfterMs(null, now)).toBeNull()
+    expect(retryDelay(0, 1, 7000)).toBe(7000)
+    expect(retryDelay(3, 1, 100)).toBe(8000)
+  })
+})
+
+let page: Page
+afterEach(() => page?.close())
+
+function setup(reply?: (request: Sent) => Reply) {
+  page = openPage()
+  const service = fakeService()
+  service.catchBeacons(page.win)
+  if (reply) service.reply(reply)
+  const clock = fakeClock()
+  const log = quietLog()
+  const outbox = createOutbox(webStorage(() => page.win.localStorage), 'sl_outbox:k')
+  const answers: Record<string, unknown>[] = []
+  const stops: string[] = []
+  const transport = createTransport({ base: SERVICE_BASE, apiKey: 'k', fetch: service.fetch, win: page.win, log })
+  const delivery = createDelivery({ transport, outbox, clock, log, random: () => 1, answered: (data) => answers.push(data), stopped: (reason) => stops.push(reason) })
+  const parcel = (id: string, body: Record<string, unknown> = { sessionId: 's', events: [{ n: id }] }) => ({ id, path: '/api/ingestion/events', body })
+  return { service, clock, outbox, delivery, answers, stops, parcel, log }
+}
+
+describe('delivery', () => {
+  test('5xx and network errors retry with backoff; Retry-After is honoured', async () => {
+    const replies: Reply[] = [{ status: 503, headers: { 'retry-after': '10' } }, 'network-error', { status: 500 }, { status: 200, body: { success: true } }]
+    // Every request fails at the network level for a while: the reachability probe too (not "blocked").
+    let n = 0
+    const { service, clock, delivery, parcel } = setup((request) => (request.path === '/health/simple' ? 'network-error' : (replies[n++] ?? { status: 200 })))
+    const attempts = () => service.sent.length + 0
+    await delivery.deliver(parcel('a'))
+    expect(clock.pending()).toEqual([10_000])
+    await clock.advance(9_999)
+    expect(clock.pending()).toEqual([1])
+    await clock.advance(1)
+    expect(clock.pending()).toEqual([2000])
+    await clock.advance(2000)
+    expect(clock.pending()).toEqual([4000])
+    await clock.advance(4000)
+    expect(clock.pending()).toEqual([])
+    expect(attempts()).toBe(3)
+    expect(service.sent.at(-1)!.body).toEqual({ sessionId: 's', events: [{ n: 'a' }] })
+  })
+
+  test(`after ${MAX_ATTEMPTS} failed attempts the parcel is persisted, with its body unchanged`, async () => {
+    const { clock, delivery, outbox, parcel } = setup(() => ({ status: 502 }))
+    await delivery.deliver(parcel('a'))
+    for (let i = 0; i < MAX_ATTEMPTS; i++) await clock.advance(RETRY_MAX_MS)
+    expect(outbox.takeAll()).toEqual([parcel('a')])
+    expect(clock.pending()).toEqual([])
+  })
+
+  test('offline: persisted at once, nothing sent', async () => {
+    const { service, delivery, outbox, parcel } = setup()
+    Object.defineProperty(page.win.navigator, 'onLine', { value: false, configurable: true })
+    await delivery.deliver(parcel('a'))
+    expect(service.sent).toEqual([])
+    expect(outbox.size()).toBe(1)
+  })
+
+  test('413: halved and each half resent; what cannot be halved is dropped and counted', async () => {
+    const { service, delivery, parcel, outbox } = setup((request) => ({ status: request.body.events.length > 1 ? 413 : 200, body: { success: true } }))
+    await delivery.deliver(parcel('a', { sessionId: 's', seq: 3, events: [1, 2, 3] }))
+    expect(service.sent.map((r) => r.body.events).sort()).toEqual([[1], [1, 2], [1, 2, 3], [2], [3]])
+    expect(service.sent.map((r) => r.body.seq)).toEqual([3, 3, 3, 3, 3])
+    expect(outbox.size()).toBe(0)
+
+    const tooBig = setup(() => ({ status: 413 }))
+    await tooBig.delivery.deliver(tooBig.parcel('b'))
+    expect(tooBig.delivery.drops()).toEqual({ too_large: 1 })
+    expect(tooBig.outbox.size()).toBe(0)
+  })
+
+  test('other 4xx: dropped and counted by status, never retried', async () => {
+    const { clock, delivery, parcel } = setup(() => ({ status: 400, body: { success: false, error: { code: 'validation_failed' } } }))
+    await delivery.deliver(parcel('a'))
+    expect(delivery.drops()).toEqual({ rejected_400: 1 })
+    expect(clock.pending()).toEqual([])
+  })
+
+  test('429 stops all sending, quietly: retries waiting are cancelled and later parcels are not sent', async () => {
+    let limit = false
+    const { service, clock, delivery, parcel, stops, log } = setup(() => (limit ? { status: 429, body: { success: false, monthlyLimitReached: true } } : { status: 503 }))
+    await delivery.deliver(parcel('a'))
+    expect(clock.pending()).toHaveLength(1)
+    limit = true
+    await delivery.deliver(parcel('b'))
+    expect(stops).toEqual(['monthly_limit'])
+    expect(clock.pending()).toEqual([])
+    const before = service.sent.length
+    await delivery.deliver(parcel('c'))
+    expect(service.sent.length).toBe(before)
+    expect(log.entries().filter((e) => e.level === 'error' || e.level === 'warn')).toEqual([])
+  })
+
+  test('a success that says monthlyLimitReached is stored, then everything stops', async () => {
+    const { delivery, parcel, stops, answers } = setup(() => ({ status: 200, body: { success: true, monthlyLimitReached: true } }))
+    await delivery.deliver(parcel('a'))
+    expect(answers).toEqual([{ success: true, monthlyLimitReached: true }])
+    expect(stops).toEqual(['monthly_limit'])
+    expect(delivery.halted).toBe(true)
+  })
+
+  test('401: the key is refused, everything stops, with an error in the log', async () => {
+    const { delivery, parcel, stops, log } = setup(() => ({ status: 401, body: { success: false, error: { code: 'invalid_api_key' } } }))
+    await delivery.deliver(parcel('a'))
+    expect(stops).toEqual(['invalid_key'])
+    expect(log.entries().map((e) => e.level)).toContain('error')
+  })
+
+  test('unloading: in flight and waiting parcels are persisted; a later success removes its copy', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const { clock, delivery, outbox, parcel, service } = setup()
+    service.reply(async (request) => (request.body.events[0].n === 'slow' ? (await gate, { status: 200, body: { success: true } }) : { status: 503 }))
+    await delivery.deliver(parcel('waiting', { sessionId: 's', events: [{ n: 'waiting' }] }))
+    const slow = delivery.deliver(parcel('slow', { sessionId: 's', events: [{ n: 'slow' }] }))
+    await settle()
+    delivery.persistPending()
+    expect(outbox.takeAll().map((p) => p.id).sort()).toEqual(['slow', 'waiting'])
+    delivery.persistPending()
+    release()
+    await slow
+    expect(outbox.takeAll().map((p) => p.id)).toEqual([])
+    expect(clock.pending()).toEqual([])
+  })
+
+  test('drain sends what was persisted, one attempt each; a success drains the rest too', async () => {
+    const { service, delivery, outbox, parcel } = setup()
+    outbox.put(parcel('a'))
+    outbox.put(parcel('b'))
+    await delivery.drain()
+    expect(service.sent.map((r) => r.body.events[0].n)).toEqual(['a', 'b'])
+    expect(outbox.size()).toBe(0)
+
+    let down = true
+    const flaky = setup(() => (down ? { status: 503 } : { status: 200, body: { success: true } }))
+    flaky.outbox.put(flaky.parcel('c'))
+    await flaky.delivery.drain()
+    expect(flaky.outbox.takeAll().map((p) => p.id)).toEqual(['c'])
+    flaky.outbox.put(flaky.parcel('c'))
+    down = false
+    await flaky.delivery.deliver(flaky.parcel('d'))
+    await settle()
+    expect(flaky.outbox.size()).toBe(0)
+    expect(flaky.service.sent.map((r) => r.body.events[0].n)).toEqual(['c', 'd', 'c'])
+  })
+})

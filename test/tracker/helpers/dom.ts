@@ -1,0 +1,101 @@
+import { Window } from 'happy-dom'
+import type { PageWindow } from '@sightline/tracker'
+
+/**
+ * happy-dom pages for the tracker. rrweb records through globals (`document`, `Node`,
+ * `MutationObserver`, ...), so a page registers its own while open and puts the previous values back
+ * when closed; nothing else in the test process sees them afterwards.
+ */
+
+/** What rrweb reaches through globals. */
+const GLOBALS = [
+  'window', 'document', 'Node', 'Element', 'HTMLElement', 'HTMLInputElement', 'HTMLTextAreaElement', 'HTMLSelectElement',
+  'HTMLFormElement', 'HTMLIFrameElement', 'HTMLCanvasElement', 'HTMLImageElement', 'HTMLMediaElement', 'HTMLStyleElement',
+  'HTMLLinkElement', 'Document', 'DocumentFragment', 'ShadowRoot', 'Text', 'MutationObserver', 'CSSStyleSheet',
+  'CSSStyleRule', 'CSSMediaRule', 'CSSSupportsRule', 'CSSConditionRule', 'CSSGroupingRule', 'MouseEvent', 'Event',
+] as const
+
+/**
+ * rrweb reads nodes through "untainted" accessors: when an accessor's source is not `[native code]`
+ * (never, in happy-dom) it takes them from a fresh iframe, and there happy-dom's base `Node` getters
+ * (`textContent` is defined per subclass) read nothing. These wrappers dispatch to the node's own
+ * getter and say they are native, as a browser's are.
+ */
+const NATIVE: Record<string, { accessors: string[]; methods: string[] }> = {
+  Node: {
+    accessors: ['childNodes', 'parentNode', 'parentElement', 'textContent', 'ownerDocument', 'firstChild', 'lastChild', 'nextSibling', 'previousSibling'],
+    methods: ['contains', 'getRootNode'],
+  },
+  Element: { accessors: ['shadowRoot'], methods: ['querySelector', 'querySelectorAll'] },
+  ShadowRoot: { accessors: ['host', 'styleSheets'], methods: ['getSelection'] },
+}
+
+function looksNative(win: Record<string, any>) {
+  const native = (name: string) => () => `function ${name}() { [native code] }`
+  if (!win.ShadowRoot.prototype.getSelection) win.ShadowRoot.prototype.getSelection = () => null
+  for (const [name, { accessors, methods }] of Object.entries(NATIVE)) {
+    const prototype = win[name].prototype
+    for (const accessor of accessors) {
+      const own = Object.getOwnPropertyDescriptor(prototype, accessor)
+      const get = function (this: object) {
+        for (let p = Object.getPrototypeOf(this); p && p !== prototype; p = Object.getPrototypeOf(p)) {
+          const descriptor = Object.getOwnPropertyDescriptor(p, accessor)
+          if (descriptor?.get) return descriptor.get.call(this)
+        }
+        return own?.get?.call(this)
+      }
+      get.toString = native(accessor)
+      Object.defineProperty(prototype, accessor, { ...own, get, configurable: true })
+    }
+    for (const method of methods) prototype[method].toString = native(method)
+  }
+  win.MutationObserver.toString = native('MutationObserver')
+}
+
+export interface Page {
+  win: PageWindow
+  close(): Promise<void>
+}
+
+export interface PageOptions {
+  /** localStorage content to start with (a reload keeps the origin's storage). */
+  localStorage?: Record<string, string>
+  sessionStorage?: Record<string, string>
+  cookie?: string
+  /** Run scripts of the page (the script-tag tests load t.js). */
+  scripts?: boolean
+}
+
+// rrweb keeps the first MutationObserver class it sees for good: that page's window stays open.
+let firstPage = true
+
+export function openPage(url = 'http://shop.test/', html = '<!doctype html><html><head><title>Shop</title></head><body></body></html>', options: PageOptions = {}): Page {
+  const happy = new Window({ url, settings: { enableJavaScriptEvaluation: !!options.scripts, disableJavaScriptFileLoading: !options.scripts } })
+  const win = happy as unknown as PageWindow & Record<string, any>
+  looksNative(win)
+  for (const [key, value] of Object.entries(options.localStorage ?? {})) win.localStorage.setItem(key, value)
+  for (const [key, value] of Object.entries(options.sessionStorage ?? {})) win.sessionStorage.setItem(key, value)
+  if (options.cookie) win.document.cookie = options.cookie
+  win.document.write(html)
+  const global = globalThis as Record<string, unknown>
+  const previous = GLOBALS.map((name) => [name, Object.getOwnPropertyDescriptor(global, name)] as const)
+  for (const name of GLOBALS) Object.defineProperty(global, name, { value: win[name], configurable: true, writable: true })
+  const keepOpen = firstPage
+  firstPage = false
+  return {
+    win,
+    async close() {
+      for (const [name, descriptor] of previous) {
+        if (descriptor) Object.defineProperty(global, name, descriptor)
+        else delete global[name]
+      }
+      if (!keepOpen) await happy.happyDOM.close()
+    },
+  }
+}
+
+/** Everything in a page's storage, for the next page of a "reload". */
+export function storageOf(win: PageWindow): { localStorage: Record<string, string>; sessionStorage: Record<string, string>; cookie: string } {
+  const dump = (storage: Storage) => Object.fromEntries(Array.from({ length: storage.length }, (_, i) => storage.key(i)!).map((key) => [key, storage.getItem(key)!]))
+  return { localStorage: dump(win.localStorage), sessionStorage: dump(win.sessionStorage), cookie: win.document.cookie }
+}

@@ -1,0 +1,99 @@
+import { describe, expect, test } from 'bun:test'
+import { cookieStorage, createOutbox, webStorage, type Parcel } from '@sightline/tracker/storage'
+import { openPage } from './helpers/dom'
+
+const parcel = (id: string, size = 10): Parcel => ({ id, path: '/api/ingestion/events', body: { pad: 'x'.repeat(size) } })
+
+describe('browser storage, guarded', () => {
+  test('a storage that throws (private mode, sandboxed frame) is never an error; memory serves the page', () => {
+    const store = webStorage(() => {
+      throw new DOMException('denied', 'SecurityError')
+    })
+    expect(store.get('a')).toBeNull()
+    expect(store.set('a', '1')).toBe(true)
+    expect(store.get('a')).toBe('1')
+    store.remove('a')
+    expect(store.get('a')).toBeNull()
+  })
+
+  test('a working storage is read as it is (another tab may have written it)', async () => {
+    const page = openPage()
+    const store = webStorage(() => page.win.localStorage)
+    expect(store.set('k', 'v')).toBe(true)
+    page.win.localStorage.setItem('k', 'from another tab')
+    expect(store.get('k')).toBe('from another tab')
+    await page.close()
+  })
+
+  test('cookies: a year, path /, SameSite=Lax, Secure on https; read back and removed', async () => {
+    const written: string[] = []
+    const fake = { location: { protocol: 'https:' }, set cookie(value: string) { written.push(value) }, get cookie() { return '' } } as unknown as Document
+    cookieStorage(fake).set('sl_uid', 'id with; odd=chars')
+    expect(written).toEqual(['sl_uid=id%20with%3B%20odd%3Dchars; path=/; max-age=31536000; SameSite=Lax; Secure'])
+
+    const page = openPage('https://shop.test/')
+    const cookies = cookieStorage(page.win.document)
+    cookies.set('other', '1')
+    cookies.set('sl_uid', 'id with; odd=chars')
+    expect(cookies.get('sl_uid')).toBe('id with; odd=chars')
+    expect(cookies.get('sl_u')).toBeNull()
+    cookies.remove('sl_uid')
+    expect(cookies.get('sl_uid')).toBeNull()
+    expect(cookies.get('other')).toBe('1')
+    await page.close()
+  })
+
+  test('a document whose cookies throw (sandboxed frame) reads nothing and writes nothing', () => {
+    const sandboxed = { get cookie(): string { throw new DOMException('sandboxed', 'SecurityError') }, set cookie(_: string) { throw new DOMException('sandboxed', 'SecurityError') } } as unknown as Document
+    const cookies = cookieStorage(sandboxed)
+    expect(cookies.set('a', '1')).toBe(false)
+    expect(cookies.get('a')).toBeNull()
+  })
+})
+
+describe('outbox: what could not be sent, kept in localStorage', () => {
+  test('keeps parcels in order, replaces one with the same id, removes and takes all', () => {
+    const outbox = createOutbox(webStorage(() => null as unknown as Storage), 'q')
+    expect(outbox.hasAny()).toBe(false)
+    outbox.put(parcel('a'))
+    outbox.put(parcel('b'))
+    outbox.put({ ...parcel('a'), path: '/again' })
+    expect(outbox.hasAny()).toBe(true)
+    expect(outbox.size()).toBe(2)
+    outbox.remove('b')
+    expect(outbox.takeAll().map((p) => [p.id, p.path])).toEqual([['a', '/again']])
+    expect(outbox.takeAll()).toEqual([])
+    expect(outbox.hasAny()).toBe(false)
+  })
+
+  test('bounded: the oldest go first, and each one dropped is counted (across page loads)', () => {
+    const store = webStorage(() => null as unknown as Storage)
+    const outbox = createOutbox(store, 'q', 400)
+    for (const id of ['1', '2', '3', '4', '5']) outbox.put(parcel(id, 50))
+    const kept = outbox.takeAll().map((p) => p.id)
+    expect(kept.at(-1)).toBe('5')
+    expect(kept.length).toBeLessThan(5)
+    expect(outbox.dropped()).toBe(5 - kept.length)
+    expect(createOutbox(store, 'q', 400).dropped()).toBe(5 - kept.length)
+    outbox.put(parcel('huge', 1000))
+    expect(outbox.size()).toBe(0)
+    expect(outbox.dropped()).toBe(6 - kept.length)
+  })
+
+  test("the browser's quota refusing a write drops the oldest until it fits", () => {
+    const quota = JSON.stringify(['2', '3', '4'].map((id) => parcel(id, 40))).length
+    const data = new Map<string, string>()
+    const storage = {
+      getItem: (k: string) => data.get(k) ?? null,
+      setItem: (k: string, v: string) => {
+        if (v.length > quota) throw new DOMException('full', 'QuotaExceededError')
+        data.set(k, v)
+      },
+      removeItem: (k: string) => void data.delete(k),
+    } as unknown as Storage
+    const outbox = createOutbox(webStorage(() => storage), 'q')
+    for (const id of ['1', '2', '3', '4']) outbox.put(parcel(id, 40))
+    expect(outbox.takeAll().map((p) => p.id)).toEqual(['2', '3', '4'])
+    expect(outbox.dropped()).toBe(1)
+  })
+})

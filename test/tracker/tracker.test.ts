@@ -1,0 +1,304 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { SDK_VERSION, ServiceTracker } from '@sightline/tracker'
+import { EVENT_FLUSH_MS } from '@sightline/tracker/queue'
+import trackerPackage from '../../tracker/package.json'
+import { settle } from './helpers/clock'
+import { storageOf } from './helpers/dom'
+import { SERVICE_BASE } from './helpers/service'
+import { KEY, closeAll, replayEvents, tracked } from './helpers/tracker'
+
+afterEach(closeAll)
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+describe('init', () => {
+  test('one tracker per page: the same key returns the same instance; another key stops the first', async () => {
+    const { tracker, win, service, clock } = tracked()
+    expect(ServiceTracker.init(KEY, {}, { window: win, fetch: service.fetch, clock })).toBe(tracker)
+    tracker.start()
+    const other = ServiceTracker.init('sl_dev_other', { ingestionUrl: SERVICE_BASE }, { window: win, fetch: service.fetch, clock })
+    expect(other).not.toBe(tracker)
+    // The first one stopped: its heartbeat timer is gone.
+    other.stop()
+    expect(clock.pending()).toEqual([])
+  })
+
+  test('sends nothing until there is something to send; sdkVersion is the package version', async () => {
+    const { service, clock } = tracked()
+    await clock.advance(60_000)
+    expect(service.sent).toEqual([])
+    expect(SDK_VERSION).toBe(trackerPackage.version)
+  })
+})
+
+describe('customEvent', () => {
+  test('batched to /customEvent/batch with a uuid and timestamp, in the fielded shape', async () => {
+    const { tracker, service, clock } = tracked()
+    tracker.customEvent('signup', { plan: 'pro' })
+    tracker.customEvent('checkout')
+    await clock.advance(EVENT_FLUSH_MS)
+    const [request] = service.to('/customEvent/batch')
+    expect(request.headers.authorization).toBe(`Bearer ${KEY}`)
+    const info = tracker.getUserInfo()
+    expect(request.body).toEqual({
+      sessionId: info.sessionId,
+      endUserId: info.endUserId,
+      events: [
+        { eventName: 'signup', eventProperties: { plan: 'pro' }, timestamp: clock.now() - EVENT_FLUSH_MS, uuid: expect.stringMatching(UUID) },
+        { eventName: 'checkout', timestamp: clock.now() - EVENT_FLUSH_MS, uuid: expect.stringMatching(UUID) },
+      ],
+    })
+    expect(request.body.events[0].uuid).not.toBe(request.body.events[1].uuid)
+  })
+
+  test('without a name: a warning in the log, nothing sent', async () => {
+    const { tracker, service, clock } = tracked({ logLevel: 'warn' })
+    tracker.configureLogging({ enableConsole: false })
+    tracker.customEvent('')
+    tracker.customEvent(undefined as unknown as string)
+    await clock.advance(1000)
+    expect(service.sent).toEqual([])
+    expect(tracker.viewLogs().map((entry) => entry.message)).toEqual(['customEvent needs an event name', 'customEvent needs an event name'])
+  })
+})
+
+describe('addEvent', () => {
+  test('an rrweb event goes into the recording as it is; anything else as an rrweb custom event', async () => {
+    const { tracker, service, clock } = tracked()
+    const rrweb = { type: 5, timestamp: 123, data: { tag: 'checkout-step', payload: { step: 2 } } }
+    tracker.addEvent(rrweb)
+    tracker.addEvent({ cart: 3 })
+    await clock.advance(3000)
+    expect(replayEvents(service)).toEqual([rrweb, { type: 5, timestamp: clock.now() - 3000, data: { tag: 'custom', payload: { cart: 3 } } }])
+    const [chunk] = service.to('/events')
+    expect(chunk.body).toMatchObject({ sessionId: tracker.getSessionId(), endUserId: tracker.getUserInfo().endUserId, windowId: tracker.getUserInfo().windowId, seq: 0, sdkVersion: SDK_VERSION })
+    expect(chunk.body.automaticProperties).toMatchObject({ language: expect.any(String), timezone: expect.any(String), viewport: expect.stringMatching(/^\d+x\d+$/) })
+  })
+})
+
+describe('identity', () => {
+  test('identifyUser keeps the endUserId, merges the properties, sends /user and resolves with the id', async () => {
+    const { tracker, service } = tracked()
+    const id = tracker.getUserInfo().endUserId
+    expect(await tracker.identifyUser({ userProperties: { email: 'ada@example.com', name: 'Ada' } })).toBe(id)
+    expect(await tracker.identifyUser({ userProperties: { name: 'Ada L.', plan: 'pro' } })).toBe(id)
+    expect(tracker.getUserAttributes()).toEqual({ email: 'ada@example.com', name: 'Ada L.', plan: 'pro' })
+    expect(service.to('/user').map((request) => request.body)).toEqual([
+      { userId: id, userAttributes: { email: 'ada@example.com', name: 'Ada' }, sessionId: tracker.getSessionId() },
+      { userId: id, userAttributes: { email: 'ada@example.com', name: 'Ada L.', plan: 'pro' }, sessionId: tracker.getSessionId() },
+    ])
+    expect(tracker.getUserInfo()).toMatchObject({ endUserId: id, identified: true, attributes: { plan: 'pro' } })
+  })
+
+  test('ids and attributes persist across a reload; isPreexistingUser says whether the browser was known', async () => {
+    const first = tracked()
+    expect(first.tracker.isPreexistingUser()).toBe(false)
+    await first.tracker.identifyUser({ userProperties: { email: 'b@example.com' } })
+    const before = first.tracker.getUserInfo()
+    const storage = storageOf(first.win)
+    await first.close()
+    const again = tracked({}, { storage, clock: first.clock })
+    expect(again.tracker.isPreexistingUser()).toBe(true)
+    expect(again.tracker.getUserInfo()).toEqual({ ...before, preexistingUser: true })
+  })
+
+  test('logout: sends what is queued as the old user, then a new anonymous user in a new session', async () => {
+    const { tracker, service, clock } = tracked()
+    await tracker.identifyUser({ userProperties: { email: 'c@example.com' } })
+    const before = tracker.getUserInfo()
+    tracker.customEvent('before-logout')
+    tracker.logout()
+    tracker.customEvent('after-logout')
+    await clock.advance(EVENT_FLUSH_MS)
+    const after = tracker.getUserInfo()
+    expect(after.endUserId).not.toBe(before.endUserId)
+    expect(after.sessionId).not.toBe(before.sessionId)
+    expect(after).toMatchObject({ attributes: {}, identified: false })
+    expect(service.to('/customEvent/batch').map((r) => [r.body.endUserId, r.body.sessionId, r.body.events[0].eventName])).toEqual([
+      [before.endUserId, before.sessionId, 'before-logout'],
+      [after.endUserId, after.sessionId, 'after-logout'],
+    ])
+  })
+
+  test('groupIdentify sends /groupidentify with the session and end user', async () => {
+    const { tracker, service } = tracked()
+    tracker.groupIdentify('company', 'acme', { plan: 'enterprise' })
+    await settle()
+    expect(service.to('/groupidentify').map((r) => r.body)).toEqual([
+      { sessionId: tracker.getSessionId(), endUserId: tracker.getUserInfo().endUserId, groupType: 'company', groupKey: 'acme', groupProperties: { plan: 'enterprise' } },
+    ])
+  })
+})
+
+describe('page views and navigation', () => {
+  test('trackPageView: the current URL by default, or the one given (relative to the page)', async () => {
+    const { tracker, service, clock } = tracked({}, { url: 'http://shop.test/cart?x=1' })
+    tracker.trackPageView()
+    tracker.trackPageView('/checkout')
+    await clock.advance(EVENT_FLUSH_MS)
+    expect(service.to('/customEvent/batch')[0].body.events.map((e: any) => [e.eventName, e.eventProperties])).toEqual([
+      ['$pageview', { url: 'http://shop.test/cart?x=1', path: '/cart' }],
+      ['$pageview', { url: 'http://shop.test/checkout', path: '/checkout' }],
+    ])
+  })
+
+  test('trackNavigationEvent(type, from, to)', async () => {
+    const { tracker, service, clock } = tracked()
+    tracker.trackNavigationEvent('push', 'http://shop.test/a', 'http://shop.test/b')
+    await clock.advance(EVENT_FLUSH_MS)
+    expect(service.to('/customEvent/batch')[0].body.events[0]).toMatchObject({ eventName: '$navigation', eventProperties: { type: 'push', from: 'http://shop.test/a', to: 'http://shop.test/b' } })
+  })
+
+  test('getCurrentUrl follows the page', () => {
+    const { tracker, win } = tracked({}, { url: 'http://shop.test/a' })
+    win.history.pushState({}, '', '/b?q=1')
+    expect(tracker.getCurrentUrl()).toBe('http://shop.test/b?q=1')
+  })
+})
+
+describe('errors', () => {
+  test('captureError: a handled report with stack, release and context', async () => {
+    const { tracker, service, clock } = tracked({ release: 'web@1.2.3' })
+    const error = new TypeError('cart is undefined')
+    tracker.captureError(error, { step: 'checkout' })
+    tracker.captureError('a plain string')
+    await clock.advance(1000)
+    const [request] = service.to('/errors')
+    const owner = { sessionId: tracker.getSessionId(), endUserId: tracker.getUserInfo().endUserId }
+    expect(request.body).toEqual({
+      ...owner,
+      errors: [
+        { ...owner, name: 'TypeError', message: 'cart is undefined', stack: error.stack, url: 'http://shop.test/', timestampMs: clock.now() - 1000, release: 'web@1.2.3', level: 'error', handled: true, context: { step: 'checkout' } },
+        { ...owner, name: 'Error', message: 'a plain string', url: 'http://shop.test/', timestampMs: clock.now() - 1000, release: 'web@1.2.3', level: 'error', handled: true },
+      ],
+    })
+  })
+})
+
+describe('unredacted fields', () => {
+  test('set, get, has, clear; invalid selectors are ignored with a warning', () => {
+    const { tracker } = tracked({ logLevel: 'warn' })
+    tracker.configureLogging({ enableConsole: false })
+    expect(tracker.hasUnredactedFields()).toBe(false)
+    tracker.setUnredactedFields(['.product-name', 'h1', '[[bad'])
+    expect(tracker.getUnredactedFields()).toEqual(['.product-name', 'h1'])
+    expect(tracker.hasUnredactedFields()).toBe(true)
+    expect(tracker.viewLogs().map((e) => e.message)).toEqual(['ignored an invalid selector: [[bad'])
+    tracker.clearUnredactedFields()
+    expect(tracker.getUnredactedFields()).toEqual([])
+    expect(tracker.hasUnredactedFields()).toBe(false)
+  })
+
+  test('start from redactionStrategy.unredactSelectors; visibility-first mode ignores them (with a warning)', () => {
+    expect(tracked({ redactionStrategy: { mode: 'privacy-first', unredactSelectors: ['.public'] } }).tracker.getUnredactedFields()).toEqual(['.public'])
+    const visible = tracked({ logLevel: 'warn', redactionStrategy: { mode: 'visibility-first' } }).tracker
+    visible.configureLogging({ enableConsole: false })
+    visible.setUnredactedFields(['.x'])
+    expect(visible.getUnredactedFields()).toEqual([])
+    expect(visible.viewLogs().map((e) => e.message)).toEqual(['unredacted fields apply in privacy-first mode only'])
+  })
+})
+
+describe('logging', () => {
+  test('logLevel filters; configureLogging changes level, console and storage; viewLogs shows the entries', () => {
+    const printed: string[] = []
+    const { tracker, win } = tracked({ logLevel: 'error' })
+    win.console.warn = (...args: unknown[]) => void printed.push(args.join(' '))
+    tracker.customEvent('')
+    expect(tracker.viewLogs()).toEqual([])
+    tracker.configureLogging({ level: 'warn' })
+    tracker.customEvent('')
+    expect(printed).toEqual(['[sightline] customEvent needs an event name'])
+    expect(tracker.viewLogs()).toEqual([{ time: expect.any(Number), level: 'warn', message: 'customEvent needs an event name' }])
+    expect(JSON.parse(win.sessionStorage.getItem('sl_logs')!)).toHaveLength(1)
+    tracker.configureLogging({ enableConsole: false, enableStorage: false })
+    tracker.customEvent('')
+    expect(printed).toHaveLength(1)
+    expect(win.sessionStorage.getItem('sl_logs')).toBeNull()
+    expect(tracker.viewLogs()).toHaveLength(2)
+  })
+
+  test('logLevel none is silent', () => {
+    const { tracker } = tracked({ logLevel: 'none' })
+    tracker.customEvent('')
+    expect(tracker.viewLogs()).toEqual([])
+  })
+})
+
+describe('connection', () => {
+  test('testConnection is the only caller of the deprecated init endpoint', async () => {
+    const { tracker, service, clock } = tracked()
+    tracker.start()
+    tracker.customEvent('x')
+    await clock.advance(10_000)
+    expect(service.to('/init')).toEqual([])
+    service.reply(() => ({ status: 200, body: { sessionId: 's', endUserId: 'u' } }))
+    expect(await tracker.testConnection()).toEqual({ ok: true, status: 200, latencyMs: 0, ingestionUrl: SERVICE_BASE, blocked: false })
+    expect(service.to('/init').map((r) => r.body)).toEqual([
+      { sessionId: tracker.getSessionId(), endUserId: tracker.getUserInfo().endUserId, entryURL: 'http://shop.test/', sdkVersion: SDK_VERSION },
+    ])
+  })
+
+  test('testConnection tells blocked (fetch fails, the service answers) from unreachable', async () => {
+    const { tracker, service } = tracked()
+    service.reply((request) => (request.path === '/health/simple' ? { status: 200 } : 'network-error'))
+    expect(await tracker.testConnection()).toMatchObject({ ok: false, status: 0, blocked: true })
+    service.reply(() => 'network-error')
+    expect(await tracker.testConnection()).toMatchObject({ ok: false, status: 0, blocked: false })
+  })
+
+  test('getConnectionStatus: where it sends and how, what waits, what was dropped, and advice', async () => {
+    const { tracker, service, clock, win } = tracked()
+    expect(tracker.getConnectionStatus()).toEqual({
+      ingestionUrl: SERVICE_BASE,
+      source: 'option',
+      blocked: false,
+      transport: 'fetch',
+      online: true,
+      stopped: null,
+      queued: 0,
+      dropped: { outbox: 0 },
+      recommendations: [],
+    })
+    service.reply((request) => (request.path === '/health/simple' ? { status: 200 } : request.headers.authorization ? 'network-error' : { status: 400 }))
+    tracker.customEvent('x')
+    await clock.advance(EVENT_FLUSH_MS)
+    Object.defineProperty(win.navigator, 'onLine', { value: false, configurable: true })
+    tracker.customEvent('y')
+    await clock.advance(EVENT_FLUSH_MS)
+    const status = tracker.getConnectionStatus()
+    expect(status).toMatchObject({ blocked: true, transport: 'beacon', online: false, queued: 1 })
+    expect(status.recommendations).toEqual(['Fetch is blocked: load the tracker through the relay (<prefix>/t.js)', 'Offline: data is kept until the browser is back online'])
+  })
+})
+
+describe('start and stop', () => {
+  test('stop removes every timer and listener: nothing more is recorded, beaten or flushed on hide', async () => {
+    const { tracker, service, clock, win } = tracked()
+    tracker.start()
+    await clock.advance(100)
+    tracker.customEvent('queued')
+    tracker.stop()
+    await settle()
+    expect(clock.pending()).toEqual([])
+    const sent = service.sent.length
+    expect(service.to('/customEvent/batch').flatMap((r) => r.body.events.map((e: any) => e.eventName))).toEqual(['$pageview', 'queued'])
+    win.document.body.innerHTML = '<p>after stop</p>'
+    win.dispatchEvent(new win.Event('pagehide'))
+    await clock.advance(60_000)
+    expect(service.sent.length).toBe(sent)
+  })
+
+  test('start twice is one start; start after stop starts again', async () => {
+    const { tracker, service, clock } = tracked()
+    tracker.start()
+    tracker.start()
+    await clock.advance(100)
+    expect(service.to('/heartbeat')).toHaveLength(1)
+    tracker.stop()
+    tracker.start()
+    await clock.advance(100)
+    expect(service.to('/heartbeat')).toHaveLength(2)
+    expect(clock.pending()).toContain(30_000 - 100)
+  })
+})

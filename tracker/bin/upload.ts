@@ -1,0 +1,152 @@
+import { readdir, readFile } from 'node:fs/promises'
+import { join, relative, sep } from 'node:path'
+import { parseArgs } from 'node:util'
+
+export const USAGE = `usage: upload-sourcemaps --release R --api-key K [--url BASE] DIR
+
+Uploads every .map file under DIR to BASE/api/ingestion/sourcemaps for release R, so that error
+stacks of that release are mapped back to the original sources.
+
+  --release R    the release the bundles were built as (the tracker's \`release\` option)
+  --api-key K    the project's ingestion key (or SIGHTLINE_API_KEY)
+  --url BASE     the service or relay base (or SIGHTLINE_URL; default http://localhost:8000)
+`
+
+export const DEFAULT_URL = 'http://localhost:8000'
+/** Attempts per file; network errors, 408 and 5xx are retried with backoff (honouring Retry-After). */
+export const UPLOAD_ATTEMPTS = 4
+const RETRY_BASE_MS = 500
+
+export interface UploadIo {
+  fetch: (input: string, init: RequestInit) => Promise<Response>
+  out: { write(text: string): unknown; isTTY?: boolean }
+  err: { write(text: string): unknown }
+  env: Record<string, string | undefined>
+  sleep: (ms: number) => Promise<unknown>
+}
+
+class UsageError extends Error {}
+
+interface Args {
+  release: string
+  apiKey: string
+  url: string
+  dir: string
+}
+
+function parse(argv: string[], env: UploadIo['env']): Args {
+  let parsed
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { release: { type: 'string' }, 'api-key': { type: 'string' }, url: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    })
+  } catch (error) {
+    throw new UsageError((error as Error).message)
+  }
+  const { values, positionals } = parsed
+  if (values.help) throw new UsageError('')
+  const release = values.release ?? ''
+  const apiKey = values['api-key'] ?? env.SIGHTLINE_API_KEY ?? ''
+  if (!release) throw new UsageError('--release is required')
+  if (!apiKey) throw new UsageError('--api-key (or SIGHTLINE_API_KEY) is required')
+  if (positionals.length !== 1) throw new UsageError('give exactly one directory')
+  const url = (values.url ?? env.SIGHTLINE_URL ?? DEFAULT_URL).replace(/\/+$/, '')
+  if (!/^https?:\/\//.test(url)) throw new UsageError(`--url must be an http(s) URL, not "${url}"`)
+  return { release, apiKey, url, dir: positionals[0] }
+}
+
+/** Every `.map` file under `dir`, as paths relative to it with forward slashes, sorted. */
+export async function findSourceMaps(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true })
+  return entries
+    .filter((entry) => entry.isFile() && entry.name.endsWith('.map'))
+    .map((entry) => relative(dir, join(entry.parentPath, entry.name)).split(sep).join('/'))
+    .sort()
+}
+
+/** Why an answer failed, from WIRE.md's error shape when there is one. */
+async function reasonOf(response: Response): Promise<string> {
+  const text = await response.text().catch(() => '')
+  try {
+    const body = JSON.parse(text) as { error?: { code?: string; message?: string } }
+    if (body.error) return `${response.status} ${body.error.code}: ${body.error.message}`
+  } catch {}
+  return `${response.status} ${text.slice(0, 200)}`.trim()
+}
+
+const transient = (status: number) => status === 408 || status >= 500
+
+async function uploadOne(args: Args, name: string, io: UploadIo): Promise<string | null> {
+  const content = await readFile(join(args.dir, name))
+  let failure = ''
+  let wait = 0
+  for (let attempt = 0; attempt < UPLOAD_ATTEMPTS; attempt++) {
+    if (attempt) await io.sleep(wait || RETRY_BASE_MS * 2 ** (attempt - 1))
+    const form = new FormData()
+    form.append('release', args.release)
+    form.append('file', new Blob([content], { type: 'application/json' }), name)
+    let response: Response
+    try {
+      response = await io.fetch(`${args.url}/api/ingestion/sourcemaps`, { method: 'POST', headers: { authorization: `Bearer ${args.apiKey}` }, body: form })
+    } catch (error) {
+      failure = `network error: ${(error as Error).message}`
+      wait = 0
+      continue
+    }
+    if (response.ok) return null
+    failure = await reasonOf(response)
+    if (!transient(response.status)) return failure
+    wait = Math.min(Number(response.headers.get('retry-after')) || 0, 60) * 1000
+  }
+  return `${failure} (after ${UPLOAD_ATTEMPTS} attempts)`
+}
+
+function progress(io: UploadIo, done: number, total: number, name: string, failed: boolean) {
+  const mark = failed ? 'failed' : 'ok'
+  if (!io.out.isTTY) return void io.out.write(`[${done}/${total}] ${name} ${mark}\n`)
+  const width = 24
+  const filled = Math.round((done / total) * width)
+  io.out.write(`\r[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${total} ${name}\x1b[K`)
+  if (done === total) io.out.write('\n')
+}
+
+/** The command: 0 when every map is stored, 1 when any failed, 2 on a usage error. */
+export async function uploadSourcemaps(argv: string[], io: UploadIo): Promise<number> {
+  let args: Args
+  try {
+    args = parse(argv, io.env)
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error
+    if (!error.message) {
+      io.out.write(USAGE)
+      return 0
+    }
+    io.err.write(`upload-sourcemaps: ${error.message}\n\n${USAGE}`)
+    return 2
+  }
+  let names: string[]
+  try {
+    names = await findSourceMaps(args.dir)
+  } catch (error) {
+    io.err.write(`upload-sourcemaps: cannot read ${args.dir}: ${(error as Error).message}\n`)
+    return 1
+  }
+  if (!names.length) {
+    io.err.write(`upload-sourcemaps: no .map files under ${args.dir}\n`)
+    return 1
+  }
+  const failures: string[] = []
+  for (const [index, name] of names.entries()) {
+    const failure = await uploadOne(args, name, io)
+    if (failure) failures.push(`${name}: ${failure}`)
+    progress(io, index + 1, names.length, name, !!failure)
+  }
+  if (failures.length) {
+    io.err.write(`upload-sourcemaps: ${failures.length} of ${names.length} source maps failed to upload:\n${failures.map((f) => `  ${f}\n`).join('')}`)
+    return 1
+  }
+  io.out.write(`uploaded ${names.length} source map${names.length === 1 ? '' : 's'} for release ${args.release} to ${args.url}\n`)
+  return 0
+}

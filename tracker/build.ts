@@ -1,0 +1,78 @@
+/**
+ * `npm run build`:
+ * - dist/t.js: the script-tag bundle, recorder inside. The relay serves this one file as
+ *   `<prefix>/t.js`, so nothing else has to be found through the relay.
+ * - dist/esm: the package: index.js, and auto.js and record.js which `start()` imports (an app's
+ *   bundler splits them off and serves them from the app's own origin); dist/types.
+ * - dist/bin/upload-sourcemaps.js: the command, for Node.
+ */
+import { rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { BunPlugin } from 'bun'
+
+const root = import.meta.dir
+export const DIST = join(root, 'dist')
+
+/**
+ * Canvas recording is off (`recordCanvas: false` in src/record.ts), so rrweb's canvas code (its 2D and
+ * WebGL observers, base64 encoder and inlined worker, about 2 KB gzipped) never runs: it is cut from
+ * the bundle and a manager that does nothing takes its place. The cut is checked against the pinned
+ * rrweb version's text and fails the build if that text moves.
+ */
+const CANVAS_START = 'var chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";'
+const CANVAS_END = 'class StylesheetManager {'
+const IDLE_CANVAS_MANAGER = 'class CanvasManager { reset() {} freeze() {} unfreeze() {} lock() {} unlock() {} }\n'
+const withoutCanvasRecording: BunPlugin = {
+  name: 'rrweb-without-canvas-recording',
+  setup(build) {
+    build.onLoad({ filter: /@rrweb[\\/]record[\\/]dist[\\/]record\.js$/ }, async ({ path }) => {
+      const source = await Bun.file(path).text()
+      const start = source.indexOf(CANVAS_START)
+      const end = source.indexOf(CANVAS_END)
+      const kept = source.slice(0, start) + source.slice(end)
+      if (start < 0 || end < start || !source.slice(start, end).includes('class CanvasManager {') || !kept.includes('new CanvasManager(')) {
+        throw new Error(`${path}: rrweb's canvas code is not where this build expects it; check the rrweb version`)
+      }
+      return { contents: source.slice(0, start) + IDLE_CANVAS_MANAGER + source.slice(end), loader: 'js' }
+    })
+  },
+}
+
+/** In the package, automatic tracking and the recorder stay modules of their own, imported by `start()`. */
+const startModulesApart: BunPlugin = {
+  name: 'start-modules-apart',
+  setup(build) {
+    build.onResolve({ filter: /^\.\/(auto|record)$/ }, ({ path }) => ({ path: path + '.js', external: true }))
+  },
+}
+
+async function bundle(options: Parameters<typeof Bun.build>[0]) {
+  const result = await Bun.build(options)
+  if (!result.success) throw new AggregateError(result.logs, 'tracker build failed')
+  return result.outputs
+}
+
+export async function buildTracker(outdir = DIST) {
+  await rm(outdir, { recursive: true, force: true })
+  const browser = { target: 'browser', format: 'esm', minify: true, sourcemap: 'linked', plugins: [withoutCanvasRecording] } satisfies Partial<Bun.BuildConfig>
+  const esm = join(outdir, 'esm')
+  await bundle({ ...browser, entrypoints: [join(root, 'src/index.ts')], outdir: esm, plugins: [startModulesApart] })
+  await bundle({ ...browser, entrypoints: [join(root, 'src/record.ts')], outdir: esm })
+  await bundle({ ...browser, entrypoints: [join(root, 'src/auto/index.ts')], outdir: esm, naming: 'auto.js' })
+  await bundle({ ...browser, entrypoints: [join(root, 'src/browser.ts')], outdir, format: 'iife', naming: 't.js' })
+  await bundle({
+    entrypoints: [join(root, 'bin/upload-sourcemaps.ts')],
+    outdir: join(outdir, 'bin'),
+    target: 'node',
+    format: 'esm',
+    naming: 'upload-sourcemaps.js',
+    banner: '#!/usr/bin/env node',
+  })
+  const types = Bun.spawnSync([process.execPath, 'x', 'tsc', '-p', join(root, 'tsconfig.build.json'), '--outDir', join(outdir, 'types')], {
+    stdout: 'inherit',
+    stderr: 'inherit',
+  })
+  if (types.exitCode !== 0) throw new Error('tracker type declarations failed')
+}
+
+if (import.meta.main) await buildTracker()

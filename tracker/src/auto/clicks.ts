@@ -1,0 +1,53 @@
+import { listen } from '../dom'
+import type { Properties } from '../types'
+import type { AutoContext } from '.'
+
+/** Three clicks within a second and 30 px of each other are a rage click (reported once per burst). */
+export const RAGE_CLICKS = 3
+export const RAGE_WINDOW_MS = 1000
+export const RAGE_RADIUS_PX = 30
+const SELECTOR_DEPTH = 4
+
+/** A short CSS path to the element, like `main > form#pay > button.primary`. */
+export function selectorOf(el: Element): string {
+  const parts: string[] = []
+  for (let node: Element | null = el; node && parts.length < SELECTOR_DEPTH && node.tagName !== 'BODY'; node = node.parentElement) {
+    const classes = [...node.classList].slice(0, 2).map((name) => '.' + name).join('')
+    parts.unshift(node.tagName.toLowerCase() + (node.id ? '#' + node.id : '') + classes)
+    if (node.id) break
+  }
+  return parts.join(' > ')
+}
+
+/** What a click shows of its element; the text only where redaction lets it be seen. */
+export function describeElement(el: Element, context: AutoContext): Properties {
+  return {
+    tag: el.tagName.toLowerCase(),
+    id: el.id || undefined,
+    selector: selectorOf(el),
+    text: context.redaction.visibleText(el),
+    href: el.getAttribute('href') ?? undefined,
+  }
+}
+
+export function trackClicks(context: AutoContext, clicks: boolean, rageClicks: boolean): () => void {
+  let recent: { x: number; y: number; at: number }[] = []
+  return listen<MouseEvent>(
+    context.win.document,
+    'click',
+    (event) => {
+      const target = event.target as Element | null
+      if (!target?.tagName) return
+      const el = target.closest('a,button,input,select,textarea,label,[role=button],[onclick]') ?? target
+      const properties = describeElement(el, context)
+      if (clicks) context.customEvent('$click', properties)
+      if (!rageClicks) return
+      const at = context.now()
+      const { clientX: x, clientY: y } = event
+      recent = recent.filter((c) => at - c.at < RAGE_WINDOW_MS && Math.hypot(c.x - x, c.y - y) <= RAGE_RADIUS_PX)
+      recent.push({ x, y, at })
+      if (recent.length === RAGE_CLICKS) context.customEvent('$rageclick', { ...properties, clicks: RAGE_CLICKS })
+    },
+    true,
+  )
+}

@@ -1,0 +1,32 @@
+import { patch } from '../dom'
+import { LOG_PREFIX } from '../log'
+import { isErrorLike, toText } from '../text'
+import type { AutoContext } from '.'
+
+/** Console messages are cut here; the server truncates at 32 KB anyway. */
+export const LOG_MESSAGE_MAX_CHARS = 8192
+
+/** `console.warn` and `console.error` become logs; the page's console still prints them. */
+export function trackConsole(context: AutoContext): () => void {
+  const console = context.win.console
+  let reporting = false
+  const undo = (['warn', 'error'] as const).map((level) =>
+    patch(console, level, (original) =>
+      function (this: Console, ...args: unknown[]) {
+        // Not the tracker's own lines, nor what a report itself logs (a failing serializer).
+        if (!reporting && !String(args[0]).startsWith(LOG_PREFIX)) {
+          reporting = true
+          try {
+            context.log(level, args.map(toText).join(' ').slice(0, LOG_MESSAGE_MAX_CHARS), args.find(isErrorLike)?.stack)
+          } catch {
+            // Never into the page's own console call.
+          } finally {
+            reporting = false
+          }
+        }
+        return original.apply(this, args)
+      },
+    ),
+  )
+  return () => undo.forEach((f) => f())
+}

@@ -1,0 +1,15 @@
+import { listen } from '../dom'
+import type { AutoContext } from '.'
+
+/** Uncaught errors and unhandled promise rejections, as unhandled error reports. */
+export function trackErrors(context: AutoContext): () => void {
+  const undo = [
+    listen<ErrorEvent>(context.win, 'error', (event) => {
+      // Resource load failures (img, script) also arrive here, without a message: not errors of the code.
+      if (!event.message && !event.error) return
+      context.error(event.error ?? { name: 'Error', message: event.message }, false, event.filename ? { filename: event.filename, lineno: event.lineno, colno: event.colno } : undefined)
+    }),
+    listen<PromiseRejectionEvent>(context.win, 'unhandledrejection', (event) => context.error(event.reason, false, { mechanism: 'unhandledrejection' })),
+  ]
+  return () => undo.forEach((f) => f())
+}

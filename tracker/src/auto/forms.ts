@@ -1,0 +1,22 @@
+import { listen, withoutQuery } from '../dom'
+import type { AutoContext } from '.'
+
+/** Form submissions: which form and how many fields, never a value. */
+export function trackForms(context: AutoContext): () => void {
+  return listen(
+    context.win.document,
+    'submit',
+    (event) => {
+      const form = event.target as HTMLFormElement
+      if (form?.tagName !== 'FORM') return
+      context.customEvent('$form_submit', {
+        id: form.id || undefined,
+        name: form.getAttribute('name') ?? undefined,
+        action: withoutQuery(form.getAttribute('action') ?? '', context.win.location.href),
+        method: (form.getAttribute('method') ?? 'get').toLowerCase(),
+        fields: form.elements.length,
+      })
+    },
+    true,
+  )
+}

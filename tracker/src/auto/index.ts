@@ -1,0 +1,32 @@
+import type { Messages } from '../messages'
+import type { Redaction } from '../redaction'
+import type { AutomaticTrackingOptions, PageWindow } from '../types'
+import { trackClicks } from './clicks'
+import { trackConsole } from './console'
+import { trackErrors } from './errors'
+import { trackForms } from './forms'
+import { trackNetwork } from './network'
+import { trackPages } from './pages'
+
+/** What automatic tracking reports to: the tracker's messages, and what it needs to know of the page. */
+export interface AutoContext extends Pick<Messages, 'customEvent' | 'pageView' | 'navigation' | 'log' | 'networkError' | 'span' | 'error'> {
+  win: PageWindow
+  now(): number
+  redaction: Redaction
+  /** The tracker's own requests, never reported. */
+  isOwnRequest(url: string): boolean
+}
+
+/** Installs each kind not switched off; returns what uninstalls them all. */
+export function installAutomaticTracking(context: AutoContext, options: AutomaticTrackingOptions = {}): () => void {
+  const on = (kind: keyof AutomaticTrackingOptions) => options[kind] !== false
+  const installed = [
+    (on('pageViews') || on('navigation')) && trackPages(context, on('pageViews'), on('navigation')),
+    (on('clicks') || on('rageClicks')) && trackClicks(context, on('clicks'), on('rageClicks')),
+    on('forms') && trackForms(context),
+    on('console') && trackConsole(context),
+    (on('network') || on('spans')) && trackNetwork(context, on('network'), on('spans')),
+    on('errors') && trackErrors(context),
+  ].filter((undo): undo is () => void => !!undo)
+  return () => installed.forEach((undo) => undo())
+}

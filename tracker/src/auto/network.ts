@@ -1,0 +1,132 @@
+import { patch, withoutQuery } from '../dom'
+import { randomHex, uuid } from '../ids'
+import type { AutoContext } from '.'
+
+/** A request slower than this is reported even when it succeeds. */
+export const SLOW_REQUEST_MS = 3000
+
+/** WIRE.md's `/network` item (fielded). */
+export interface NetworkErrorEntry {
+  requestId: string
+  url: string
+  method: string
+  status: number | null
+  statusText: string | null
+  duration: number
+  timestampMs: number
+  startTimeMs: number
+  errorType: 'network' | 'http' | 'slow'
+  errorMessage: string | null
+  errorName?: string
+}
+
+/** WIRE.md's span, for `/spans/batch`. */
+export interface SpanEntry {
+  traceId: string
+  spanId: string
+  name: string
+  kind: 'client'
+  startTimeMs: number
+  endTimeMs: number
+  status: { code: 'ok' | 'error'; message?: string }
+  attributes: Record<string, unknown>
+}
+
+const REQUEST = Symbol('sightline.request')
+type TrackedXhr = XMLHttpRequest & { [REQUEST]?: [method: string, url: string] }
+
+/**
+ * Every `fetch` and `XMLHttpRequest` of the page becomes a client span, and the failed (network error
+ * or status >= 400) or slow ones a network error. The tracker's own requests never: it sends with
+ * the fetch it had before this wrapper, and its URLs are skipped here as well.
+ */
+export function trackNetwork(context: AutoContext, network: boolean, spans: boolean): () => void {
+  const { win } = context
+  const describe = (method: string, rawUrl: string, start: number, status: number | null, statusText: string | null, failure?: { name?: string; message?: string }) => {
+    const url = withoutQuery(rawUrl, win.location.href)
+    if (context.isOwnRequest(url)) return
+    const end = context.now()
+    const failed = status === null || status >= 400
+    const slow = end - start > SLOW_REQUEST_MS
+    const name = `${method} ${url.replace(/^[a-z]+:\/\/[^/]+/i, '')}`
+    if (spans) {
+      context.span({
+        traceId: randomHex(16),
+        spanId: randomHex(8),
+        name,
+        kind: 'client',
+        startTimeMs: start,
+        endTimeMs: end,
+        status: failed ? { code: 'error', message: failure?.message ?? `HTTP ${status}` } : { code: 'ok' },
+        attributes: { 'http.method': method, 'http.url': url, 'http.status_code': status },
+      })
+    }
+    if (network && (failed || slow)) {
+      context.networkError({
+        requestId: uuid(end),
+        url,
+        method,
+        status,
+        statusText,
+        duration: end - start,
+        timestampMs: end,
+        startTimeMs: start,
+        errorType: status === null ? 'network' : failed ? 'http' : 'slow',
+        errorMessage: failed ? (failure?.message ?? `HTTP ${status}${statusText ? ' ' + statusText : ''}`) : null,
+        errorName: failure?.name,
+      })
+    }
+  }
+  // Reporting runs inside the page's own request promise chain: it must never throw into it.
+  const report: typeof describe = (...args) => {
+    try {
+      describe(...args)
+    } catch {}
+  }
+
+  const undo = [
+    patch(win, 'fetch', (original) =>
+      function (this: unknown, input: RequestInfo | URL, init?: RequestInit) {
+        const request = input as Partial<Request>
+        const url = request.url ?? String(input)
+        const method = (init?.method ?? request.method ?? 'GET').toUpperCase()
+        const start = context.now()
+        return original.call(this, input, init).then(
+          (response) => {
+            report(method, url, start, response.status, response.statusText || null)
+            return response
+          },
+          (error: Error) => {
+            report(method, url, start, null, null, error)
+            throw error
+          },
+        )
+      } as typeof fetch,
+    ),
+  ]
+
+  const xhr = (win as { XMLHttpRequest?: typeof XMLHttpRequest }).XMLHttpRequest?.prototype as TrackedXhr | undefined
+  if (xhr) {
+    undo.push(
+      patch(xhr, 'open', (original) =>
+        function (this: TrackedXhr, method: string, url: string | URL, ...rest: unknown[]) {
+          this[REQUEST] = [method.toUpperCase(), String(url)]
+          return (original as (...args: unknown[]) => void).call(this, method, url, ...rest)
+        } as XMLHttpRequest['open'],
+      ),
+      patch(xhr, 'send', (original) =>
+        function (this: TrackedXhr, body?: Document | XMLHttpRequestBodyInit | null) {
+          const request = this[REQUEST]
+          if (request) {
+            const start = context.now()
+            this.addEventListener('loadend', () =>
+              report(request[0], request[1], start, this.status || null, this.statusText || null, this.status ? undefined : { name: 'NetworkError', message: 'the request failed' }),
+            )
+          }
+          return original.call(this, body)
+        },
+      ),
+    )
+  }
+  return () => undo.forEach((f) => f())
+}

@@ -1,0 +1,38 @@
+import type { ConnectionStatus } from './types'
+
+/** The relay's conventional prefix: where sends go when nothing else says. */
+export const DEFAULT_PREFIX = '/_sl'
+/** The relay serves the tracker as `<prefix>/t.js`. */
+const RELAY_SCRIPT = /^(.*)\/t\.js$/
+
+export interface BaseInputs {
+  /** The `ingestionUrl` option. */
+  option?: string
+  /** The URL the tracker's script was loaded from. */
+  scriptUrl?: string | null
+  /** `<meta name="sightline-ingestion-url">`'s content. */
+  meta?: string | null
+  pageUrl: string
+}
+
+export interface IngestionBase {
+  base: string
+  source: ConnectionStatus['source']
+}
+
+/**
+ * Where the tracker sends. An explicit `ingestionUrl` wins; else the relay the script came from
+ * (`<origin><prefix>/t.js` gives `<origin><prefix>`); else the meta tag; else the page's own origin
+ * under the relay's conventional prefix, `/_sl`. Relative values resolve against the page.
+ */
+export function resolveIngestionBase({ option, scriptUrl, meta, pageUrl }: BaseInputs): IngestionBase {
+  const absolute = (url: string) => new URL(url, pageUrl).href.replace(/\/+$/, '')
+  if (option) return { base: absolute(option), source: 'option' }
+  if (scriptUrl) {
+    const script = new URL(scriptUrl, pageUrl)
+    const relay = RELAY_SCRIPT.exec(script.pathname)
+    if (relay) return { base: script.origin + relay[1], source: 'script' }
+  }
+  if (meta) return { base: absolute(meta), source: 'meta' }
+  return { base: new URL(pageUrl).origin + DEFAULT_PREFIX, source: 'default' }
+}

@@ -1,0 +1,153 @@
+import type { Logger } from './log'
+import { halve } from './queue'
+import type { Outbox, Parcel } from './storage'
+import type { Answer, Transport } from './transport'
+import type { Clock } from './types'
+
+/** Retries back off exponentially from 1 s to at most a minute, with jitter; the fifth failure persists. */
+export const RETRY_BASE_MS = 1000
+export const RETRY_MAX_MS = 60_000
+export const MAX_ATTEMPTS = 5
+
+/** Milliseconds a `Retry-After` header asks for (delta-seconds or an HTTP date), or null. */
+export function retryAfterMs(header: string | null | undefined, now: number): number | null {
+  if (!header) return null
+  const seconds = Number(header)
+  const ms = Number.isNaN(seconds) ? Date.parse(header) - now : seconds * 1000
+  return Number.isNaN(ms) ? null : Math.max(0, ms)
+}
+
+/** The wait before retry `attempt` (0-based): half fixed, half random, never shorter than Retry-After. */
+export function retryDelay(attempt: number, random: number, retryAfter: number | null): number {
+  const backoff = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** attempt) * (0.5 + random / 2)
+  return Math.max(backoff, retryAfter ?? 0)
+}
+
+export type StopReason = 'monthly_limit' | 'invalid_key'
+
+export interface DeliveryDeps {
+  transport: Transport
+  outbox: Outbox
+  clock: Clock
+  log: Logger
+  random?: () => number
+  /** Splits a body answered 413 (default: `halve`). */
+  split?: typeof halve
+  /** Every readable success answer (`liveViewer`, `monthlyLimitReached`). */
+  answered(data: Record<string, unknown>): void
+  /** Sending has stopped for good on this page. */
+  stopped(reason: StopReason): void
+}
+
+export type Delivery = ReturnType<typeof createDelivery>
+
+/**
+ * Gets parcels to the service: retries network failures and 5xx with backoff, halves what is too
+ * large, persists what cannot be sent (offline, unloading, out of attempts) and sends it again when
+ * the browser is back online or on the next page load. Parcels carry their event uuids and chunk
+ * `seq`, so a parcel sent twice is stored once. 429 and an invalid key stop all sending.
+ */
+export function createDelivery({ transport, outbox, clock, log, random = Math.random, split = halve, answered, stopped }: DeliveryDeps) {
+  let halted = false
+  let draining = false
+  const inFlight = new Map<string, Parcel>()
+  const waiting = new Map<string, { parcel: Parcel; timer: unknown }>()
+  /** In flight when the page was hidden: the outbox holds a copy, so a failure is left to it. */
+  const persisted = new Set<string>()
+  const drops: Record<string, number> = {}
+
+  const drop = (reason: string, parcel: Parcel) => {
+    drops[reason] = (drops[reason] ?? 0) + 1
+    log.warn(`dropped a request to ${parcel.path}: ${reason}`)
+  }
+  const halt = (reason: StopReason) => {
+    if (halted) return
+    halted = true
+    for (const { timer } of waiting.values()) clock.clearTimeout(timer)
+    waiting.clear()
+    stopped(reason)
+  }
+
+  async function deliver(parcel: Parcel, unload = false, attempt = 0): Promise<void> {
+    if (halted) return
+    if (!transport.online()) return outbox.put(parcel)
+    inFlight.set(parcel.id, parcel)
+    const answer = await transport.send(parcel.path, parcel.body, unload)
+    inFlight.delete(parcel.id)
+    const wasPersisted = persisted.delete(parcel.id)
+    if (settle(answer)) return delivered(parcel)
+    if (halted || wasPersisted) return
+    const { status } = answer
+    if (status === 413) {
+      const halves = split(parcel.body)
+      if (halves) {
+        await Promise.all(halves.map((body, i) => deliver({ id: `${parcel.id}.${i}`, path: parcel.path, body }, unload)))
+        return
+      }
+      return answer.local ? outbox.put(parcel) : drop('too_large', parcel)
+    }
+    if (status && status < 500 && status !== 408) return drop('rejected_' + status, parcel)
+    if (unload || attempt + 1 >= MAX_ATTEMPTS) return outbox.put(parcel)
+    const wait = retryDelay(attempt, random(), retryAfterMs(answer.retryAfter, clock.now()))
+    const timer = clock.setTimeout(() => {
+      waiting.delete(parcel.id)
+      void deliver(parcel, false, attempt + 1)
+    }, wait)
+    waiting.set(parcel.id, { parcel, timer })
+  }
+
+  /**
+   * What every answer says beyond its own request: 429 or `monthlyLimitReached` stop all sending, so
+   * does a refused key; a success's fields are passed on. True for a success.
+   */
+  function settle(answer: Answer): boolean {
+    const { status, data } = answer
+    if (status === 429 || data?.monthlyLimitReached) halt('monthly_limit')
+    if (status === 401 || status === 403) {
+      log.error('the API key was refused; sending stopped')
+      halt('invalid_key')
+    }
+    if (status < 200 || status >= 300) return false
+    if (data) answered(data)
+    return true
+  }
+
+  /** A copy persisted on hide is no longer needed, and what the outbox holds may go now too. */
+  function delivered(parcel: Parcel) {
+    outbox.remove(parcel.id)
+    if (!halted && outbox.hasAny()) void drain()
+  }
+
+  /** Sends what was persisted, one attempt each: what fails again goes back to wait for the next chance. */
+  async function drain() {
+    if (draining) return
+    draining = true
+    try {
+      for (const parcel of outbox.takeAll()) await deliver(parcel, false, MAX_ATTEMPTS - 1)
+    } finally {
+      draining = false
+    }
+  }
+
+  return {
+    deliver,
+    drain,
+    settle,
+    /** The page is being hidden or unloaded: everything not yet delivered is persisted. */
+    persistPending() {
+      for (const { parcel, timer } of waiting.values()) {
+        clock.clearTimeout(timer)
+        outbox.put(parcel)
+      }
+      waiting.clear()
+      for (const parcel of inFlight.values()) {
+        outbox.put(parcel)
+        persisted.add(parcel.id)
+      }
+    },
+    get halted() {
+      return halted
+    },
+    drops: () => ({ ...drops }),
+  }
+}

@@ -1,0 +1,29 @@
+/** Adds a listener and returns what removes it. */
+export function listen<E extends Event>(target: EventTarget, type: string, handler: (event: E) => void, capture = false): () => void {
+  const listener = handler as EventListener
+  target.addEventListener(type, listener, capture)
+  return () => target.removeEventListener(type, listener, capture)
+}
+
+/**
+ * Replaces `owner[name]` with `wrap(original)` and returns what restores it, unless something else
+ * has wrapped it since (then ours stays, harmless, rather than cutting the other one out).
+ */
+export function patch<T extends object, K extends keyof T>(owner: T, name: K, wrap: (original: T[K]) => T[K]): () => void {
+  const original = owner[name]
+  const wrapped = wrap(original)
+  owner[name] = wrapped
+  return () => {
+    if (owner[name] === wrapped) owner[name] = original
+  }
+}
+
+/** A URL without its query and fragment, which often carry tokens. */
+export const withoutQuery = (url: string, base: string): string => {
+  try {
+    const parsed = new URL(url, base)
+    return parsed.origin + parsed.pathname
+  } catch {
+    return url.split(/[?#]/)[0]
+  }
+}

@@ -1,0 +1,96 @@
+import { readJson, type KeyValue } from './storage'
+import type { UserAttributes } from './types'
+
+/** A session ends after 30 minutes without user activity, or 24 hours after it began. */
+export const SESSION_IDLE_MS = 30 * 60 * 1000
+export const SESSION_MAX_MS = 24 * 60 * 60 * 1000
+/** Activity is written back to storage at most this often (it is read by every tab of the origin). */
+const ACTIVITY_WRITE_MS = 1000
+
+export interface Session {
+  id: string
+  start: number
+  last: number
+}
+
+export const isLive = (session: Session | null, now: number): boolean =>
+  !!session && now - session.last < SESSION_IDLE_MS && now - session.start < SESSION_MAX_MS
+
+const VALID_ID = /^[A-Za-z0-9._:-]{1,128}$/
+const KEYS = { user: 'sl_uid', attributes: 'sl_user', session: 'sl_session', window: 'sl_wid', seq: 'sl_seq' }
+
+export interface IdentityStores {
+  local: KeyValue
+  /** Per tab: `windowId` and the replay chunk sequence. */
+  tab: KeyValue
+  cookie: KeyValue
+}
+
+export type Identity = ReturnType<typeof createIdentity>
+
+/**
+ * The identifiers of the session model: `endUserId` persistent (localStorage and a cookie, either one
+ * restores the other), `sessionId` shared by the origin's tabs and renewed after inactivity or age,
+ * `windowId` per tab (sessionStorage).
+ */
+export function createIdentity({ local, tab, cookie }: IdentityStores, now: () => number, newId: () => string, onNewSession: () => void) {
+  /** The id kept under `key` in the first store that has a valid one, written back to all of them. */
+  const keptId = (stores: KeyValue[], key: string, id?: string | null) => {
+    const found = id ?? stores.map((store) => store.get(key)).find((value) => value && VALID_ID.test(value))
+    const kept = found ?? newId()
+    for (const store of stores) store.set(key, kept)
+    return { id: kept, found: !!found }
+  }
+  const userStores = [local, cookie]
+  const user = keptId(userStores, KEYS.user)
+  let endUserId = user.id
+  const windowId = keptId([tab], KEYS.window).id
+  const saveSession = (session: Session) => local.set(KEYS.session, JSON.stringify(session))
+  const newSession = (at: number): Session => {
+    const session = { id: newId(), start: at, last: at }
+    saveSession(session)
+    return session
+  }
+  const stored = () => readJson<Session>(local, KEYS.session)
+  if (!isLive(stored(), now())) newSession(now())
+
+  return {
+    preexisting: user.found,
+    windowId,
+    get endUserId() {
+      return endUserId
+    },
+    /** The live session, or null when it has expired (nothing renews it but activity). */
+    current(): string | null {
+      const session = stored()
+      return session && isLive(session, now()) ? session.id : null
+    },
+    /** The session for something happening now: activity keeps it alive, or starts a new one. */
+    sessionId(activity: boolean): string {
+      const at = now()
+      const session = stored()
+      if (!session || !isLive(session, at)) {
+        if (!activity && session) return session.id
+        const fresh = newSession(at)
+        onNewSession()
+        return fresh.id
+      }
+      if (activity && at - session.last >= ACTIVITY_WRITE_MS) saveSession({ ...session, last: at })
+      return session.id
+    },
+    attributes: (): UserAttributes => readJson<UserAttributes>(local, KEYS.attributes) ?? {},
+    setAttributes: (attributes: UserAttributes) => local.set(KEYS.attributes, JSON.stringify(attributes)),
+    /** Logout: a new anonymous end user in a new session. */
+    reset() {
+      endUserId = keptId(userStores, KEYS.user, newId()).id
+      local.remove(KEYS.attributes)
+      newSession(now())
+    },
+    /** The next replay chunk number of this tab; it continues across page loads of the tab. */
+    nextSeq(): number {
+      const seq = Number(tab.get(KEYS.seq)) || 0
+      tab.set(KEYS.seq, String(seq + 1))
+      return seq
+    },
+  }
+}

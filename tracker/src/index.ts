@@ -1,0 +1,383 @@
+import type { AutoContext } from './auto'
+import { resolveIngestionBase, type IngestionBase } from './config'
+import { createDelivery, type Delivery, type StopReason } from './delivery'
+import { listen } from './dom'
+import { createIdentity, type Identity } from './identity'
+import { uuid } from './ids'
+import { createLogger, type Logger } from './log'
+import { createMessages, type Messages } from './messages'
+import type { Recording } from './record'
+import { createRedaction, isSelector, type Redaction } from './redaction'
+import { asRecordedEvent, isUserActivity } from './replay'
+import { cookieStorage, createOutbox, webStorage, type Outbox } from './storage'
+import { createTransport, type Transport } from './transport'
+import type {
+  Clock,
+  ConnectionStatus,
+  ConnectionTest,
+  LogEntry,
+  LoggingConfig,
+  PageWindow,
+  Properties,
+  TrackerEnvironment,
+  TrackerOptions,
+  UserAttributes,
+} from './types'
+import { SDK_VERSION } from './version'
+
+export type * from './types'
+export { SDK_VERSION }
+
+/** Presence: a heartbeat every 30 s while the tracker runs. */
+export const HEARTBEAT_MS = 30_000
+export const API = '/api/ingestion'
+
+/** The script this code runs from, read while it is evaluated (a classic script has one). */
+const loadedFrom = typeof document === 'object' ? (document.currentScript as HTMLScriptElement | null)?.src : undefined
+
+const pageClock = (win: PageWindow): Clock => ({
+  now: () => Date.now(),
+  setTimeout: (callback, ms) => win.setTimeout(callback, ms),
+  clearTimeout: (handle) => win.clearTimeout(handle as number),
+})
+
+/** The browser tracker: records sessions, events, logs, errors and traces and sends them safely. */
+export class ServiceTracker {
+  static #instance: ServiceTracker | undefined
+
+  /**
+   * The page's tracker. A second call with the same key returns the same instance; with another key
+   * the first one stops. Identifiers persist across page loads either way.
+   */
+  static init(apiKey: string, options: TrackerOptions = {}, environment: TrackerEnvironment = {}): ServiceTracker {
+    const win = (environment.window ?? globalThis.window) as PageWindow | undefined
+    if (!win) throw new Error('ServiceTracker runs in a browser window')
+    const current = ServiceTracker.#instance
+    if (current && current.#apiKey === apiKey && current.#win === win) return current
+    current?.stop()
+    return (ServiceTracker.#instance = new ServiceTracker(apiKey, options, environment, win))
+  }
+
+  readonly #apiKey: string
+  readonly #win: PageWindow
+  readonly #options: TrackerOptions
+  readonly #clock: Clock
+  readonly #log: Logger
+  readonly #identity: Identity
+  readonly #redaction: Redaction
+  readonly #base: IngestionBase
+  readonly #transport: Transport
+  readonly #outbox: Outbox
+  readonly #delivery: Delivery
+  readonly #messages: Messages
+  /** Page lifecycle listeners (flush on hide, drain when online), from `init` until `stop`. */
+  #lifecycle: (() => void)[] = []
+  /** What `start` set up: automatic tracking. */
+  #running: (() => void)[] = []
+  #recording: Recording | undefined
+  #started = false
+  /** Bumped by every start and stop, so a recorder that loads late knows whether it is still wanted. */
+  #generation = 0
+  #heartbeat: unknown
+  #unloading = false
+  #stopReason: StopReason | null = null
+
+  private constructor(apiKey: string, options: TrackerOptions, environment: TrackerEnvironment, win: PageWindow) {
+    this.#apiKey = apiKey
+    this.#win = win
+    this.#options = options
+    const clock = (this.#clock = environment.clock ?? pageClock(win))
+    const now = () => clock.now()
+    const local = webStorage(() => win.localStorage)
+    const tab = webStorage(() => win.sessionStorage)
+    const log = (this.#log = createLogger(options.logLevel ?? 'warn', tab, win.console, now))
+    this.#identity = createIdentity({ local, tab, cookie: cookieStorage(win.document) }, now, () => uuid(now()), () =>
+      // The first events of a new session need a full snapshot to replay; not from inside rrweb's emit.
+      clock.setTimeout(() => this.#recording?.snapshot(), 0),
+    )
+    this.#redaction = createRedaction(options.redactionStrategy)
+    this.#base = resolveIngestionBase({
+      option: options.ingestionUrl,
+      scriptUrl: environment.scriptUrl === undefined ? loadedFrom : environment.scriptUrl,
+      meta: win.document.querySelector('meta[name="sightline-ingestion-url"]')?.getAttribute('content'),
+      pageUrl: win.location.href,
+    })
+    this.#transport = createTransport({ base: this.#base.base, apiKey, fetch: environment.fetch ?? win.fetch.bind(win), win, log })
+    this.#outbox = createOutbox(local, 'sl_outbox:' + apiKey)
+    this.#delivery = createDelivery({
+      transport: this.#transport,
+      outbox: this.#outbox,
+      clock,
+      log,
+      split: (body) => this.#messages.split(body),
+      answered: (data) => this.#messages.answered(data),
+      stopped: (reason) => this.#halt(reason),
+    })
+    this.#messages = createMessages({
+      win,
+      clock,
+      identity: this.#identity,
+      redaction: this.#redaction,
+      release: options.release,
+      send: (path, body) => this.#send(path, body),
+    })
+    this.#listen()
+    void this.#delivery.drain()
+  }
+
+  /** Starts recording the session and automatic tracking (page views, clicks, errors, ...). */
+  start(): void {
+    if (this.#started || this.#stopReason) return
+    this.#started = true
+    this.#generation++
+    this.#listen()
+    this.#beat()
+    // Automatic tracking and the recorder are modules of their own: the script-tag build has them
+    // inside, and an app's bundler can keep them out of its first load.
+    const { enableAutomaticTracking = true, automaticTrackingOptions } = this.#options
+    if (enableAutomaticTracking) {
+      this.#whileRunning(import('./auto'), ({ installAutomaticTracking }) => {
+        this.#running.push(installAutomaticTracking(this.#autoContext(), automaticTrackingOptions))
+      })
+    }
+    this.#whileRunning(import('./record'), ({ startRecording }) => {
+      this.#recording = startRecording(this.#redaction, (event) => this.#messages.record(event, isUserActivity(event)))
+    })
+  }
+
+  /** Stops recording and automatic tracking, sends what is queued, and removes timers and listeners. */
+  stop(): void {
+    this.#stopRunning()
+    this.#messages.flush()
+    for (const undo of this.#lifecycle.splice(0)) undo()
+  }
+
+  customEvent(eventName: string, properties?: Properties): void {
+    if (typeof eventName !== 'string' || !eventName) return this.#log.warn('customEvent needs an event name')
+    this.#messages.customEvent(eventName, properties)
+  }
+
+  /** A raw event into the recording: an rrweb event as it is, anything else as an rrweb custom event. */
+  addEvent(event: unknown): void {
+    this.#messages.record(asRecordedEvent(event, this.#clock.now()), true)
+  }
+
+  /** Merges the properties into the end user's attributes; the `endUserId` stays the same. */
+  async identifyUser({ userProperties }: { userProperties: UserAttributes }): Promise<string> {
+    const userAttributes = { ...this.#identity.attributes(), ...userProperties }
+    this.#identity.setAttributes(userAttributes)
+    const { sessionId, endUserId } = this.#messages.owner(true)
+    await this.#send('/user', { userId: endUserId, userAttributes, sessionId })
+    return endUserId
+  }
+
+  getUserAttributes(): UserAttributes {
+    return this.#identity.attributes()
+  }
+
+  /** Forgets the identified user: a new anonymous end user in a new session. */
+  logout(): void {
+    this.#messages.flush()
+    this.#identity.reset()
+    this.#recording?.snapshot()
+  }
+
+  groupIdentify(groupType: string, groupKey: string, groupProperties?: Properties): void {
+    void this.#send('/groupidentify', { ...this.#messages.owner(true), groupType, groupKey, groupProperties })
+  }
+
+  /** Reports a handled error (with `release`, so the server can map its stack through source maps). */
+  captureError(error: unknown, context?: Properties): void {
+    this.#messages.error(error, true, context)
+  }
+
+  /** A page view of `url` (default: the current URL). */
+  trackPageView(url?: string): void {
+    this.#messages.pageView(url)
+  }
+
+  /** A navigation of `type` (push, pop, replace, ...) from one URL to another. */
+  trackNavigationEvent(type: string, fromUrl: string, toUrl: string): void {
+    this.#messages.navigation(type, fromUrl, toUrl)
+  }
+
+  /** Privacy-first mode: these selectors (and what is inside them) are shown, from the next full snapshot. */
+  setUnredactedFields(selectors: string[]): void {
+    if (!this.#redaction.privacyFirst) return this.#log.warn('unredacted fields apply in privacy-first mode only')
+    const valid = selectors.filter((selector) => {
+      const ok = typeof selector === 'string' && isSelector(this.#win.document, selector)
+      if (!ok) this.#log.warn('ignored an invalid selector: ' + selector)
+      return ok
+    })
+    this.#showFields(valid)
+  }
+
+  clearUnredactedFields(): void {
+    this.#showFields([])
+  }
+
+  hasUnredactedFields(): boolean {
+    return this.getUnredactedFields().length > 0
+  }
+
+  getUnredactedFields(): string[] {
+    return this.#redaction.selectors()
+  }
+
+  getSessionId(): string {
+    return this.#identity.sessionId(false)
+  }
+
+  getCurrentUrl(): string {
+    return this.#win.location.href
+  }
+
+  getUserInfo() {
+    const attributes = this.#identity.attributes()
+    return {
+      endUserId: this.#identity.endUserId,
+      sessionId: this.getSessionId(),
+      windowId: this.#identity.windowId,
+      attributes,
+      identified: Object.keys(attributes).length > 0,
+      preexistingUser: this.#identity.preexisting,
+    }
+  }
+
+  /** Whether this browser had an end-user id before this page load. */
+  isPreexistingUser(): boolean {
+    return this.#identity.preexisting
+  }
+
+  /** Calls the (deprecated) init endpoint once, the only caller of it, and says what happened. */
+  async testConnection(): Promise<ConnectionTest> {
+    const start = this.#clock.now()
+    const { sessionId, endUserId } = this.#messages.owner(false)
+    const answer = await this.#transport.post(API + '/init', {
+      sessionId,
+      endUserId,
+      entryURL: this.#win.location.href,
+      referrer: this.#win.document.referrer || undefined,
+      sdkVersion: SDK_VERSION,
+    })
+    const blocked = this.#transport.blocked || (answer.status === 0 && this.#transport.online() && (await this.#transport.reachable()))
+    return { ok: answer.status === 200, status: answer.status, latencyMs: this.#clock.now() - start, ingestionUrl: this.#base.base, blocked }
+  }
+
+  getConnectionStatus(): ConnectionStatus {
+    const blocked = this.#transport.blocked
+    const online = this.#transport.online()
+    const stopped = this.#stopReason
+    const recommendations = [
+      blocked && 'Fetch is blocked: load the tracker through the relay (<prefix>/t.js)',
+      !online && 'Offline: data is kept until the browser is back online',
+      stopped === 'monthly_limit' && 'Monthly limit reached: raise the project limit',
+      stopped === 'invalid_key' && 'API key refused: use a current key',
+    ].filter((advice): advice is string => !!advice)
+    return {
+      ingestionUrl: this.#base.base,
+      source: this.#base.source,
+      blocked,
+      transport: blocked ? 'beacon' : 'fetch',
+      online,
+      stopped,
+      queued: this.#outbox.size(),
+      dropped: { ...this.#delivery.drops(), outbox: this.#outbox.dropped() },
+      recommendations,
+    }
+  }
+
+  viewLogs(): LogEntry[] {
+    return this.#log.entries()
+  }
+
+  configureLogging(config: LoggingConfig): void {
+    this.#log.configure(config)
+  }
+
+  #send(path: string, body: Record<string, unknown>): Promise<void> {
+    return this.#delivery.deliver({ id: uuid(this.#clock.now()), path: API + path, body }, this.#unloading)
+  }
+
+  /** Runs `use` once `module` has loaded, unless the tracker was stopped (or restarted) meanwhile. */
+  #whileRunning<T>(module: Promise<T>, use: (loaded: T) => void) {
+    const generation = this.#generation
+    module
+      .then((loaded) => generation === this.#generation && use(loaded))
+      .catch((error) => this.#log.error('could not start: ' + error))
+  }
+
+  #showFields(selectors: string[]) {
+    this.#redaction.set(selectors)
+    if (this.#recording) this.#recording.snapshot()
+    else this.#redaction.apply()
+  }
+
+  #autoContext(): AutoContext {
+    return {
+      ...this.#messages,
+      win: this.#win,
+      now: () => this.#clock.now(),
+      redaction: this.#redaction,
+      isOwnRequest: (url) => url.startsWith(this.#base.base + '/'),
+    }
+  }
+
+  /** Presence, while the session is live; its answer says whether someone watches (`liveViewer`). */
+  #beat = () => {
+    const sessionId = this.#identity.current()
+    if (sessionId) {
+      const body = { sessionId, endUserId: this.#identity.endUserId, windowId: this.#identity.windowId, url: this.#win.location.href }
+      void this.#transport.ping(API + '/heartbeat', body).then((answer) => this.#delivery.settle(answer))
+    }
+    this.#heartbeat = this.#clock.setTimeout(this.#beat, HEARTBEAT_MS)
+  }
+
+  #listen() {
+    if (this.#lifecycle.length) return
+    const { document } = this.#win
+    const drain = () => void this.#delivery.drain()
+    this.#lifecycle = [
+      listen(this.#win, 'pagehide', () => this.#hide(true)),
+      listen(document, 'visibilitychange', () => (document.visibilityState === 'hidden' ? this.#hide(false) : drain())),
+      listen(this.#win, 'online', drain),
+      listen<PageTransitionEvent>(this.#win, 'pageshow', (event) => event.persisted && drain()),
+    ]
+  }
+
+  /**
+   * Hidden or unloading: everything queued goes now by beacon, what is in flight or waiting is
+   * persisted for the next chance, and on page hide the window's presence ends.
+   */
+  #hide(pageHide: boolean) {
+    if (this.#stopReason) return
+    this.#unloading = true
+    try {
+      this.#messages.flush()
+      this.#delivery.persistPending()
+      if (pageHide && this.#started) {
+        const body = { sessionId: this.#identity.sessionId(false), endUserId: this.#identity.endUserId, windowId: this.#identity.windowId }
+        void this.#transport.send(API + '/session-end', body, true)
+      }
+    } finally {
+      this.#unloading = false
+    }
+  }
+
+  #stopRunning() {
+    this.#started = false
+    this.#generation++
+    this.#recording?.stop()
+    this.#recording = undefined
+    for (const undo of this.#running.splice(0)) undo()
+    this.#clock.clearTimeout(this.#heartbeat)
+  }
+
+  /** 429, `monthlyLimitReached` or a refused key: everything stops, quietly. */
+  #halt(reason: StopReason) {
+    this.#stopReason = reason
+    this.#log.info(reason === 'monthly_limit' ? 'the monthly limit is reached; sending stopped' : 'sending stopped')
+    this.#stopRunning()
+    this.#messages.clear()
+  }
+}

@@ -1,0 +1,41 @@
+import { readJson, type KeyValue } from './storage'
+import type { LogEntry, LoggingConfig, LogLevel } from './types'
+
+const LEVELS: LogLevel[] = ['none', 'error', 'warn', 'info', 'debug']
+const STORAGE_KEY = 'sl_logs'
+/** `viewLogs()` keeps the latest entries only. */
+export const LOG_ENTRIES_KEPT = 100
+
+export type Logger = ReturnType<typeof createLogger>
+
+/** What the tracker's own console lines start with (console tracking leaves them out). */
+export const LOG_PREFIX = '[sightline] '
+
+/** The tracker's own diagnostics (not the page's console logs, which are data). */
+export function createLogger(level: LogLevel, tab: KeyValue, console: Console, now: () => number) {
+  let threshold = Math.max(0, LEVELS.indexOf(level))
+  let toConsole = true
+  let toStorage = true
+  let entries: LogEntry[] = readJson<LogEntry[]>(tab, STORAGE_KEY) ?? []
+
+  const at = (entryLevel: Exclude<LogLevel, 'none'>) => (message: string) => {
+    if (LEVELS.indexOf(entryLevel) > threshold) return
+    if (toConsole) console[entryLevel](LOG_PREFIX + message)
+    entries = [...entries, { time: now(), level: entryLevel, message }].slice(-LOG_ENTRIES_KEPT)
+    if (toStorage) tab.set(STORAGE_KEY, JSON.stringify(entries))
+  }
+
+  return {
+    error: at('error'),
+    warn: at('warn'),
+    info: at('info'),
+    debug: at('debug'),
+    configure(config: LoggingConfig) {
+      if (config.level) threshold = Math.max(0, LEVELS.indexOf(config.level))
+      if (config.enableConsole !== undefined) toConsole = config.enableConsole
+      if (config.enableStorage !== undefined) toStorage = config.enableStorage
+      if (!toStorage) tab.remove(STORAGE_KEY)
+    },
+    entries: () => [...entries],
+  }
+}

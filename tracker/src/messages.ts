@@ -1,0 +1,154 @@
+import type { NetworkErrorEntry, SpanEntry } from './auto/network'
+import type { Identity } from './identity'
+import { uuid } from './ids'
+import {
+  CHUNK_MAX_CHARS,
+  EVENT_BATCH_MAX,
+  EVENT_FLUSH_MS,
+  LIVE_REPLAY_FLUSH_MS,
+  REPLAY_FLUSH_MS,
+  TELEMETRY_BATCH_MAX,
+  TELEMETRY_FLUSH_MS,
+  chunkBySize,
+  createBatcher,
+  halve,
+  type Owner,
+} from './queue'
+import type { Redaction } from './redaction'
+import type { RecordedEvent } from './replay'
+import { isErrorLike, toText } from './text'
+import type { Clock, PageWindow, Properties } from './types'
+import { SDK_VERSION } from './version'
+
+export interface MessagesDeps {
+  win: PageWindow
+  clock: Clock
+  identity: Identity
+  redaction: Redaction
+  release?: string
+  send(path: string, body: Record<string, unknown>): void
+}
+
+export type Messages = ReturnType<typeof createMessages>
+
+/** What the browser tells the service about its surroundings, once per replay chunk. */
+function automaticProperties(win: PageWindow) {
+  const { navigator, screen, document } = win
+  return {
+    language: navigator.language,
+    timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+    screen: screen ? `${screen.width}x${screen.height}` : undefined,
+    viewport: `${win.innerWidth}x${win.innerHeight}`,
+    referrer: document.referrer || undefined,
+  }
+}
+
+/**
+ * Every kind of message in WIRE.md's fielded shapes, each with its batcher: custom events, logs,
+ * network errors, spans, error reports and replay chunks. Items get their `uuid` or chunk `seq` here,
+ * once, so every retry and every persisted copy carries the same ones.
+ */
+export function createMessages({ win, clock, identity, redaction, release, send }: MessagesDeps) {
+  let live = false
+  const now = () => clock.now()
+  const owner = (activity: boolean): Owner => ({ sessionId: identity.sessionId(activity), endUserId: identity.endUserId })
+  const telemetry = <T>(path: string, field: string) =>
+    createBatcher<T>(clock, () => TELEMETRY_FLUSH_MS, (items, who) => send(path, { ...who, [field]: items }), TELEMETRY_BATCH_MAX)
+
+  const events = createBatcher<Properties>(clock, () => EVENT_FLUSH_MS, (items, who) => send('/customEvent/batch', { ...who, events: items }), EVENT_BATCH_MAX)
+  const logs = telemetry<Properties>('/logs', 'logs')
+  const networkErrors = telemetry<Properties>('/network', 'errors')
+  const spans = telemetry<SpanEntry>('/spans/batch', 'spans')
+  const errors = telemetry<Properties>('/errors', 'errors')
+  const environment = automaticProperties(win)
+  const replay = createBatcher<[RecordedEvent, number]>(
+    clock,
+    () => (live ? LIVE_REPLAY_FLUSH_MS : REPLAY_FLUSH_MS),
+    (items, who) => {
+      for (const chunk of chunkBySize(items, ([, size]) => size, CHUNK_MAX_CHARS)) {
+        send('/events', {
+          ...who,
+          windowId: identity.windowId,
+          seq: identity.nextSeq(),
+          events: chunk.map(([event]) => event),
+          automaticProperties: environment,
+          sdkVersion: SDK_VERSION,
+        })
+      }
+    },
+    Infinity,
+    CHUNK_MAX_CHARS,
+  )
+  const all = [events, logs, networkErrors, spans, errors, replay]
+
+  /** Adds an item that names its own session and end user (the fielded single-item shapes do). */
+  const withOwner = (batcher: { add(item: Properties, who: Owner): void }, item: Properties) => {
+    const who = owner(false)
+    batcher.add({ ...item, ...who }, who)
+  }
+
+  const customEvent = (eventName: string, eventProperties?: Properties) =>
+    events.add({ eventName, eventProperties, timestamp: now(), uuid: uuid(now()) }, owner(true))
+
+  return {
+    owner,
+    customEvent,
+    /** `$pageview`; the title only where redaction shows it. */
+    pageView(url?: string) {
+      const { location, document } = win
+      const href = new URL(url ?? location.href, location.href).href
+      customEvent('$pageview', {
+        url: href,
+        path: new URL(href).pathname,
+        referrer: document.referrer || undefined,
+        title: redaction.visibleText(document.querySelector('title')),
+      })
+    },
+    navigation(type: string, fromUrl: string, toUrl: string) {
+      customEvent('$navigation', { type, from: fromUrl, to: toUrl })
+    },
+    /** A recorded event; while nobody acts past the session's end, the page's own changes are not kept. */
+    record(event: RecordedEvent, activity: boolean) {
+      if (!activity && identity.current() === null) return
+      const size = JSON.stringify(event).length
+      replay.add([event, size], owner(activity), size)
+    },
+    log(level: string, message: string, stack?: string) {
+      withOwner(logs, { level, message, stack, url: win.location.href, timestampMs: now() })
+    },
+    networkError(entry: NetworkErrorEntry) {
+      withOwner(networkErrors, { ...entry })
+    },
+    span(span: SpanEntry) {
+      spans.add(span, owner(false))
+    },
+    error(error: unknown, handled: boolean, context?: Properties) {
+      const stack = isErrorLike(error) && typeof error.stack === 'string' ? error.stack : undefined
+      withOwner(errors, {
+        name: (isErrorLike(error) && error.name) || 'Error',
+        message: isErrorLike(error) ? String(error.message) : toText(error),
+        stack,
+        url: win.location.href,
+        timestampMs: now(),
+        release,
+        level: 'error',
+        handled,
+        context,
+      })
+    },
+    flush: () => all.forEach((batcher) => batcher.flush()),
+    clear: () => all.forEach((batcher) => batcher.clear()),
+    /** A 413'd body in two; a replay chunk's second half gets its own `seq`. */
+    split(body: Record<string, unknown>) {
+      const halves = halve(body)
+      if (halves && typeof body.seq === 'number') halves[1].seq = identity.nextSeq()
+      return halves
+    },
+    /** `liveViewer` switches the replay flush between 3 s and 150 ms (and sends what waits now). */
+    answered(data: Record<string, unknown>) {
+      if (typeof data.liveViewer !== 'boolean' || data.liveViewer === live) return
+      live = data.liveViewer
+      replay.flush()
+    },
+  }
+}

@@ -1,0 +1,102 @@
+import type { Clock } from './types'
+
+/** Custom events go out 100 ms after the first one is queued, or at once when 50 are waiting. */
+export const EVENT_FLUSH_MS = 100
+export const EVENT_BATCH_MAX = 50
+/** Logs, network errors, spans and error reports: a second, or 50 items. */
+export const TELEMETRY_FLUSH_MS = 1000
+export const TELEMETRY_BATCH_MAX = 50
+/** Replay goes out about every 3 s, every 150 ms while someone watches live. */
+export const REPLAY_FLUSH_MS = 3000
+export const LIVE_REPLAY_FLUSH_MS = 150
+/** Replay payloads are split at about 1 MB of encoded JSON. */
+export const CHUNK_MAX_CHARS = 1_000_000
+
+/** Who a batch belongs to: a batch never mixes sessions or end users. */
+export interface Owner {
+  sessionId: string
+  endUserId: string
+}
+
+export interface Batcher<T> {
+  add(item: T, owner: Owner, size?: number): void
+  flush(): void
+  clear(): void
+}
+
+/**
+ * Collects items and hands them over `flushMs()` after the first one arrives, or at once when
+ * `maxItems` items or `maxSize` of summed sizes are waiting, or when the owner changes.
+ */
+export function createBatcher<T>(
+  clock: Clock,
+  flushMs: () => number,
+  send: (items: T[], owner: Owner) => void,
+  maxItems = Infinity,
+  maxSize = Infinity,
+): Batcher<T> {
+  let items: T[] = []
+  let size = 0
+  let owner: Owner | undefined
+  let timer: unknown
+  const clear = () => {
+    if (timer !== undefined) clock.clearTimeout(timer)
+    timer = undefined
+    const taken = items
+    items = []
+    size = 0
+    return taken
+  }
+  const flush = () => {
+    const taken = clear()
+    if (taken.length) send(taken, owner!)
+  }
+  return {
+    add(item, next, itemSize = 0) {
+      if (owner && (owner.sessionId !== next.sessionId || owner.endUserId !== next.endUserId)) flush()
+      owner = next
+      items.push(item)
+      size += itemSize
+      if (items.length >= maxItems || size >= maxSize) flush()
+      else timer ??= clock.setTimeout(flush, flushMs())
+    },
+    flush,
+    clear: () => void clear(),
+  }
+}
+
+/** Splits items, in order, into runs whose summed sizes stay within `max` (an item larger goes alone). */
+export function chunkBySize<T>(items: T[], sizeOf: (item: T) => number, max: number): T[][] {
+  const chunks: T[][] = []
+  let current: T[] = []
+  let size = 0
+  for (const item of items) {
+    const itemSize = sizeOf(item)
+    if (current.length && size + itemSize > max) {
+      chunks.push(current)
+      current = []
+      size = 0
+    }
+    current.push(item)
+    size += itemSize
+  }
+  if (current.length) chunks.push(current)
+  return chunks
+}
+
+const LIST_FIELDS = ['events', 'logs', 'errors', 'spans']
+
+/**
+ * A body split in two halves of its item list, for a payload answered 413. Null when there is
+ * nothing left to split. Each half keeps every other field (session, window, `seq`).
+ */
+export function halve(body: Record<string, unknown>): [Record<string, unknown>, Record<string, unknown>] | null {
+  const field = LIST_FIELDS.find((name) => Array.isArray(body[name]) && (body[name] as unknown[]).length > 1)
+  if (!field) return null
+  const list = body[field] as unknown[]
+  const middle = Math.ceil(list.length / 2)
+  return [
+    { ...body, [field]: list.slice(0, middle) },
+    { ...body, [field]: list.slice(middle) },
+  ]
+}

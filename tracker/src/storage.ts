@@ -1,0 +1,128 @@
+/** A string store. Reading or writing browser storage throws in private modes, sandboxed frames and
+ * when it is full; such a failure is never an error for the page. */
+export interface KeyValue {
+  get(key: string): string | null
+  /** False when the browser refused the write (quota, disabled storage). */
+  set(key: string, value: string): boolean
+  remove(key: string): void
+}
+
+const attempt = <T>(use: () => T, fallback: T): T => {
+  try {
+    return use()
+  } catch {
+    return fallback
+  }
+}
+
+/**
+ * Browser storage. Where it is unavailable (disabled, private mode, sandboxed frame: access throws)
+ * a map in memory serves the page instead; a write the storage refuses (full) returns false.
+ */
+export function webStorage(open: () => Storage | null | undefined): KeyValue {
+  const memory = new Map<string, string>()
+  const storage = () => attempt(open, null)
+  return {
+    get(key) {
+      const s = storage()
+      return s ? attempt(() => s.getItem(key), null) : (memory.get(key) ?? null)
+    },
+    set(key, value) {
+      const s = storage()
+      if (!s) return !!memory.set(key, value)
+      return attempt(() => (s.setItem(key, value), true), false)
+    },
+    remove(key) {
+      const s = storage()
+      if (s) attempt(() => s.removeItem(key), undefined)
+      else memory.delete(key)
+    },
+  }
+}
+
+const YEAR_SECONDS = 365 * 24 * 3600
+
+/** First-party cookies of a year, the second home of the end-user id (cleared less often together). */
+export function cookieStorage(doc: Document): KeyValue {
+  const write = (key: string, value: string, maxAge: number) =>
+    attempt(() => {
+      const secure = doc.location?.protocol === 'https:' ? '; Secure' : ''
+      doc.cookie = `${key}=${encodeURIComponent(value)}; path=/; max-age=${maxAge}; SameSite=Lax${secure}`
+      return true
+    }, false)
+  return {
+    get: (key) =>
+      attempt(() => {
+        const found = doc.cookie.split('; ').find((pair) => pair.startsWith(key + '='))
+        return (found && decodeURIComponent(found.slice(key.length + 1))) || null
+      }, null),
+    set: (key, value) => write(key, value, YEAR_SECONDS),
+    remove: (key) => void write(key, '', 0),
+  }
+}
+
+export function readJson<T>(store: KeyValue, key: string): T | null {
+  try {
+    return JSON.parse(store.get(key) ?? 'null') as T | null
+  } catch {
+    return null
+  }
+}
+
+/** A request waiting to be sent; `id` lets a late success remove its persisted copy. */
+export interface Parcel {
+  id: string
+  path: string
+  body: Record<string, unknown>
+}
+
+/** What the outbox holds at most, in characters of JSON (localStorage gives an origin about 5 MB). */
+export const OUTBOX_MAX_CHARS = 2_000_000
+
+export interface Outbox {
+  put(parcel: Parcel): void
+  remove(id: string): void
+  /** Everything kept, removed from storage: the caller sends it and puts back what fails again. */
+  takeAll(): Parcel[]
+  size(): number
+  /** Cheap: whether anything is kept, without parsing it. */
+  hasAny(): boolean
+  /** Parcels dropped to stay within the bound, across page loads. */
+  dropped(): number
+}
+
+/**
+ * Requests that could not be sent, kept in localStorage until the browser is back online or the next
+ * page load. Bounded: the oldest parcels go first when the bound or the browser's quota is reached,
+ * and each one dropped is counted.
+ */
+export function createOutbox(store: KeyValue, key: string, maxChars = OUTBOX_MAX_CHARS): Outbox {
+  const droppedKey = key + ':dropped'
+  const read = () => readJson<Parcel[]>(store, key) ?? []
+  const dropped = () => Number(store.get(droppedKey)) || 0
+  const write = (parcels: Parcel[]) => {
+    let lost = 0
+    let text: string
+    while ((text = JSON.stringify(parcels)).length > maxChars || !store.set(key, text)) {
+      if (!parcels.length) break
+      parcels.shift()
+      lost++
+    }
+    if (lost) store.set(droppedKey, String(dropped() + lost))
+  }
+  return {
+    put: (parcel) => write([...read().filter((p) => p.id !== parcel.id), parcel]),
+    remove(id) {
+      const parcels = read()
+      if (parcels.some((p) => p.id === id)) write(parcels.filter((p) => p.id !== id))
+    },
+    takeAll() {
+      const parcels = read()
+      store.remove(key)
+      return parcels
+    },
+    size: () => read().length,
+    hasAny: () => (store.get(key)?.length ?? 0) > 2,
+    dropped,
+  }
+}

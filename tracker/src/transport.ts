@@ -1,0 +1,109 @@
+import type { Logger } from './log'
+import type { FetchFunction, PageWindow } from './types'
+
+/** What the browser lets a beacon (or a keepalive fetch) carry, with room to spare under its 64 KB. */
+export const BEACON_MAX_BYTES = 60_000
+/** Bodies smaller than this are not worth compressing. */
+const GZIP_MIN_CHARS = 1024
+
+export interface Answer {
+  /** The HTTP status; 0 when the request did not get through; 202 when a beacon was handed over. */
+  status: number
+  /** The JSON answer, when there is one to read. */
+  data?: Record<string, unknown> | null
+  retryAfter?: string | null
+  /** The browser refused the payload as too large for a beacon (not the server). */
+  local?: boolean
+}
+
+export type Transport = ReturnType<typeof createTransport>
+
+export interface TransportDeps {
+  base: string
+  apiKey: string
+  fetch: FetchFunction
+  win: PageWindow
+  log: Logger
+}
+
+/**
+ * One attempt at one request. Normally `fetch` with `Authorization`. On unload, and for good once
+ * fetch has been seen blocked while the service is reachable (sticky-beacon), `navigator.sendBeacon`
+ * with the key in a text/plain JSON body, a CORS-simple request that needs no preflight; `fetch`
+ * with `keepalive` where beacons are missing. Bodies are gzipped when `CompressionStream` exists and
+ * the send may be asynchronous.
+ */
+export function createTransport({ base, apiKey, fetch, win, log }: TransportDeps) {
+  let beacon = false
+  const online = () => win.navigator.onLine !== false
+
+  const gzip = async (text: string): Promise<Uint8Array<ArrayBuffer> | null> => {
+    const Compression = (win as { CompressionStream?: typeof CompressionStream }).CompressionStream
+    if (!Compression || text.length < GZIP_MIN_CHARS) return null
+    const stream = new Blob([text]).stream().pipeThrough(new Compression('gzip'))
+    return new Uint8Array(await new Response(stream).arrayBuffer())
+  }
+
+  /**
+   * fetch, the key in the Authorization header; or `simple`: the key in a text/plain body, a
+   * CORS-simple request that needs no preflight. Status 0 when it does not get through.
+   */
+  async function post(path: string, body: object, simple = false): Promise<Answer> {
+    const text = JSON.stringify(simple ? { ...body, apiKey } : body)
+    try {
+      const gzipped = simple ? null : await gzip(text)
+      const headers: Record<string, string> = simple ? {} : { Authorization: 'Bearer ' + apiKey, 'Content-Type': 'application/json' }
+      if (gzipped) headers['Content-Encoding'] = 'gzip'
+      const response = await fetch(base + path, { method: 'POST', headers, body: gzipped ?? text })
+      return { status: response.status, data: await response.json().catch(() => null), retryAfter: response.headers.get('retry-after') }
+    } catch {
+      return { status: 0 }
+    }
+  }
+
+  /** Whether the service answers at all: a no-cors GET that nothing but the network can fail. */
+  async function reachable(): Promise<boolean> {
+    try {
+      await fetch(base + '/health/simple', { mode: 'no-cors' })
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  /**
+   * By beacon, key in the body. Synchronous until the beacon is handed over when `unload` is set (no
+   * compression then), so it runs to completion inside a `pagehide` handler.
+   */
+  async function sendBeacon(path: string, body: object, unload: boolean): Promise<Answer> {
+    const text = JSON.stringify({ ...body, apiKey })
+    const gzipped = unload ? null : await gzip(text)
+    const payload = gzipped ? new Blob([gzipped], { type: 'text/plain' }) : text
+    const url = base + path + (gzipped ? '?compression=gzip' : '')
+    if ((gzipped?.byteLength ?? new Blob([text]).size) > BEACON_MAX_BYTES) return { status: 413, local: true }
+    const navigator = win.navigator
+    if (navigator.sendBeacon) return { status: navigator.sendBeacon(url, payload) ? 202 : 0 }
+    fetch(url, { method: 'POST', body: payload, keepalive: true }).catch(() => {})
+    return { status: 202 }
+  }
+
+  return {
+    post,
+    reachable,
+    online,
+    get blocked() {
+      return beacon
+    },
+    /** One attempt, by the way this page's sends currently go. */
+    async send(path: string, body: object, unload = false): Promise<Answer> {
+      if (unload || beacon) return sendBeacon(path, body, unload)
+      const result = await post(path, body)
+      if (result.status || !online() || !(await reachable())) return result
+      beacon = true
+      log.warn('fetch to ' + base + ' is blocked; sending by beacon from now on')
+      return sendBeacon(path, body, false)
+    },
+    /** The heartbeat: a simple request whose answer (`liveViewer`) can be read; by beacon once fetch is blocked. */
+    ping: (path: string, body: object): Promise<Answer> => (beacon ? sendBeacon(path, body, false) : post(path, body, true)),
+  }
+}

@@ -1,0 +1,112 @@
+/** The tracker's own log levels, from silent to chatty. */
+export type LogLevel = 'none' | 'error' | 'warn' | 'info' | 'debug'
+
+export interface RedactionStrategy {
+  /**
+   * `privacy-first` (the default): every text and input value is masked except inside
+   * `unredactSelectors`. `visibility-first`: only `redactSelectors` and password or card fields are.
+   */
+  mode: 'privacy-first' | 'visibility-first'
+  /** Always masked, in either mode. */
+  redactSelectors?: string[]
+  /** Shown in privacy-first mode (the starting value of `setUnredactedFields`). */
+  unredactSelectors?: string[]
+}
+
+/** Each kind of automatic tracking; all are on unless switched off here. */
+export interface AutomaticTrackingOptions {
+  pageViews?: boolean
+  navigation?: boolean
+  clicks?: boolean
+  rageClicks?: boolean
+  forms?: boolean
+  /** `console.warn` and `console.error`, sent as logs. */
+  console?: boolean
+  /** Failed or slow `fetch` and `XMLHttpRequest` requests (never the tracker's own). */
+  network?: boolean
+  /** `onerror` and `unhandledrejection`. */
+  errors?: boolean
+  /** A client span for every `fetch` and `XMLHttpRequest`. */
+  spans?: boolean
+}
+
+export interface TrackerOptions {
+  /** Where to send. Default: the relay the script was loaded from, else `<meta name="sightline-ingestion-url">`, else `<page origin>/_sl`. */
+  ingestionUrl?: string
+  logLevel?: LogLevel
+  redactionStrategy?: RedactionStrategy
+  enableAutomaticTracking?: boolean
+  automaticTrackingOptions?: AutomaticTrackingOptions
+  /** Sent with error reports so the server maps stacks through this release's source maps. */
+  release?: string
+}
+
+export interface LoggingConfig {
+  level?: LogLevel
+  enableConsole?: boolean
+  /** Keep the latest entries in sessionStorage for `viewLogs()`. */
+  enableStorage?: boolean
+}
+
+export interface UserAttributes {
+  email?: string
+  name?: string
+  image?: string
+  provider?: string
+  [attribute: string]: unknown
+}
+
+export type Properties = Record<string, unknown>
+
+/** Timers and time, injectable so every timing can be tested without waiting. */
+export interface Clock {
+  now(): number
+  setTimeout(callback: () => void, ms: number): unknown
+  clearTimeout(handle: unknown): void
+}
+
+/** The `fetch` function's shape (without the extras some runtimes add to it). */
+export type FetchFunction = (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>
+
+/** The page's window with its globals (console, fetch, timers, storage). */
+export type PageWindow = Window & typeof globalThis
+
+/** What the tracker runs against; every field defaults to the page's own. For embedding and tests. */
+export interface TrackerEnvironment {
+  window?: Window
+  fetch?: FetchFunction
+  clock?: Clock
+  /** The URL the tracker's script was loaded from (default: `document.currentScript` at load). */
+  scriptUrl?: string | null
+}
+
+export interface ConnectionStatus {
+  ingestionUrl: string
+  /** How `ingestionUrl` was chosen. */
+  source: 'option' | 'script' | 'meta' | 'default'
+  /** Fetch was seen failing while the service answered: sends go by beacon (sticky). */
+  blocked: boolean
+  transport: 'fetch' | 'beacon'
+  online: boolean
+  /** Why sending stopped, if it did. */
+  stopped: 'monthly_limit' | 'invalid_key' | null
+  /** Batches kept in localStorage, waiting to be sent. */
+  queued: number
+  /** Items given up on, by reason. */
+  dropped: Record<string, number>
+  recommendations: string[]
+}
+
+export interface ConnectionTest {
+  ok: boolean
+  status: number
+  latencyMs: number
+  ingestionUrl: string
+  blocked: boolean
+}
+
+export interface LogEntry {
+  time: number
+  level: LogLevel
+  message: string
+}
