@@ -1,0 +1,22 @@
+import type { Server } from 'bun'
+import { createRelay, type RelayOptions } from '../index'
+import { socketClient } from '../upstream/socket'
+
+/** The relay for `Bun.serve`: upstream connections pooled on Bun's sockets (see `upstream/socket.ts`). */
+export function bunRelay(options: RelayOptions) {
+  const relay = createRelay({ client: socketClient(), ...options })
+  return Object.assign((request: Request, server: Server<unknown>) => relay(request, { address: server.requestIP(request)?.address }), { relay })
+}
+
+/** A whole server that is only the relay: `serveRelay({ upstream, prefix, port })`. */
+export function serveRelay(options: RelayOptions & { port?: number; hostname?: string }) {
+  const { port, hostname, ...relayOptions } = options
+  const fetch = bunRelay(relayOptions)
+  return Bun.serve({
+    port,
+    hostname,
+    // The relay enforces its own limit with WIRE.md's 413; Bun's must not answer first.
+    maxRequestBodySize: 2 * (relayOptions.maxBodyBytes ?? 5 * 1024 * 1024),
+    fetch,
+  })
+}

@@ -1,0 +1,16 @@
+import { Elysia } from 'elysia'
+import { createRelay, type RelayOptions } from '../index'
+import { socketClient } from '../upstream/socket'
+
+/**
+ * The relay as an Elysia plugin: `app.use(elysiaRelay({ upstream, prefix }))`. Bodies are not
+ * parsed (`parse: 'none'`): the relay streams them as they came.
+ */
+export function elysiaRelay(options: RelayOptions) {
+  const relay = createRelay({ client: socketClient(), ...options })
+  const handle = ({ request, server }: { request: Request; server: { requestIP(r: Request): { address: string } | null } | null }) =>
+    relay(request, { address: server?.requestIP(request)?.address })
+  return new Elysia({ name: 'sightline-relay', seed: relay.prefix })
+    .all(`${relay.prefix}/*`, handle, { parse: 'none' })
+    .all(relay.prefix || '/', handle, { parse: 'none' })
+}

@@ -1,0 +1,39 @@
+/**
+ * Answers the relay gives itself, in WIRE.md's error shape. The codes core uses keep their meaning;
+ * the two gateway failures are the relay's own.
+ */
+export type RelayErrorCode =
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'payload_too_large'
+  | 'upstream_unreachable'
+  | 'upstream_timeout'
+  | 'client_closed_request'
+
+const STATUS: Record<RelayErrorCode, number> = {
+  not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  // Nobody reads this one: the client has gone. It is what the relay's handler resolves with.
+  client_closed_request: 499,
+  upstream_unreachable: 502,
+  upstream_timeout: 504,
+}
+
+export function errorResponse(code: RelayErrorCode, message: string, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify({ success: false, error: { code, message } }), {
+    status: STATUS[code],
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
+  })
+}
+
+/** Why an upstream exchange failed, as the transports report it. */
+export class UpstreamError extends Error {
+  constructor(
+    readonly reason: 'refused' | 'timeout' | 'aborted' | 'too_large',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options)
+  }
+}

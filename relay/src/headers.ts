@@ -1,0 +1,196 @@
+/**
+ * Pure header rules of the relay: what goes to core, what comes back, and when the key moves into
+ * the body. No I/O; every function takes what it needs as parameters.
+ */
+
+/** A header list as it goes upstream: one pass over the incoming headers, no Headers object rebuilt. */
+export type HeaderList = [name: string, value: string][]
+
+/**
+ * Request fields that end at the relay. Names are lower case, as `Headers` iterates them.
+ */
+const REQUEST_DROPPED = new Set([
+  // RFC 9110 §7.6.1: Connection and the connection-specific fields a proxy must not forward.
+  'connection',
+  'proxy-connection',
+  'keep-alive',
+  'te',
+  'transfer-encoding',
+  'upgrade',
+  // RFC 9110 §6.6.2: Trailer announces trailer fields of this message's framing, which the relay
+  // does not carry over (the body is re-framed upstream).
+  'trailer',
+  // RFC 9110 §11.7.2: Proxy-Authorization is consumed by the proxy it is meant for.
+  'proxy-authorization',
+  // RFC 9110 §7.2: Host names the relay's origin; the upstream connection gets its own Host.
+  'host',
+  // RFC 9110 §8.6: Content-Length is set again for the body actually sent (it may change size).
+  'content-length',
+  // RFC 9110 §10.1.1: Expect is answered by the server that received it; the relay reads the body.
+  'expect',
+  // RFC 9110 §12.5.3: the relay passes response bytes through untouched; a fetch implementation
+  // would inflate an encoded answer behind our back, so core is asked for identity.
+  'accept-encoding',
+  // Never forwarded: the site's cookies are not core's business (and may be sessions).
+  'cookie',
+  // Set by the relay below from what it saw itself.
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  'x-forwarded-for',
+])
+
+/** Response fields that end at the relay. */
+const RESPONSE_DROPPED = new Set([
+  // RFC 9110 §7.6.1: connection-specific fields of the upstream connection.
+  'connection',
+  'proxy-connection',
+  'keep-alive',
+  'te',
+  'transfer-encoding',
+  'upgrade',
+  // RFC 9110 §6.6.2: trailers are not carried over, so neither is their announcement.
+  'trailer',
+  // RFC 9110 §11.7.1: Proxy-Authenticate is addressed to the client of the relay's own upstream hop.
+  'proxy-authenticate',
+  // Never returned: core sets no cookie, and the relay must not let anything set one on the site.
+  'set-cookie',
+])
+
+/** Extra field names listed in a Connection header (RFC 9110 §7.6.1: they are hop-by-hop too). */
+export function connectionOptions(connection: string | null): Set<string> | null {
+  if (!connection) return null
+  const names = new Set<string>()
+  for (const token of connection.split(',')) {
+    const name = token.trim().toLowerCase()
+    if (name && name !== 'close' && name !== 'keep-alive') names.add(name)
+  }
+  return names.size > 0 ? names : null
+}
+
+export const isDroppedRequestHeader = (name: string, connectionNamed: Set<string> | null): boolean =>
+  REQUEST_DROPPED.has(name) || (connectionNamed !== null && connectionNamed.has(name))
+
+export const isDroppedResponseHeader = (name: string, connectionNamed: Set<string> | null = null): boolean =>
+  RESPONSE_DROPPED.has(name) || (connectionNamed !== null && connectionNamed.has(name))
+
+/** What the relay knows about the connection it received the request on. */
+export interface ClientInfo {
+  /** The client's address (the socket peer), when the runtime tells it. */
+  address?: string
+}
+
+/**
+ * The forwarding fields: the client address is appended to any `X-Forwarded-For` it arrived with
+ * (core believes that list only from `TRUSTED_PROXIES`), proto and host are what this request used.
+ */
+export function forwardingHeaders(incomingForwardedFor: string | null, clientAddress: string | undefined, proto: string, host: string | null): HeaderList {
+  const list: HeaderList = []
+  const forwardedFor = clientAddress ? (incomingForwardedFor ? `${incomingForwardedFor}, ${clientAddress}` : clientAddress) : incomingForwardedFor
+  if (forwardedFor) list.push(['x-forwarded-for', forwardedFor])
+  list.push(['x-forwarded-proto', proto])
+  if (host) list.push(['x-forwarded-host', host])
+  return list
+}
+
+/**
+ * The request headers for core: the incoming ones without the dropped fields, plus the forwarding
+ * fields. `dropAuthorization` when the key moved into the body.
+ */
+export function upstreamHeaders(incoming: Headers, client: ClientInfo, proto: string, dropAuthorization: boolean): HeaderList {
+  const connectionNamed = connectionOptions(incoming.get('connection'))
+  const list: HeaderList = []
+  for (const [name, value] of incoming) {
+    if (isDroppedRequestHeader(name, connectionNamed)) continue
+    if (dropAuthorization && name === 'authorization') continue
+    list.push([name, value])
+  }
+  for (const field of forwardingHeaders(incoming.get('x-forwarded-for'), client.address, proto, incoming.get('host'))) list.push(field)
+  return list
+}
+
+/** The token of `Authorization: Bearer <token>`, else null. */
+export function bearerToken(authorization: string | null): string | null {
+  if (!authorization) return null
+  const match = /^\s*Bearer\s+(\S+)\s*$/i.exec(authorization)
+  return match ? match[1] : null
+}
+
+export type KeyInBody = 'auto' | 'always' | 'never'
+
+/** Bodies up to this size are buffered and may carry the key ("auto"); larger ones stream. */
+export const KEY_IN_BODY_MAX_BYTES = 64 * 1024
+
+export interface BodyFacts {
+  method: string
+  /** Content-Length, or null when the body's size is not declared (chunked). */
+  contentLength: number | null
+  contentEncoding: string | null
+  /** `?compression=` of the query: beacons that cannot set Content-Encoding say it there. */
+  queryCompression: boolean
+  hasBearer: boolean
+}
+
+/**
+ * Whether to try writing the Bearer key into the body. Only plain (uncompressed) bodies can take it;
+ * "auto" also needs the body small enough to buffer, "always" buffers any declared size.
+ */
+export function shouldMoveKey(mode: KeyInBody, body: BodyFacts): boolean {
+  if (mode === 'never' || !body.hasBearer || body.method !== 'POST') return false
+  if (body.queryCompression) return false
+  const encoding = body.contentEncoding?.trim().toLowerCase()
+  if (encoding && encoding !== 'identity') return false
+  if (body.contentLength === null || body.contentLength === 0) return false
+  return mode === 'always' || body.contentLength <= KEY_IN_BODY_MAX_BYTES
+}
+
+const OPEN_BRACE = 0x7b
+const CLOSE_BRACE = 0x7d
+const isJsonSpace = (byte: number) => byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+const API_KEY_FIELD = encoder.encode('"apiKey"')
+const BACKSLASH_U = encoder.encode('\\u')
+
+function contains(haystack: Uint8Array, needle: Uint8Array): boolean {
+  const first = needle[0]
+  outer: for (let i = haystack.indexOf(first); i !== -1 && i <= haystack.length - needle.length; i = haystack.indexOf(first, i + 1)) {
+    for (let j = 1; j < needle.length; j++) if (haystack[i + j] !== needle[j]) continue outer
+    return true
+  }
+  return false
+}
+
+/** Whether a JSON object's text has a top-level `apiKey` (parsed only when the text might). */
+function hasTopLevelApiKey(body: Uint8Array): boolean | 'invalid' {
+  if (!contains(body, API_KEY_FIELD) && !contains(body, BACKSLASH_U)) return false
+  try {
+    const value = JSON.parse(decoder.decode(body))
+    return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.hasOwn(value, 'apiKey')
+  } catch {
+    return 'invalid'
+  }
+}
+
+/**
+ * The body with `"apiKey": <key>` written as the first member of its top-level object, or null
+ * when it must stay as it is: not a JSON object, or it already names a key. The rest of the bytes
+ * are kept exactly (no parse and re-serialize, which would round large numbers and reorder nothing
+ * we want reordered). Invalid JSON that starts like an object is still invalid after the insert, so
+ * core answers it exactly as it would have.
+ */
+export function writeKeyIntoBody(body: Uint8Array, key: string): Uint8Array | null {
+  let start = 0
+  if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) start = 3 // UTF-8 byte order mark
+  while (start < body.length && isJsonSpace(body[start])) start++
+  if (body[start] !== OPEN_BRACE) return null
+  const named = hasTopLevelApiKey(body)
+  if (named !== false) return null
+  let next = start + 1
+  while (next < body.length && isJsonSpace(body[next])) next++
+  const member = encoder.encode(`"apiKey":${JSON.stringify(key)}${body[next] === CLOSE_BRACE ? '' : ','}`)
+  const out = new Uint8Array(body.length - start + member.length)
+  out.set(body.subarray(start, start + 1), 0)
+  out.set(member, 1)
+  out.set(body.subarray(start + 1), 1 + member.length)
+  return out
+}

@@ -1,0 +1,154 @@
+import { cappedStream, readCapped } from './body'
+import { errorResponse, UpstreamError } from './errors'
+import { bearerToken, connectionOptions, isDroppedResponseHeader, KEY_IN_BODY_MAX_BYTES, shouldMoveKey, upstreamHeaders, writeKeyIntoBody, type ClientInfo, type KeyInBody } from './headers'
+import { isForwardedPath, normalizePrefix, splitUrl, underPrefix } from './paths'
+import { serveScript, type ScriptOptions } from './script'
+import { fetchClient } from './upstream/fetch'
+import type { UpstreamClient } from './upstream/types'
+
+export type { ClientInfo, KeyInBody } from './headers'
+export type { ScriptOptions } from './script'
+export type { UpstreamClient, UpstreamRequest } from './upstream/types'
+export { fetchClient } from './upstream/fetch'
+
+export interface RelayOptions {
+  /** Core's base URL, e.g. "http://127.0.0.1:8000" (a path is kept: "https://internal/sightline"). */
+  upstream: string | URL
+  /** The path the site mounts the relay under, e.g. "/_sl". */
+  prefix: string
+  /** Move the Bearer key into small JSON bodies ("auto", the default), always, or never. */
+  keyInBody?: KeyInBody
+  /** Bodies over this many bytes get 413 (default 5 MiB, core's largest limit). */
+  maxBodyBytes?: number
+  /** How long core may take to start answering before the client gets 504 (default 30 s). */
+  timeoutMs?: number
+  /** Serve the tracker's browser bundle at `<prefix>/<name>`. */
+  script?: ScriptOptions
+  /** How requests reach core (default: `fetch`). The Bun and Elysia adapters pass a pooled socket client. */
+  client?: UpstreamClient
+}
+
+export interface Relay {
+  /** Answers one request. `client` carries the socket's address for `X-Forwarded-For`. */
+  (request: Request, client?: ClientInfo): Promise<Response>
+  /** The normalized prefix ("/_sl"). */
+  readonly prefix: string
+  /** Whether a request path is under the prefix (middleware passes the others on). */
+  handles(path: string): boolean
+}
+
+/** What core answers to these methods on its public paths; anything else is refused here. */
+const FORWARDED_METHODS = new Set(['GET', 'HEAD', 'POST', 'OPTIONS'])
+const ALLOW = 'GET, HEAD, POST, OPTIONS'
+
+interface PreparedBody {
+  body: Uint8Array | ReadableStream<Uint8Array> | null
+  keyMoved: boolean
+  /** Set for a body of undeclared size, which is counted as it streams. */
+  overLimit: { seen: boolean } | null
+}
+
+const NO_BODY: PreparedBody = { body: null, keyMoved: false, overLimit: null }
+
+const numberOrNull = (value: string | null) => (value === null ? null : Number(value))
+
+export function createRelay(options: RelayOptions): Relay {
+  const prefix = normalizePrefix(options.prefix)
+  const upstream = new URL(options.upstream)
+  if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:') throw new TypeError(`relay upstream must be http or https, not ${upstream.protocol}`)
+  if (upstream.search || upstream.hash || upstream.username || upstream.password) throw new TypeError('relay upstream is an origin with an optional path, nothing else')
+  const origin = upstream.origin
+  const basePath = upstream.pathname.replace(/\/+$/, '')
+  const mode = options.keyInBody ?? 'auto'
+  const maxBodyBytes = options.maxBodyBytes ?? 5 * 1024 * 1024
+  const timeoutMs = options.timeoutMs ?? 30_000
+  const send = options.client ?? fetchClient()
+  const script = options.script ? serveScript(options.script) : null
+
+  /** The body as it goes upstream: small ones read (and given the key), large ones streamed. */
+  async function prepareBody(request: Request, body: ReadableStream<Uint8Array>, contentLength: number | null, search: string): Promise<PreparedBody> {
+    const bearer = bearerToken(request.headers.get('authorization'))
+    const facts = { method: 'POST', contentLength, contentEncoding: request.headers.get('content-encoding'), queryCompression: /[?&]compression=/.test(search), hasBearer: bearer !== null }
+    if (shouldMoveKey(mode, facts)) {
+      const bytes = await readCapped(request, contentLength, maxBodyBytes)
+      const rewritten = writeKeyIntoBody(bytes, bearer!)
+      return { body: rewritten ?? bytes, keyMoved: rewritten !== null, overLimit: null }
+    }
+    // Small bodies are read whole: one write upstream instead of a stream's bookkeeping.
+    if (contentLength !== null && contentLength <= KEY_IN_BODY_MAX_BYTES) return { body: new Uint8Array(await request.arrayBuffer()), keyMoved: false, overLimit: null }
+    if (contentLength !== null) return { body, keyMoved: false, overLimit: null }
+    const overLimit = { seen: false }
+    return { body: cappedStream(body, maxBodyBytes, () => (overLimit.seen = true)), keyMoved: false, overLimit }
+  }
+
+  function exchange(request: Request, target: string, proto: string, client: ClientInfo, prepared: PreparedBody): Promise<Response> {
+    const { body } = prepared
+    const streamed = body instanceof ReadableStream
+    return send({
+      origin,
+      target,
+      method: request.method,
+      headers: upstreamHeaders(request.headers, client, proto, prepared.keyMoved),
+      body,
+      contentLength: body instanceof Uint8Array ? body.byteLength : streamed ? numberOrNull(request.headers.get('content-length')) : null,
+      // Only a streamed body needs watching: a read body is in core's hands once sent, and core
+      // finishes it whether or not the client waits, so the connection is better kept for reuse.
+      signal: streamed ? request.signal : undefined,
+      timeoutMs,
+    }).then(withoutDroppedHeaders, (error) => (prepared.overLimit?.seen ? tooLarge() : gatewayError(error)))
+  }
+
+  const tooLarge = () => errorResponse('payload_too_large', `the body is over the relay's limit of ${maxBodyBytes} bytes`, { connection: 'close' })
+
+  const relay = (request: Request, client: ClientInfo = {}): Promise<Response> => {
+    const { path: fullPath, search, proto } = splitUrl(request.url)
+    const path = underPrefix(fullPath, prefix)
+    const method = request.method
+    if (path === null) return Promise.resolve(errorResponse('not_found', `no route for ${fullPath}`))
+    if (script && path === script.path) {
+      if (method === 'GET' || method === 'HEAD') return script.respond(request)
+      return Promise.resolve(errorResponse('method_not_allowed', `${method} is not allowed on ${fullPath}`, { allow: 'GET, HEAD' }))
+    }
+    if (!isForwardedPath(path)) return Promise.resolve(errorResponse('not_found', `no route for ${fullPath}`))
+    if (!FORWARDED_METHODS.has(method)) return Promise.resolve(errorResponse('method_not_allowed', `${method} is not allowed on ${fullPath}`, { allow: ALLOW }))
+
+    const target = basePath + path + search
+    const body = method === 'POST' ? request.body : null
+    if (!body) return exchange(request, target, proto, client, NO_BODY)
+    const contentLength = numberOrNull(request.headers.get('content-length'))
+    if (contentLength !== null && !(contentLength <= maxBodyBytes)) return Promise.resolve(tooLarge())
+    return prepareBody(request, body, contentLength, search).then(
+      (prepared) => exchange(request, target, proto, client, prepared),
+      // Reading the client's body failed: over the limit, or the client went away.
+      (error) => (error instanceof UpstreamError && error.reason === 'too_large' ? tooLarge() : errorResponse('client_closed_request', 'the client went away')),
+    )
+  }
+
+  return Object.assign(relay, {
+    prefix,
+    handles: (path: string) => underPrefix(path, prefix) !== null,
+  })
+}
+
+function gatewayError(error: unknown): Response {
+  const reason = error instanceof UpstreamError ? error.reason : 'refused'
+  if (reason === 'timeout') return errorResponse('upstream_timeout', 'core did not answer in time; retry later', { 'retry-after': '5' })
+  if (reason === 'aborted') return errorResponse('client_closed_request', 'the client went away')
+  return errorResponse('upstream_unreachable', 'core could not be reached; retry later', { 'retry-after': '5' })
+}
+
+/** Core's answer minus the fields that end here. Rebuilt only when one is present (rarely). */
+function withoutDroppedHeaders(response: Response): Response {
+  const named = connectionOptions(response.headers.get('connection'))
+  let dropped = false
+  for (const [name] of response.headers) {
+    if (isDroppedResponseHeader(name, named)) {
+      dropped = true
+      break
+    }
+  }
+  if (!dropped) return response
+  const headers = new Headers()
+  for (const [name, value] of response.headers) if (!isDroppedResponseHeader(name, named)) headers.append(name, value)
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers })
+}

@@ -1,0 +1,73 @@
+import { existsSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+import { serveRelay } from './adapters/bun'
+import type { KeyInBody } from './headers'
+
+/**
+ * Standalone mode, for operators who want a process rather than a module:
+ *   npm run relay -- --upstream http://127.0.0.1:8000 --prefix /_sl --port 8080
+ * The tracker bundle is served from `--script` (default: the repository's `tracker/dist/t.js` when
+ * it has been built).
+ */
+const USAGE = `usage: npm run relay -- --upstream URL [--prefix /_sl] [--port 8080] [--host 0.0.0.0]
+       [--script FILE] [--script-name t.js] [--key-in-body auto|always|never]
+       [--max-body-bytes N] [--timeout-ms N]`
+
+function fail(message: string): never {
+  process.stderr.write(`relay: ${message}\n${USAGE}\n`)
+  process.exit(2)
+}
+
+const { values } = (() => {
+  try {
+    return parseArgs({
+      options: {
+        upstream: { type: 'string' },
+        prefix: { type: 'string', default: '/_sl' },
+        port: { type: 'string', default: '8080' },
+        host: { type: 'string', default: '0.0.0.0' },
+        script: { type: 'string' },
+        'script-name': { type: 'string', default: 't.js' },
+        'key-in-body': { type: 'string', default: 'auto' },
+        'max-body-bytes': { type: 'string' },
+        'timeout-ms': { type: 'string' },
+        help: { type: 'boolean' },
+      },
+    })
+  } catch (error) {
+    fail((error as Error).message)
+  }
+})()
+
+if (values.help) {
+  process.stdout.write(`${USAGE}\n`)
+  process.exit(0)
+}
+if (!values.upstream) fail('--upstream is required')
+const keyInBody = values['key-in-body'] as KeyInBody
+if (!['auto', 'always', 'never'].includes(keyInBody)) fail('--key-in-body is auto, always or never')
+const number = (name: string, value: string | undefined) => {
+  if (value === undefined) return undefined
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 0) fail(`--${name} must be a whole number`)
+  return n
+}
+const scriptPath = values.script ?? (existsSync('tracker/dist/t.js') ? 'tracker/dist/t.js' : undefined)
+if (values.script && !existsSync(values.script)) fail(`--script ${values.script} does not exist`)
+
+try {
+  const server = serveRelay({
+    upstream: values.upstream,
+    prefix: values.prefix!,
+    port: number('port', values.port),
+    hostname: values.host,
+    keyInBody,
+    maxBodyBytes: number('max-body-bytes', values['max-body-bytes']),
+    timeoutMs: number('timeout-ms', values['timeout-ms']),
+    script: scriptPath ? { path: scriptPath, name: values['script-name'] } : undefined,
+  })
+  const script = scriptPath ? `, script ${values.prefix}/${values['script-name']} from ${scriptPath}` : ', no script (build the tracker or pass --script)'
+  process.stdout.write(`relay: listening on ${server.url} -> ${values.upstream}, prefix ${values.prefix}${script}\n`)
+} catch (error) {
+  fail((error as Error).message)
+}

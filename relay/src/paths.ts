@@ -1,0 +1,54 @@
+/**
+ * Which paths the relay forwards. Only what core serves publicly, spelled plainly: anything with
+ * percent-encoding, dots, backslashes or empty segments is refused before it could mean a different
+ * path to core, and the upstream origin comes from configuration only, never from the request.
+ */
+
+const INGESTION = /^\/api\/ingestion(?:\/[A-Za-z0-9_-]+)+$/
+const HEALTH = new Set(['/health', '/health/simple'])
+
+export const isForwardedPath = (path: string): boolean => HEALTH.has(path) || INGESTION.test(path)
+
+/** A prefix as configured ("_sl", "/_sl/") in the one form the matcher uses ("/_sl"). */
+export function normalizePrefix(prefix: string): string {
+  const trimmed = prefix.trim().replace(/^\/+|\/+$/g, '')
+  if (trimmed === '') return ''
+  if (!/^[A-Za-z0-9._~!$&'()*+,;=:@/-]+$/.test(trimmed) || trimmed.split('/').some((s) => s === '' || s === '.' || s === '..')) {
+    throw new TypeError(`relay prefix "${prefix}" is not a plain path`)
+  }
+  return `/${trimmed}`
+}
+
+export interface SplitUrl {
+  /** The path after the scheme and authority, e.g. "/_sl/health". */
+  path: string
+  /** "?..." or "". */
+  search: string
+  /** "http" or "https". */
+  proto: string
+}
+
+/**
+ * Splits a request URL without allocating a URL object (this runs on every request). Request URLs
+ * handed to a server handler are absolute ("http://host/path?query").
+ */
+export function splitUrl(url: string): SplitUrl {
+  const schemeEnd = url.indexOf('://')
+  const proto = schemeEnd === -1 ? 'http' : url.slice(0, schemeEnd).toLowerCase()
+  const authorityStart = schemeEnd === -1 ? 0 : schemeEnd + 3
+  let pathStart = url.indexOf('/', authorityStart)
+  const queryStart = url.indexOf('?', authorityStart)
+  if (pathStart === -1 || (queryStart !== -1 && queryStart < pathStart)) pathStart = queryStart === -1 ? url.length : queryStart
+  const hashStart = url.indexOf('#', pathStart)
+  const end = hashStart === -1 ? url.length : hashStart
+  const pathEnd = queryStart === -1 || queryStart > end ? end : queryStart
+  return { path: url.slice(pathStart, pathEnd) || '/', search: url.slice(pathEnd, end), proto }
+}
+
+/** The path under `prefix` ("/_sl/health" -> "/health"), or null when the path is not under it. */
+export function underPrefix(path: string, prefix: string): string | null {
+  if (prefix === '') return path
+  if (!path.startsWith(prefix)) return null
+  const rest = path.slice(prefix.length)
+  return rest.startsWith('/') ? rest : rest === '' ? '/' : null
+}

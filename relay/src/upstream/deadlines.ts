@@ -1,0 +1,41 @@
+/**
+ * Timeouts for many in-flight exchanges on one coarse ticker instead of a timer each: arming and
+ * clearing a runtime timer per request costs more than the rest of forwarding a small request on
+ * Bun. A deadline fires within `tickMs` after it passes.
+ */
+export interface Deadlines {
+  /** Calls `onExpire` once, soon after `ms` from now, unless cancelled. Returns the cancel. */
+  after(ms: number, onExpire: () => void): () => void
+}
+
+export function deadlines(tickMs = 25): Deadlines {
+  const pending = new Map<() => void, number>()
+  let ticker: ReturnType<typeof setInterval> | undefined
+
+  const tick = () => {
+    const now = Date.now()
+    for (const [onExpire, at] of pending) {
+      if (at > now) continue
+      pending.delete(onExpire)
+      onExpire()
+    }
+    if (pending.size === 0) {
+      clearInterval(ticker)
+      ticker = undefined
+    }
+  }
+
+  return {
+    after(ms, onExpire) {
+      // Each registration is its own entry, even when the same callback is registered twice.
+      const entry = () => onExpire()
+      pending.set(entry, Date.now() + ms)
+      if (!ticker) {
+        ticker = setInterval(tick, tickMs)
+        // The ticker alone must not keep a process alive.
+        ;(ticker as { unref?: () => void }).unref?.()
+      }
+      return () => void pending.delete(entry)
+    },
+  }
+}

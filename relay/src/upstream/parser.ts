@@ -1,0 +1,173 @@
+/**
+ * An incremental HTTP/1.1 response parser (RFC 9112) for the socket client: status line and
+ * fields, then the body framed by Content-Length, chunked transfer coding, or the connection's end.
+ * Pure: bytes in, parts out.
+ */
+
+export interface ParsedHead {
+  status: number
+  statusText: string
+  headers: [string, string][]
+  /** False for HEAD answers, 204 and 304 (RFC 9112 §6.3). */
+  hasBody: boolean
+}
+
+export interface PushResult {
+  /** The head, on the push that completed it. */
+  head: ParsedHead | null
+  /** The whole body when it arrived with the head (the usual small answer): no stream needed. */
+  complete: Uint8Array | null
+  /** Body bytes for the streaming case, in order. */
+  body: Uint8Array[]
+  /** The answer is over. */
+  done: boolean
+  /** The connection may carry another request. */
+  keepAlive: boolean
+}
+
+type State = 'head' | 'length' | 'chunk-size' | 'chunk-data' | 'chunk-end' | 'trailers' | 'close' | 'done'
+
+const MAX_HEAD_BYTES = 64 * 1024
+const HEAD_END = Buffer.from('\r\n\r\n')
+const LINE_END = Buffer.from('\r\n')
+
+export class ResponseParser {
+  private state: State = 'head'
+  private pending: Buffer | null = null
+  private remaining = 0
+  private keepAlive = true
+  private any = false
+
+  reset(): void {
+    this.state = 'head'
+    this.pending = null
+    this.remaining = 0
+    this.keepAlive = true
+    this.any = false
+  }
+
+  /** Whether any byte of an answer arrived (a request on a dead kept-alive connection gets none). */
+  receivedAny(): boolean {
+    return this.any
+  }
+
+  /** Whether the body in progress is delimited by the connection closing (RFC 9112 §6.3, item 8). */
+  endsAtClose(): boolean {
+    return this.state === 'close'
+  }
+
+  push(chunk: Uint8Array, headRequest: boolean): PushResult {
+    this.any = true
+    let buffer = this.pending ? Buffer.concat([this.pending, chunk]) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    this.pending = null
+    const result: PushResult = { head: null, complete: null, body: [], done: false, keepAlive: false }
+
+    while (buffer.length > 0 || this.state === 'done') {
+      if (this.state === 'head') {
+        const end = buffer.indexOf(HEAD_END)
+        if (end === -1) {
+          if (buffer.length > MAX_HEAD_BYTES) throw new Error('response head too large')
+          break
+        }
+        const head = this.parseHead(buffer.toString('latin1', 0, end), headRequest)
+        buffer = buffer.subarray(end + 4)
+        if (!head) continue // an interim 1xx answer: the real one follows
+        result.head = head
+        if ((this.state as State) === 'length' && buffer.length >= this.remaining) {
+          result.complete = buffer.subarray(0, this.remaining)
+          buffer = buffer.subarray(this.remaining)
+          this.state = 'done'
+        }
+      } else if (this.state === 'length') {
+        const take = Math.min(this.remaining, buffer.length)
+        result.body.push(buffer.subarray(0, take))
+        buffer = buffer.subarray(take)
+        this.remaining -= take
+        if (this.remaining === 0) this.state = 'done'
+      } else if (this.state === 'close') {
+        result.body.push(buffer)
+        buffer = buffer.subarray(buffer.length)
+      } else if (this.state === 'chunk-data') {
+        const take = Math.min(this.remaining, buffer.length)
+        if (take > 0) result.body.push(buffer.subarray(0, take))
+        buffer = buffer.subarray(take)
+        this.remaining -= take
+        if (this.remaining === 0) this.state = 'chunk-end'
+      } else if (this.state === 'done') {
+        result.done = true
+        result.keepAlive = this.keepAlive && buffer.length === 0
+        break
+      } else {
+        // chunk-size, chunk-end and trailers are lines.
+        const end = buffer.indexOf(LINE_END)
+        if (end === -1) {
+          if (buffer.length > MAX_HEAD_BYTES) throw new Error('chunk framing too large')
+          break
+        }
+        const line = buffer.toString('latin1', 0, end)
+        buffer = buffer.subarray(end + 2)
+        if (this.state === 'chunk-size') {
+          const size = Number.parseInt(line.split(';', 1)[0].trim(), 16)
+          if (!Number.isFinite(size) || size < 0) throw new Error('bad chunk size')
+          this.remaining = size
+          this.state = size === 0 ? 'trailers' : 'chunk-data'
+        } else if (this.state === 'chunk-end') {
+          if (line !== '') throw new Error('chunk not followed by CRLF')
+          this.state = 'chunk-size'
+        } else if (line === '') {
+          this.state = 'done'
+        }
+      }
+    }
+    if (buffer.length > 0 && !result.done) this.pending = Buffer.from(buffer)
+    return result
+  }
+
+  /** Parses the status line and fields; null for an interim (1xx) answer. Sets the body framing. */
+  private parseHead(text: string, headRequest: boolean): ParsedHead | null {
+    const lines = text.split('\r\n')
+    const statusLine = /^HTTP\/1\.([01]) (\d{3})(?: (.*))?$/.exec(lines[0])
+    if (!statusLine) throw new Error('bad status line')
+    const status = Number(statusLine[2])
+    if (status < 200) {
+      if (status === 101) throw new Error('unexpected protocol switch')
+      return null
+    }
+    const headers: [string, string][] = []
+    let length: number | null = null
+    let chunked = false
+    let close = statusLine[1] === '0'
+    for (let i = 1; i < lines.length; i++) {
+      const line = lines[i]
+      const colon = line.indexOf(':')
+      if (colon <= 0) throw new Error('bad header line')
+      const name = line.slice(0, colon).trim().toLowerCase()
+      const value = line.slice(colon + 1).trim()
+      if (name === 'content-length') {
+        const n = Number(value)
+        if (!Number.isSafeInteger(n) || n < 0 || (length !== null && length !== n)) throw new Error('bad content-length')
+        length = n
+      } else if (name === 'transfer-encoding') {
+        chunked = value.toLowerCase().split(',').pop()!.trim() === 'chunked'
+        if (!chunked) close = true
+      } else if (name === 'connection') {
+        const tokens = value.toLowerCase()
+        if (tokens.includes('close')) close = true
+        else if (tokens.includes('keep-alive')) close = false
+      }
+      headers.push([name, value])
+    }
+    this.keepAlive = !close
+    const hasBody = !headRequest && status !== 204 && status !== 304
+    if (!hasBody) this.state = 'done'
+    else if (chunked) this.state = 'chunk-size'
+    else if (length !== null) {
+      this.remaining = length
+      this.state = 'length'
+    } else {
+      this.state = 'close'
+      this.keepAlive = false
+    }
+    return { status, statusText: statusLine[3] ?? '', headers, hasBody }
+  }
+}

@@ -1,0 +1,338 @@
+import type { Socket } from 'bun'
+import { UpstreamError } from '../errors'
+import type { UpstreamClient, UpstreamRequest } from './types'
+import { deadlines } from './deadlines'
+import { ResponseParser, type ParsedHead } from './parser'
+
+/**
+ * A pooled HTTP/1.1 client on Bun's sockets, for the Bun and Elysia adapters. `fetch` works
+ * everywhere, but on Bun each call crosses to its HTTP thread and back and allocates a Request; this
+ * client writes the head and a small body in one `write`, parses the answer on the socket's own
+ * callback and keeps the connection for the next request. Requests are not pipelined: one exchange
+ * per connection at a time, as many connections as there are requests in flight.
+ */
+
+export interface SocketClientOptions {
+  /** Idle connections kept per upstream (default 256). */
+  maxIdle?: number
+  /**
+   * A connection idle longer than this is closed rather than reused (default 4 s, under the 5 s
+   * keep-alive timeout of Node's server and the 10 s of Bun's), so a request is never written into
+   * a connection the server is closing.
+   */
+  maxIdleMs?: number
+}
+
+interface Exchange {
+  request: UpstreamRequest
+  resolve(response: Response): void
+  reject(error: unknown): void
+  /** The connection carrying it, once there is one. */
+  conn: Connection | null
+  answered: boolean
+  /** The whole request is written. */
+  sent: boolean
+  /** Cancels the timeout. */
+  timer: (() => void) | undefined
+  onAbort: (() => void) | undefined
+  /** The answer's body while it streams. */
+  body: ReadableStreamDefaultController<Uint8Array> | null
+}
+
+interface Connection {
+  pool: Pool
+  socket: Socket<Connection> | null
+  parser: ResponseParser
+  exchange: Exchange | null
+  /** Set when the socket has been used before: a failure before any answer may then be retried. */
+  reused: boolean
+  idleSince: number
+  /** Bytes `write` did not take yet, and who waits for them to go. */
+  backlog: Uint8Array | null
+  drained: (() => void) | null
+  closed: boolean
+}
+
+interface Pool {
+  hostname: string
+  port: number
+  tls: boolean
+  host: string
+  idle: Connection[]
+}
+
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS'])
+const CRLF = '\r\n'
+
+export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOptions = {}): UpstreamClient {
+  const pools = new Map<string, Pool>()
+  const timeouts = deadlines()
+
+  const handlers = {
+    open(socket: Socket<Connection>) {
+      socket.setNoDelay(true)
+    },
+    data(socket: Socket<Connection>, chunk: Uint8Array) {
+      onData(socket.data, chunk)
+    },
+    drain(socket: Socket<Connection>) {
+      const conn = socket.data
+      if (!conn.backlog) return
+      const rest = conn.backlog
+      conn.backlog = null
+      writeOrQueue(conn, rest)
+    },
+    close(socket: Socket<Connection>) {
+      onClosed(socket.data, new UpstreamError('refused', 'core closed the connection'))
+    },
+    error(socket: Socket<Connection>, error: Error) {
+      onClosed(socket.data, new UpstreamError('refused', `core connection failed: ${error.message}`, { cause: error }))
+    },
+    end(socket: Socket<Connection>) {
+      socket.end()
+    },
+  }
+
+  function poolFor(origin: string): Pool {
+    let pool = pools.get(origin)
+    if (!pool) {
+      const url = new URL(origin)
+      const tls = url.protocol === 'https:'
+      pool = { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (tls ? 443 : 80), tls, host: url.host, idle: [] }
+      pools.set(origin, pool)
+    }
+    return pool
+  }
+
+  async function connect(pool: Pool): Promise<Connection> {
+    const conn: Connection = { pool, socket: null, parser: new ResponseParser(), exchange: null, reused: false, idleSince: 0, backlog: null, drained: null, closed: false }
+    try {
+      conn.socket = await Bun.connect<Connection>({ hostname: pool.hostname, port: pool.port, tls: pool.tls, data: conn, socket: handlers })
+    } catch (error) {
+      throw new UpstreamError('refused', `core could not be reached: ${(error as Error)?.message ?? error}`, { cause: error })
+    }
+    return conn
+  }
+
+  function takeIdle(pool: Pool, now: number): Connection | null {
+    while (pool.idle.length > 0) {
+      const conn = pool.idle.pop()!
+      if (!conn.closed && now - conn.idleSince <= maxIdleMs) return conn
+      destroy(conn)
+    }
+    return null
+  }
+
+  function release(conn: Connection): void {
+    conn.exchange = null
+    conn.reused = true
+    conn.idleSince = Date.now()
+    if (conn.closed || conn.pool.idle.length >= maxIdle) return destroy(conn)
+    conn.pool.idle.push(conn)
+  }
+
+  function destroy(conn: Connection): void {
+    const idleAt = conn.pool.idle.indexOf(conn)
+    if (idleAt !== -1) conn.pool.idle.splice(idleAt, 1)
+    // A body writer waiting for `drain` learns the connection is gone.
+    const drained = conn.drained
+    conn.backlog = null
+    conn.drained = null
+    drained?.()
+    if (conn.closed) return
+    conn.closed = true
+    conn.socket?.terminate()
+  }
+
+  /** Writes what the socket takes now; the rest waits for `drain`. Resolves when all is written. */
+  function writeOrQueue(conn: Connection, bytes: Uint8Array): void {
+    const written = conn.closed ? bytes.byteLength : conn.socket!.write(bytes)
+    if (written < bytes.byteLength) {
+      conn.backlog = bytes.subarray(Math.max(written, 0))
+      return
+    }
+    const drained = conn.drained
+    conn.drained = null
+    drained?.()
+  }
+
+  const write = (conn: Connection, bytes: Uint8Array): Promise<void> | undefined => {
+    writeOrQueue(conn, bytes)
+    if (!conn.backlog) return undefined
+    return new Promise<void>((resolve) => (conn.drained = resolve))
+  }
+
+  function headOf(request: UpstreamRequest, pool: Pool, framing: string): string {
+    if (/[\s\x00-\x1f\x7f]/.test(request.target)) throw new UpstreamError('refused', 'refusing a request target with control characters')
+    let head = `${request.method} ${request.target} HTTP/1.1${CRLF}host: ${pool.host}${CRLF}`
+    for (const [name, value] of request.headers) head += `${name}: ${value}${CRLF}`
+    return head + framing + CRLF
+  }
+
+  /** Writes the request: head and a read body in one write, or head then the streamed body. */
+  function sendRequest(conn: Connection, exchange: Exchange): void {
+    const { request } = exchange
+    const body = request.body
+    const chunked = body instanceof ReadableStream && request.contentLength === null
+    const length = body instanceof Uint8Array ? body.byteLength : body ? request.contentLength : request.method === 'POST' ? 0 : null
+    const framing = chunked ? `transfer-encoding: chunked${CRLF}` : length !== null ? `content-length: ${length}${CRLF}` : ''
+    const head = Buffer.from(headOf(request, conn.pool, framing), 'latin1')
+    if (body instanceof ReadableStream) return void streamBody(conn, exchange, head, body.getReader(), chunked)
+    writeOrQueue(conn, body ? Buffer.concat([head, body]) : head)
+    if (!conn.backlog) exchange.sent = true
+    else conn.drained = () => (exchange.sent = true)
+  }
+
+  async function streamBody(conn: Connection, exchange: Exchange, head: Uint8Array, reader: ReadableStreamDefaultReader<Uint8Array>, chunked: boolean): Promise<void> {
+    const gone = () => conn.exchange !== exchange
+    try {
+      await write(conn, head)
+      for (;;) {
+        const { done, value } = await reader.read()
+        if (gone()) break
+        if (done) {
+          if (chunked) await write(conn, Buffer.from(`0${CRLF}${CRLF}`, 'latin1'))
+          exchange.sent = true
+          return
+        }
+        if (value.byteLength > 0) await write(conn, chunked ? Buffer.concat([Buffer.from(`${value.byteLength.toString(16)}${CRLF}`, 'latin1'), value, Buffer.from(CRLF, 'latin1')]) : value)
+        if (gone()) break
+      }
+      // Core answered or the exchange failed before the body was through: stop reading the client.
+      await reader.cancel().catch(() => {})
+    } catch (error) {
+      // The client's body failed (it went away, or passed the limit): the exchange cannot finish.
+      if (!gone()) fail(conn, error instanceof UpstreamError ? error : new UpstreamError('aborted', 'the client body failed', { cause: error }))
+    }
+  }
+
+  function fail(conn: Connection, error: UpstreamError): void {
+    const exchange = conn.exchange
+    destroy(conn)
+    if (!exchange) return
+    conn.exchange = null
+    settle(exchange)
+    unwatch(exchange)
+    if (!exchange.answered) {
+      exchange.answered = true
+      exchange.reject(error)
+    } else if (exchange.body) {
+      try {
+        exchange.body.error(error)
+      } catch {}
+    }
+  }
+
+  /** Stops the timeout and the abort watch once the exchange is over or answered. */
+  function settle(exchange: Exchange): void {
+    exchange.timer?.()
+    exchange.timer = undefined
+  }
+
+  /** The exchange is over: the client's going away no longer concerns it. */
+  function unwatch(exchange: Exchange): void {
+    if (exchange.onAbort) exchange.request.signal?.removeEventListener('abort', exchange.onAbort)
+    exchange.onAbort = undefined
+  }
+
+  function onClosed(conn: Connection, error: UpstreamError): void {
+    conn.closed = true
+    destroy(conn)
+    const exchange = conn.exchange
+    if (!exchange) return
+    // A body that runs until the connection closes (no length, no chunking) ends here.
+    if (exchange.answered && conn.parser.endsAtClose()) {
+      conn.exchange = null
+      unwatch(exchange)
+      exchange.body?.close()
+      return
+    }
+    if (!exchange.answered && conn.reused && !conn.parser.receivedAny() && IDEMPOTENT.has(exchange.request.method) && !(exchange.request.body instanceof ReadableStream)) {
+      // The server closed a kept-alive connection just as we wrote: nothing was processed.
+      conn.exchange = null
+      start(exchange, takeIdle(conn.pool, Date.now()))
+      return
+    }
+    fail(conn, error)
+  }
+
+  function onData(conn: Connection, chunk: Uint8Array): void {
+    const exchange = conn.exchange
+    if (!exchange) return destroy(conn) // bytes nobody asked for: the connection is not in a known state
+    let result
+    try {
+      result = conn.parser.push(chunk, exchange.request.method === 'HEAD')
+    } catch (error) {
+      return fail(conn, new UpstreamError('refused', `core's answer could not be read: ${(error as Error).message}`))
+    }
+    if (result.head && !exchange.answered) answer(conn, exchange, result.head, result.complete)
+    for (const piece of result.body) exchange.body?.enqueue(piece)
+    if (exchange.body && (exchange.body.desiredSize ?? 1) <= 0) conn.socket?.pause()
+    if (result.done) finish(conn, exchange, result.keepAlive)
+  }
+
+  function answer(conn: Connection, exchange: Exchange, head: ParsedHead, complete: Uint8Array | null): void {
+    settle(exchange)
+    exchange.answered = true
+    let body: BodyInit | null = complete as Uint8Array<ArrayBuffer> | null
+    if (!complete && head.hasBody) {
+      body = new ReadableStream<Uint8Array>({
+        start: (controller) => {
+          exchange.body = controller
+        },
+        pull: () => {
+          conn.socket?.resume()
+        },
+        cancel: () => {
+          if (conn.exchange === exchange) fail(conn, new UpstreamError('aborted', 'the client went away'))
+        },
+      })
+    }
+    exchange.resolve(new Response(body as BodyInit | null, { status: head.status, statusText: head.statusText, headers: head.headers }))
+  }
+
+  function finish(conn: Connection, exchange: Exchange, keepAlive: boolean): void {
+    exchange.body?.close()
+    exchange.body = null
+    unwatch(exchange)
+    if (keepAlive && exchange.sent && !conn.closed) release(conn)
+    else {
+      conn.exchange = null
+      destroy(conn)
+    }
+  }
+
+  function start(exchange: Exchange, idle: Connection | null): void {
+    const attach = (conn: Connection) => {
+      if (exchange.answered) return release(conn) // timed out or aborted while connecting
+      conn.exchange = exchange
+      exchange.conn = conn
+      conn.parser.reset()
+      sendRequest(conn, exchange)
+    }
+    if (idle) return attach(idle)
+    connect(poolFor(exchange.request.origin)).then(attach, (error) => giveUp(exchange, error))
+  }
+
+  /** Ends an exchange from outside (timeout, client gone, connect failure). */
+  function giveUp(exchange: Exchange, error: UpstreamError): void {
+    if (exchange.conn && exchange.conn.exchange === exchange) return fail(exchange.conn, error)
+    settle(exchange)
+    if (exchange.answered) return
+    exchange.answered = true
+    exchange.reject(error)
+  }
+
+  return (request) =>
+    new Promise<Response>((resolve, reject) => {
+      const exchange: Exchange = { request, resolve, reject, conn: null, answered: false, sent: false, timer: undefined, onAbort: undefined, body: null }
+      const { signal } = request
+      if (signal?.aborted) return reject(new UpstreamError('aborted', 'the client went away'))
+      exchange.timer = timeouts.after(request.timeoutMs, () => giveUp(exchange, new UpstreamError('timeout', `core did not answer within ${request.timeoutMs} ms`)))
+      if (signal) {
+        exchange.onAbort = () => giveUp(exchange, new UpstreamError('aborted', 'the client went away'))
+        signal.addEventListener('abort', exchange.onAbort, { once: true })
+      }
+      start(exchange, takeIdle(poolFor(request.origin), Date.now()))
+    })
+}

@@ -1,0 +1,25 @@
+import type { HeaderList } from '../headers'
+
+/** One request to core, as the relay has prepared it: target fixed, headers already filtered. */
+export interface UpstreamRequest {
+  /** "http://127.0.0.1:8000": from configuration only. */
+  origin: string
+  /** Request target on that origin: path and query ("/api/ingestion/logs?compression=gzip"). */
+  target: string
+  method: string
+  headers: HeaderList
+  /** Bytes the relay read (small bodies), the client's stream (large ones), or none. */
+  body: Uint8Array | ReadableStream<Uint8Array> | null
+  /** Size of a streamed body when the client declared it; null streams it chunked. */
+  contentLength: number | null
+  /** Aborts when the client goes away: the upstream exchange is torn down with it. */
+  signal?: AbortSignal
+  /** How long to wait for core's answer to begin. */
+  timeoutMs: number
+}
+
+/**
+ * Sends one request upstream and resolves with core's answer (its body may still be streaming).
+ * Rejects with an `UpstreamError` saying why it failed: refused/reset, timeout or aborted.
+ */
+export type UpstreamClient = (request: UpstreamRequest) => Promise<Response>
