@@ -1,0 +1,118 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { startCore } from '../helpers/core'
+import { ENDPOINTS, serves } from './endpoints'
+import { startRelay, startTap, type AdapterName } from './helpers'
+
+// One real core on a real database for the file; every adapter relays to it over TCP.
+const core = await startCore({ env: { MAX_BODY_BYTES: String(4 * 1024 * 1024) } })
+const coreUrl = await core.listen()
+const tap = startTap(coreUrl, { 'set-cookie': 'tracking=1; Path=/' })
+afterAll(async () => {
+  tap.close()
+  await core.close()
+})
+
+const ADAPTERS: AdapterName[] = ['bun', 'node', 'node-middleware', 'elysia', 'deno']
+const PREFIX = '/_sl'
+
+/** A JSON body of about `bytes`, sent as a stream of 64 KB pieces with no declared length. */
+function streamedBatch(sessionId: string, bytes: number): { stream: ReadableStream<Uint8Array>; events: number } {
+  const padding = 'x'.repeat(1000)
+  const events = Math.ceil(bytes / 1050)
+  const text = JSON.stringify({ sessionId, events: Array.from({ length: events }, (_, i) => ({ eventName: `e${i}`, eventProperties: { padding } })) })
+  const encoded = new TextEncoder().encode(text)
+  let offset = 0
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (offset >= encoded.length) return controller.close()
+      controller.enqueue(encoded.slice(offset, offset + 64 * 1024))
+      offset += 64 * 1024
+    },
+  })
+  return { stream, events }
+}
+
+for (const adapter of ADAPTERS) {
+  describe(`${adapter} adapter`, () => {
+    let relay: Awaited<ReturnType<typeof startRelay>>
+    let tapped: Awaited<ReturnType<typeof startRelay>>
+    const send = (path: string, init: RequestInit = {}, base = () => relay.url) => fetch(`${base()}${PREFIX}${path}`, init)
+
+    test('starts', async () => {
+      relay = await startRelay(adapter, { upstream: coreUrl, prefix: PREFIX })
+      tapped = await startRelay(adapter, { upstream: tap.url, prefix: PREFIX })
+    })
+    afterAll(async () => {
+      await relay?.close()
+      await tapped?.close()
+    })
+
+    for (const endpoint of ENDPOINTS) {
+      test.skipIf(!serves(core, endpoint))(`${endpoint.method} ${endpoint.path} reaches core and is stored`, async () => {
+        const id = `${adapter}-${endpoint.path.replace(/\W+/g, '-')}`
+        const res = await send(endpoint.path, {
+          method: endpoint.method,
+          headers: endpoint.body ? { authorization: `Bearer ${core.key}`, 'content-type': 'application/json' } : {},
+          body: endpoint.body ? JSON.stringify(endpoint.body(id)) : undefined,
+        })
+        const answer = await res.json()
+        expect({ status: res.status, answer }).toMatchObject({ status: 200 })
+        if (endpoint.stored) {
+          expect(answer.success).toBe(true)
+          expect(await endpoint.stored(core, id)).toBeGreaterThan(0)
+        } else {
+          expect(answer.status).toBe('ok')
+        }
+      })
+    }
+
+    test('the key moves into the body, cookies stay behind, the client address is appended to X-Forwarded-For', async () => {
+      const before = tap.seen.length
+      const res = await send(
+        '/api/ingestion/customEvent',
+        {
+          method: 'POST',
+          headers: { authorization: `Bearer ${core.key}`, 'content-type': 'application/json', cookie: 'session=secret', 'x-forwarded-for': '203.0.113.9', 'user-agent': 'relay-test/1' },
+          body: JSON.stringify({ sessionId: `${adapter}-tap`, eventName: 'tapped' }),
+        },
+        () => tapped.url,
+      )
+      expect(res.status).toBe(200)
+      expect(res.headers.get('set-cookie')).toBeNull()
+      const [seen] = tap.seen.slice(before)
+      expect(seen.headers.authorization).toBeUndefined()
+      expect(seen.headers.cookie).toBeUndefined()
+      expect(seen.headers['x-forwarded-for']).toBe('203.0.113.9, 127.0.0.1')
+      expect(seen.headers['x-forwarded-proto']).toBe('http')
+      expect(seen.headers['x-forwarded-host']).toBe(new URL(tapped.url).host)
+      expect(seen.headers['user-agent']).toBe('relay-test/1')
+      expect(JSON.parse(new TextDecoder().decode(seen.body))).toEqual({ apiKey: core.key, sessionId: `${adapter}-tap`, eventName: 'tapped' })
+      expect(await core.database.db.rows(sql`select 1 from events where session_id = ${`${adapter}-tap`}`)).toHaveLength(1)
+    })
+
+    test('a 1 MB body streams through without a declared length', async () => {
+      const sessionId = `${adapter}-stream`
+      const { stream, events } = streamedBatch(sessionId, 1024 * 1024)
+      const res = await send('/api/ingestion/customEvent/batch', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${core.key}`, 'content-type': 'application/json' },
+        body: stream,
+        duplex: 'half',
+      } as RequestInit)
+      expect(await res.json()).toEqual({ success: true, accepted: events })
+      const [{ n }] = await core.database.db.rows<{ n: string }>(sql`select count(*) as n from events where session_id = ${sessionId}`)
+      expect(Number(n)).toBe(events)
+    })
+
+    test('paths outside the public ones are 404 in the error shape, without reaching core', async () => {
+      const before = tap.seen.length
+      for (const path of ['/api/internal/scan-findings', '/api/projects/1', '/', '/api/ingestion']) {
+        const res = await send(path, { method: 'POST', body: '{}' }, () => tapped.url)
+        expect(res.status).toBe(404)
+        expect(await res.json()).toMatchObject({ success: false, error: { code: 'not_found' } })
+      }
+      expect(tap.seen.length).toBe(before)
+    })
+  })
+}

@@ -1,0 +1,162 @@
+import { createServer, type Server as NodeServer } from 'node:http'
+import type { Server, Socket, TCPSocketListener } from 'bun'
+import { bunRelay } from '@sightline/relay/adapters/bun'
+import { denoRelay } from '@sightline/relay/adapters/deno'
+import { elysiaRelay } from '@sightline/relay/adapters/elysia'
+import { nodeRelay } from '@sightline/relay/adapters/node'
+import { Elysia } from 'elysia'
+import type { RelayOptions } from '@sightline/relay'
+
+/** A relay listening on a real port, mounted the way each runtime's users mount it. */
+export interface RunningRelay {
+  url: string
+  close(): Promise<void>
+}
+
+export type AdapterName = 'bun' | 'node' | 'node-middleware' | 'elysia' | 'deno'
+
+async function listenNode(server: NodeServer): Promise<RunningRelay> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  }
+}
+
+const listenBun = (server: Server<unknown>): RunningRelay => ({ url: `http://127.0.0.1:${server.port}`, close: () => server.stop(true) })
+
+/** Starts the relay through one adapter. Deno is not installed here: its handler shape is driven by Bun.serve, passing the `info` Deno would. */
+export async function startRelay(adapter: AdapterName, options: RelayOptions): Promise<RunningRelay> {
+  switch (adapter) {
+    case 'bun':
+      return listenBun(Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: bunRelay(options) }))
+    case 'deno': {
+      const handler = denoRelay(options)
+      return listenBun(
+        Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request, server) => handler(request, { remoteAddr: { hostname: server.requestIP(request)!.address, transport: 'tcp' } }) }),
+      )
+    }
+    case 'elysia': {
+      const app = new Elysia().get('/', () => 'the site').use(elysiaRelay(options)).listen({ port: 0, hostname: '127.0.0.1' })
+      return { url: `http://127.0.0.1:${app.server!.port}`, close: () => app.stop(true) }
+    }
+    case 'node':
+      return listenNode(createServer(nodeRelay(options)))
+    case 'node-middleware': {
+      // connect/express style: the relay passes what is not under its prefix to the next handler.
+      const middleware = nodeRelay(options)
+      return listenNode(
+        createServer((req, res) =>
+          middleware(req, res, () => {
+            res.statusCode = 200
+            res.end('the site')
+          }),
+        ),
+      )
+    }
+  }
+}
+
+export interface Recorded {
+  method: string
+  /** Path and query as received. */
+  target: string
+  headers: Record<string, string>
+  body: Uint8Array
+  /** The relay's connection, to tell reused connections apart. */
+  remotePort: number
+}
+
+/**
+ * A recording hop between the relay and core: it keeps what the relay sent (headers, exact body
+ * bytes) and passes it on to core unchanged, so a test sees both sides of the relay with the real
+ * core behind it. `respondWith` adds answer headers (e.g. a Set-Cookie the relay must drop).
+ */
+export function startTap(coreUrl: string, respondWith: Record<string, string> = {}) {
+  const seen: Recorded[] = []
+  const server = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    maxRequestBodySize: 64 * 1024 * 1024,
+    async fetch(request, srv) {
+      const url = new URL(request.url)
+      const body = new Uint8Array(await request.arrayBuffer())
+      seen.push({ method: request.method, target: url.pathname + url.search, headers: Object.fromEntries(request.headers), body, remotePort: srv.requestIP(request)!.port })
+      const headers = new Headers(request.headers)
+      headers.delete('host')
+      headers.delete('content-length')
+      headers.delete('transfer-encoding')
+      const answer = await fetch(coreUrl + url.pathname + url.search, { method: request.method, headers, body: request.method === 'GET' || request.method === 'HEAD' ? undefined : body })
+      const out = new Headers(answer.headers)
+      for (const [name, value] of Object.entries(respondWith)) out.append(name, value)
+      out.delete('content-length')
+      out.delete('content-encoding')
+      return new Response(await answer.arrayBuffer(), { status: answer.status, headers: out })
+    },
+  })
+  return { url: `http://127.0.0.1:${server.port}`, seen, close: () => server.stop(true) }
+}
+
+/**
+ * A bare TCP upstream for what a real core cannot be made to do on cue: never answer (slow), or
+ * show exactly which bytes arrived before the connection closed (client abort, streaming).
+ */
+export function startSilentUpstream() {
+  const connections: { received: number; closed: boolean; firstByteAt: number | null }[] = []
+  const listener: TCPSocketListener<{ index: number }> = Bun.listen<{ index: number }>({
+    hostname: '127.0.0.1',
+    port: 0,
+    socket: {
+      open(socket) {
+        socket.data = { index: connections.push({ received: 0, closed: false, firstByteAt: null }) - 1 }
+      },
+      data(socket, chunk) {
+        const connection = connections[socket.data.index]
+        connection.firstByteAt ??= Date.now()
+        connection.received += chunk.byteLength
+      },
+      close(socket) {
+        connections[socket.data.index].closed = true
+      },
+    },
+  })
+  return { url: `http://127.0.0.1:${listener.port}`, connections, close: () => listener.stop(true) }
+}
+
+/** Sends raw bytes as one HTTP/1.1 request (no client-side normalization) and returns the answer's status line and body. */
+export async function rawRequest(url: string, head: string): Promise<{ status: number; text: string }> {
+  const { hostname, port } = new URL(url)
+  let received = ''
+  await new Promise<void>((resolve, reject) => {
+    Bun.connect({
+      hostname,
+      port: Number(port),
+      socket: {
+        open(socket: Socket) {
+          socket.write(head)
+        },
+        data(_socket, chunk) {
+          received += Buffer.from(chunk).toString('latin1')
+        },
+        close: () => resolve(),
+        error: (_socket, error) => reject(error),
+        connectError: (_socket, error) => reject(error),
+      },
+    })
+  })
+  const status = Number(received.match(/^HTTP\/1\.1 (\d{3})/)?.[1] ?? 0)
+  return { status, text: received.slice(received.indexOf('\r\n\r\n') + 4) }
+}
+
+/** A free port with nothing listening on it (for "core is down"). */
+export async function closedPortUrl(): Promise<string> {
+  const listener = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = listener.port
+  listener.stop(true)
+  return `http://127.0.0.1:${port}`
+}
