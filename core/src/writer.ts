@@ -21,6 +21,8 @@ export interface Sink<Row> {
   /** Sinks are written in name order, so concurrent commits (other processes) lock rows in one order. */
   readonly name: string
   write(tx: Orm, rows: Row[]): Promise<void>
+  /** Optional: called with the same array `write` had, once its transaction committed. */
+  committed?(rows: Row[]): void
 }
 
 export interface SinkRows<Row = unknown> {
@@ -52,6 +54,11 @@ export interface Gate {
 export interface GateDecision {
   /** Per request: null to store it, or the error to answer it with. */
   verdicts: (ApiError | null)[]
+  /**
+   * Runs after the sinks' writes in the same transaction (e.g. to count what was admitted). Last,
+   * so that a lock it takes is held for as short a time as possible.
+   */
+  record?: (tx: Orm) => Promise<void>
   /** Runs once the commit succeeded (e.g. to update a cache with what was counted). */
   onCommit?: () => void
 }
@@ -172,7 +179,12 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
     return batch
   }
 
-  async function commit(batch: Pending[]): Promise<GateDecision> {
+  interface Committed extends GateDecision {
+    /** What each sink was given to write. */
+    written: SinkRows[]
+  }
+
+  async function commit(batch: Pending[]): Promise<Committed> {
     let timer: ReturnType<typeof setTimeout> | undefined
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`commit took longer than ${commitTimeoutMs} ms`)), commitTimeoutMs)
@@ -184,7 +196,7 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
     }
   }
 
-  function transaction(batch: Pending[]): Promise<GateDecision> {
+  function transaction(batch: Pending[]): Promise<Committed> {
     return db.orm.transaction(async (tx) => {
       const decision = gate ? await gate.admit(tx, batch.map((p) => p.request)) : { verdicts: batch.map(() => null) }
       const { verdicts } = decision
@@ -198,19 +210,28 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
           bySink.set(sink.name, entry)
         }
       })
+      // Issued together, the statements are pipelined on the transaction's connection: one round trip
+      // instead of one per table. They still run in this order (sinks by name, then the record).
+      const writes: Promise<void>[] = []
+      const written: SinkRows[] = []
       for (const name of [...bySink.keys()].sort()) {
-        const { sink, rows } = bySink.get(name)!
-        if (rows.length > 0) await sink.write(tx, rows)
+        const entry = bySink.get(name)!
+        if (entry.rows.length === 0) continue
+        writes.push(entry.sink.write(tx, entry.rows))
+        written.push(entry)
       }
-      return decision
+      if (decision.record) writes.push(decision.record(tx))
+      await allSettledOrThrow(writes)
+      return { ...decision, written }
     })
   }
 
   /** Commits the batch; on a data error, splits it until the request at fault stands alone. */
   async function commitIsolating(batch: Pending[], attempt = 1): Promise<void> {
     try {
-      const { verdicts, onCommit } = await commit(batch)
+      const { verdicts, onCommit, written } = await commit(batch)
       onCommit?.()
+      for (const { sink, rows } of written) sink.committed?.(rows)
       batch.forEach((pending, i) => (verdicts[i] ? pending.reject(verdicts[i]) : pending.resolve()))
     } catch (error) {
       if (isRetryable(error) && attempt < 3) return commitIsolating(batch, attempt + 1)
@@ -272,6 +293,13 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
       })
     },
   }
+}
+
+/** Waits for every write (none is left running into a rolled-back transaction), then throws the first error. */
+async function allSettledOrThrow(writes: Promise<void>[]): Promise<void> {
+  const results = await Promise.allSettled(writes)
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+  if (failed) throw failed.reason
 }
 
 const errorText = (error: unknown): string => {

@@ -33,6 +33,9 @@ export function createQuota(now: () => number = Date.now): Quota {
         const indexes = byProject.get(projectId)!
         const limit = requests[indexes[0]].monthlyLimit
         const items = indexes.map((i) => requests[i].items)
+        // A limited project's counter is locked before anything is written, so that concurrent
+        // commits (of any process) decide one after the other. An unlimited one is only counted, at
+        // the end of the transaction, so commits of a busy project overlap until that last step.
         const admitted = limit === null ? items.map(() => true) : admitInOrder(await lockUsage(tx, projectId, month), limit, items)
         let events = 0
         admitted.forEach((ok, j) => {
@@ -41,9 +44,12 @@ export function createQuota(now: () => number = Date.now): Quota {
         })
         deltas.push({ projectId, month, events })
       }
-      const totals = await addUsage(tx, deltas)
+      let totals: UsageDelta[] = []
       return {
         verdicts,
+        record: async (recordTx) => {
+          totals = await addUsage(recordTx, deltas)
+        },
         onCommit: () => totals.forEach((t) => seen.set(keyOf(t.projectId, month), Math.max(t.events, seen.get(keyOf(t.projectId, month)) ?? 0))),
       }
     },

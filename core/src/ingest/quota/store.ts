@@ -8,11 +8,14 @@ export interface UsageDelta {
   events: number
 }
 
-/** Locks the project's counter for the month (creating it at 0) and returns its value. */
+/** Locks the project's counter for the month (creating it at 0) and returns its value, in one statement. */
 export async function lockUsage(tx: Orm, projectId: string, month: string): Promise<number> {
-  await tx.execute(sql`insert into usage_counters (project_id, month, events) values (${projectId}, ${month}, 0) on conflict do nothing`)
+  // A no-op update takes the row lock and returns the row, whether it was just made or not.
   const [row] = rowsOf<{ events: string | number }>(
-    await tx.execute(sql`select events from usage_counters where project_id = ${projectId} and month = ${month} for update`),
+    await tx.execute(sql`
+      insert into usage_counters (project_id, month, events) values (${projectId}, ${month}, 0)
+      on conflict (project_id, month) do update set events = usage_counters.events
+      returning events`),
   )
   return Number(row.events)
 }

@@ -90,3 +90,47 @@ export function mergeEndUserTouches(touches: readonly EndUserTouch[]): EndUserTo
 function definedOnly<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined && v !== null)) as Partial<T>
 }
+
+/**
+ * Last activity is kept to this resolution: a touch that would only move it by less, and tells
+ * nothing else new, is not written again. A busy session then costs one row update a second rather
+ * than one per commit, and concurrent commits stop queueing on its row lock.
+ */
+export const ACTIVITY_RESOLUTION_MS = 1_000
+
+/** What this process has committed of a session or end user; the stored row holds at least this. */
+export interface KnownRow {
+  firstAt: number
+  lastAt: number
+  endUserId: string | null
+  windowIds: ReadonlySet<string>
+}
+
+const nothing = (value: unknown) => value === undefined || value === null
+
+/** True when writing the touch would change nothing but last activity, by less than the resolution. */
+export function sessionTouchIsKnown(touch: SessionTouch, known: KnownRow | undefined): boolean {
+  if (!known) return false
+  if (touch.firstAt < known.firstAt || touch.lastAt > known.lastAt + ACTIVITY_RESOLUTION_MS) return false
+  if (touch.endUserId !== null && known.endUserId === null) return false
+  if (touch.windowIds?.some((w) => !known.windowIds.has(w))) return false
+  return (
+    nothing(touch.entryUrl) && nothing(touch.referrer) && nothing(touch.userAgent) && nothing(touch.automaticProperties) && nothing(touch.geo) && nothing(touch.sdkVersion)
+  )
+}
+
+export function endUserTouchIsKnown(touch: EndUserTouch, known: KnownRow | undefined): boolean {
+  if (!known) return false
+  if (touch.at < known.firstAt || touch.at > known.lastAt + ACTIVITY_RESOLUTION_MS) return false
+  return nothing(touch.geo) && (nothing(touch.attributes) || Object.keys(touch.attributes!).length === 0)
+}
+
+/** What is known after a committed write of `touch` on top of `known`. */
+export function knownAfter(known: KnownRow | undefined, touch: { firstAt: number; lastAt: number; endUserId?: string | null; windowIds?: readonly string[] }): KnownRow {
+  return {
+    firstAt: Math.min(known?.firstAt ?? Infinity, touch.firstAt),
+    lastAt: Math.max(known?.lastAt ?? -Infinity, touch.lastAt),
+    endUserId: known?.endUserId ?? touch.endUserId ?? null,
+    windowIds: touch.windowIds?.length ? new Set([...(known?.windowIds ?? []), ...touch.windowIds]) : (known?.windowIds ?? new Set()),
+  }
+}

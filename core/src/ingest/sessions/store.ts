@@ -1,12 +1,51 @@
 import { sql } from 'drizzle-orm'
 import type { Sink } from '../../writer'
 import { jsonParam } from '../shared/values'
-import { mergeEndUserTouches, mergeSessionTouches, type EndUserTouch, type SessionTouch } from './service'
+import {
+  endUserTouchIsKnown,
+  knownAfter,
+  mergeEndUserTouches,
+  mergeSessionTouches,
+  sessionTouchIsKnown,
+  type EndUserTouch,
+  type KnownRow,
+  type SessionTouch,
+} from './service'
+
+/**
+ * Rows this process committed, so that a touch adding nothing (see ACTIVITY_RESOLUTION_MS) is not
+ * written again. Bounded: emptied when full, which only costs a few redundant writes.
+ */
+function knownRows<Touch>() {
+  const MAX_ENTRIES = 20_000
+  const known = new Map<string, KnownRow>()
+  // What `write` actually wrote, by the array the writer handed it, for `committed`.
+  const written = new WeakMap<Touch[], Touch[]>()
+  return {
+    get: (key: string) => known.get(key),
+    wrote(rows: Touch[], touches: Touch[]) {
+      written.set(rows, touches)
+    },
+    committed(rows: Touch[], keyOf: (touch: Touch) => string, asKnown: (touch: Touch, before: KnownRow | undefined) => KnownRow) {
+      const touches = written.get(rows) ?? []
+      if (known.size + touches.length > MAX_ENTRIES) known.clear()
+      for (const touch of touches) known.set(keyOf(touch), asKnown(touch, known.get(keyOf(touch))))
+    },
+  }
+}
+
+const sessionKey = (t: SessionTouch) => `${t.projectId}\n${t.sessionId}`
+const endUserKey = (t: EndUserTouch) => `${t.projectId}\n${t.endUserId}`
+const knownSessions = knownRows<SessionTouch>()
+const knownEndUsers = knownRows<EndUserTouch>()
 
 /** Creates or extends sessions: times widen, first-known fields stay, properties and windows merge. */
 export const sessionsSink: Sink<SessionTouch> = {
   name: 'sessions',
-  async write(tx, touches) {
+  async write(tx, rows) {
+    const touches = mergeSessionTouches(rows).filter((t) => !sessionTouchIsKnown(t, knownSessions.get(sessionKey(t))))
+    knownSessions.wrote(rows, touches)
+    if (touches.length === 0) return
     await tx.execute(sql`
       insert into sessions as s (project_id, session_id, environment, end_user_id, started_at, last_activity_at,
         entry_url, referrer, user_agent, browser, browser_version, os, os_version, device_type, device_vendor, device_model,
@@ -14,7 +53,7 @@ export const sessionsSink: Sink<SessionTouch> = {
       select t."projectId", t."sessionId", t.environment, t."endUserId", to_timestamp(t."firstAt" / 1000.0), to_timestamp(t."lastAt" / 1000.0),
         t."entryUrl", t.referrer, t."userAgent", t.browser, t."browserVersion", t.os, t."osVersion", t."deviceType", t."deviceVendor", t."deviceModel",
         t."automaticProperties", coalesce(t."windowIds", '{}'), t.geo, t."sdkVersion"
-      from json_to_recordset(${jsonParam(mergeSessionTouches(touches))}::json) as t(
+      from json_to_recordset(${jsonParam(touches)}::json) as t(
         "projectId" uuid, "sessionId" text, environment text, "endUserId" text, "firstAt" float8, "lastAt" float8,
         "entryUrl" text, referrer text, "userAgent" text, browser text, "browserVersion" text, os text, "osVersion" text,
         "deviceType" text, "deviceVendor" text, "deviceModel" text, "automaticProperties" jsonb, "windowIds" text[], geo jsonb, "sdkVersion" text)
@@ -41,20 +80,25 @@ export const sessionsSink: Sink<SessionTouch> = {
         geo = coalesce(excluded.geo, s.geo),
         sdk_version = coalesce(excluded.sdk_version, s.sdk_version)`)
   },
+  committed: (rows) => knownSessions.committed(rows, sessionKey, (t, before) => knownAfter(before, t)),
 }
 
 /** Creates or extends end users; identify's attributes merge into what is stored. */
 export const endUsersSink: Sink<EndUserTouch> = {
   name: 'end_users',
-  async write(tx, touches) {
+  async write(tx, rows) {
+    const touches = mergeEndUserTouches(rows).filter((t) => !endUserTouchIsKnown(t, knownEndUsers.get(endUserKey(t))))
+    knownEndUsers.wrote(rows, touches)
+    if (touches.length === 0) return
     await tx.execute(sql`
       insert into end_users as u (project_id, end_user_id, attributes, geo, first_seen_at, last_seen_at)
       select t."projectId", t."endUserId", coalesce(t.attributes, '{}'::jsonb), t.geo, to_timestamp(t.at / 1000.0), to_timestamp(t.at / 1000.0)
-      from json_to_recordset(${jsonParam(mergeEndUserTouches(touches))}::json) as t("projectId" uuid, "endUserId" text, at float8, attributes jsonb, geo jsonb)
+      from json_to_recordset(${jsonParam(touches)}::json) as t("projectId" uuid, "endUserId" text, at float8, attributes jsonb, geo jsonb)
       on conflict (project_id, end_user_id) do update set
         attributes = case when excluded.attributes = '{}'::jsonb then u.attributes else u.attributes || excluded.attributes end,
         geo = coalesce(excluded.geo, u.geo),
         first_seen_at = least(u.first_seen_at, excluded.first_seen_at),
         last_seen_at = greatest(u.last_seen_at, excluded.last_seen_at)`)
   },
+  committed: (rows) => knownEndUsers.committed(rows, endUserKey, (t, before) => knownAfter(before, { firstAt: t.at, lastAt: t.at })),
 }
