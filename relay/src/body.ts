@@ -37,18 +37,39 @@ export function cappedStream(body: ReadableStream<Uint8Array>, limit: number, on
   )
 }
 
-/** The whole body, refusing it past `limit` bytes (for bodies the relay must read to rewrite). */
-export async function readCapped(request: Request, declaredLength: number | null, limit: number): Promise<Uint8Array> {
-  // A declared length was already checked against the limit, and the server holds the client to it.
-  if (declaredLength !== null) return new Uint8Array(await request.arrayBuffer())
-  if (!request.body) return new Uint8Array()
+/**
+ * Reads a body of undeclared size up to `limit` bytes. Resolves with the bytes when it ended
+ * within them, else with a stream that replays what was read and continues with the rest.
+ */
+export async function readUpTo(body: ReadableStream<Uint8Array>, limit: number): Promise<{ bytes: Uint8Array; rest?: never } | { rest: ReadableStream<Uint8Array>; bytes?: never }> {
+  const reader = body.getReader()
   const chunks: Uint8Array[] = []
   let size = 0
-  for await (const chunk of request.body) {
-    size += chunk.byteLength
-    if (size > limit) throw tooLarge(limit)
-    chunks.push(chunk)
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) return { bytes: concat(chunks, size) }
+    chunks.push(value)
+    size += value.byteLength
+    if (size > limit) break
   }
+  return {
+    rest: new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          if (chunks.length > 0) return controller.enqueue(chunks.shift()!)
+          const { done, value } = await reader.read()
+          if (done) controller.close()
+          else controller.enqueue(value)
+        },
+        cancel: (reason) => reader.cancel(reason),
+      },
+      { highWaterMark: 0 },
+    ),
+  }
+}
+
+function concat(chunks: Uint8Array[], size: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]
   const out = new Uint8Array(size)
   let offset = 0
   for (const chunk of chunks) {

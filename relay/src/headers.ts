@@ -96,7 +96,7 @@ export function forwardingHeaders(incomingForwardedFor: string | null, clientAdd
  * The request headers for core: the incoming ones without the dropped fields, plus the forwarding
  * fields. `dropAuthorization` when the key moved into the body.
  */
-export function upstreamHeaders(incoming: Headers, client: ClientInfo, proto: string, dropAuthorization: boolean): HeaderList {
+export function upstreamHeaders(incoming: Headers, client: ClientInfo, url: { proto: string; host: string }, dropAuthorization: boolean): HeaderList {
   const connectionNamed = connectionOptions(incoming.get('connection'))
   const list: HeaderList = []
   for (const [name, value] of incoming) {
@@ -104,7 +104,7 @@ export function upstreamHeaders(incoming: Headers, client: ClientInfo, proto: st
     if (dropAuthorization && name === 'authorization') continue
     list.push([name, value])
   }
-  for (const field of forwardingHeaders(incoming.get('x-forwarded-for'), client.address, proto, incoming.get('host'))) list.push(field)
+  for (const field of forwardingHeaders(incoming.get('x-forwarded-for'), client.address, url.proto, incoming.get('host') ?? (url.host || null))) list.push(field)
   return list
 }
 

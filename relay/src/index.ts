@@ -1,7 +1,7 @@
-import { cappedStream, readCapped } from './body'
+import { cappedStream, readUpTo } from './body'
 import { errorResponse, UpstreamError } from './errors'
 import { bearerToken, connectionOptions, isDroppedResponseHeader, KEY_IN_BODY_MAX_BYTES, shouldMoveKey, upstreamHeaders, writeKeyIntoBody, type ClientInfo, type KeyInBody } from './headers'
-import { isForwardedPath, normalizePrefix, splitUrl, underPrefix } from './paths'
+import { isForwardedPath, normalizePrefix, splitUrl, underPrefix, type SplitUrl } from './paths'
 import { serveScript, type ScriptOptions } from './script'
 import { fetchClient } from './upstream/fetch'
 import type { UpstreamClient } from './upstream/types'
@@ -50,6 +50,8 @@ interface PreparedBody {
 
 const NO_BODY: PreparedBody = { body: null, keyMoved: false, overLimit: null }
 
+const QUERY_COMPRESSION = /[?&]compression=/
+
 const numberOrNull = (value: string | null) => (value === null ? null : Number(value))
 
 export function createRelay(options: RelayOptions): Relay {
@@ -65,35 +67,47 @@ export function createRelay(options: RelayOptions): Relay {
   const send = options.client ?? fetchClient()
   const script = options.script ? serveScript(options.script) : null
 
-  /** The body as it goes upstream: small ones read (and given the key), large ones streamed. */
-  async function prepareBody(request: Request, body: ReadableStream<Uint8Array>, contentLength: number | null, search: string): Promise<PreparedBody> {
+  /**
+   * The body as it goes upstream: small ones are read (and may take the key), larger ones stream.
+   * A body of undeclared size is read up to the small size to learn which it is.
+   */
+  async function prepareBody(request: Request, body: ReadableStream<Uint8Array>, declared: number | null, search: string): Promise<PreparedBody> {
     const bearer = bearerToken(request.headers.get('authorization'))
-    const facts = { method: 'POST', contentLength, contentEncoding: request.headers.get('content-encoding'), queryCompression: /[?&]compression=/.test(search), hasBearer: bearer !== null }
-    if (shouldMoveKey(mode, facts)) {
-      const bytes = await readCapped(request, contentLength, maxBodyBytes)
-      const rewritten = writeKeyIntoBody(bytes, bearer!)
-      return { body: rewritten ?? bytes, keyMoved: rewritten !== null, overLimit: null }
+    const facts = { method: 'POST', contentLength: declared, contentEncoding: request.headers.get('content-encoding'), queryCompression: QUERY_COMPRESSION.test(search), hasBearer: bearer !== null }
+    let bytes: Uint8Array
+    if (declared === null) {
+      const mayMove = shouldMoveKey(mode, { ...facts, contentLength: 1 })
+      const first = await readUpTo(body, mayMove && mode === 'always' ? maxBodyBytes : KEY_IN_BODY_MAX_BYTES)
+      if (first.rest) return streamed(first.rest)
+      bytes = first.bytes
+    } else if (declared <= KEY_IN_BODY_MAX_BYTES || shouldMoveKey(mode, facts)) {
+      bytes = new Uint8Array(await request.arrayBuffer())
+    } else {
+      return { body, keyMoved: false, overLimit: null }
     }
-    // Small bodies are read whole: one write upstream instead of a stream's bookkeeping.
-    if (contentLength !== null && contentLength <= KEY_IN_BODY_MAX_BYTES) return { body: new Uint8Array(await request.arrayBuffer()), keyMoved: false, overLimit: null }
-    if (contentLength !== null) return { body, keyMoved: false, overLimit: null }
+    const rewritten = shouldMoveKey(mode, { ...facts, contentLength: bytes.byteLength }) ? writeKeyIntoBody(bytes, bearer!) : null
+    return { body: rewritten ?? bytes, keyMoved: rewritten !== null, overLimit: null }
+  }
+
+  /** A body of undeclared size past the small size: counted as it streams, 413 past the limit. */
+  function streamed(body: ReadableStream<Uint8Array>): PreparedBody {
     const overLimit = { seen: false }
     return { body: cappedStream(body, maxBodyBytes, () => (overLimit.seen = true)), keyMoved: false, overLimit }
   }
 
-  function exchange(request: Request, target: string, proto: string, client: ClientInfo, prepared: PreparedBody): Promise<Response> {
+  function exchange(request: Request, target: string, url: SplitUrl, client: ClientInfo, prepared: PreparedBody): Promise<Response> {
     const { body } = prepared
-    const streamed = body instanceof ReadableStream
+    const isStream = body instanceof ReadableStream
     return send({
       origin,
       target,
       method: request.method,
-      headers: upstreamHeaders(request.headers, client, proto, prepared.keyMoved),
+      headers: upstreamHeaders(request.headers, client, url, prepared.keyMoved),
       body,
-      contentLength: body instanceof Uint8Array ? body.byteLength : streamed ? numberOrNull(request.headers.get('content-length')) : null,
+      contentLength: body instanceof Uint8Array ? body.byteLength : isStream ? numberOrNull(request.headers.get('content-length')) : null,
       // Only a streamed body needs watching: a read body is in core's hands once sent, and core
       // finishes it whether or not the client waits, so the connection is better kept for reuse.
-      signal: streamed ? request.signal : undefined,
+      signal: isStream ? request.signal : undefined,
       timeoutMs,
     }).then(withoutDroppedHeaders, (error) => (prepared.overLimit?.seen ? tooLarge() : gatewayError(error)))
   }
@@ -101,7 +115,8 @@ export function createRelay(options: RelayOptions): Relay {
   const tooLarge = () => errorResponse('payload_too_large', `the body is over the relay's limit of ${maxBodyBytes} bytes`, { connection: 'close' })
 
   const relay = (request: Request, client: ClientInfo = {}): Promise<Response> => {
-    const { path: fullPath, search, proto } = splitUrl(request.url)
+    const url = splitUrl(request.url)
+    const { path: fullPath, search } = url
     const path = underPrefix(fullPath, prefix)
     const method = request.method
     if (path === null) return Promise.resolve(errorResponse('not_found', `no route for ${fullPath}`))
@@ -114,11 +129,11 @@ export function createRelay(options: RelayOptions): Relay {
 
     const target = basePath + path + search
     const body = method === 'POST' ? request.body : null
-    if (!body) return exchange(request, target, proto, client, NO_BODY)
+    if (!body) return exchange(request, target, url, client, NO_BODY)
     const contentLength = numberOrNull(request.headers.get('content-length'))
     if (contentLength !== null && !(contentLength <= maxBodyBytes)) return Promise.resolve(tooLarge())
     return prepareBody(request, body, contentLength, search).then(
-      (prepared) => exchange(request, target, proto, client, prepared),
+      (prepared) => exchange(request, target, url, client, prepared),
       // Reading the client's body failed: over the limit, or the client went away.
       (error) => (error instanceof UpstreamError && error.reason === 'too_large' ? tooLarge() : errorResponse('client_closed_request', 'the client went away')),
     )

@@ -26,6 +26,8 @@ export interface SplitUrl {
   search: string
   /** "http" or "https". */
   proto: string
+  /** The authority ("shop.test:8080"), for requests that carry no Host header. */
+  host: string
 }
 
 /**
@@ -42,7 +44,7 @@ export function splitUrl(url: string): SplitUrl {
   const hashStart = url.indexOf('#', pathStart)
   const end = hashStart === -1 ? url.length : hashStart
   const pathEnd = queryStart === -1 || queryStart > end ? end : queryStart
-  return { path: url.slice(pathStart, pathEnd) || '/', search: url.slice(pathEnd, end), proto }
+  return { path: url.slice(pathStart, pathEnd) || '/', search: url.slice(pathEnd, end), proto, host: url.slice(authorityStart, pathStart) }
 }
 
 /** The path under `prefix` ("/_sl/health" -> "/health"), or null when the path is not under it. */

@@ -43,7 +43,7 @@ export async function startRelay(adapter: AdapterName, options: RelayOptions): P
     }
     case 'elysia': {
       const app = new Elysia().get('/', () => 'the site').use(elysiaRelay(options)).listen({ port: 0, hostname: '127.0.0.1' })
-      return { url: `http://127.0.0.1:${app.server!.port}`, close: () => app.stop(true) }
+      return { url: `http://127.0.0.1:${app.server!.port}`, close: async () => void (await app.stop(true)) }
     }
     case 'node':
       return listenNode(createServer(nodeRelay(options)))
