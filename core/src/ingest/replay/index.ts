@@ -5,19 +5,22 @@ import type { IngestionPlugin } from '../plugin'
 import { clientFacts } from '../sessions/client'
 import { endUsersSink, sessionsSink } from '../sessions/store'
 import { encodeChunk } from './encode'
+import { memoryGuard } from './memory'
 import { ReplayBody } from './model'
-import { readChunk, replayRows } from './service'
+import { eventsOf, readChunk, replayRows } from './service'
 import { replayChunksSink } from './store'
 
 /** Bytes a request holds while queued besides its chunk: its session and end-user touches. */
 const TOUCH_BYTES = 1024
+
+const collectGarbage = memoryGuard({ maxRssBytes: 160 * 1024 * 1024, minIntervalMs: 100 })
 
 export function replayRoutes({ ingestion, writer, locator }: { ingestion: IngestionPlugin; writer: Writer; locator: ClientLocator }) {
   return new Elysia({ prefix: '/api/ingestion' }).use(ingestion).post(
     '/events',
     async ({ body, caller, reply, request, server }) => {
       const receivedAt = Date.now()
-      const chunk = readChunk(body.events)
+      const chunk = readChunk(eventsOf(body.events))
       const encoded = chunk.events.length > 0 ? await encodeChunk(chunk.events) : null
       const client = clientFacts(request, server, locator, body.automaticProperties)
       const rows = replayRows(body, chunk, encoded, caller, client, receivedAt)
@@ -33,6 +36,7 @@ export function replayRoutes({ ingestion, writer, locator }: { ingestion: Ingest
           { sink: endUsersSink, rows: rows.endUsers },
         ],
       })
+      collectGarbage()
       return reply({ accepted: chunk.events.length, dropped: chunk.dropped })
     },
     { body: ReplayBody },

@@ -1,3 +1,4 @@
+import { ApiError } from '../../errors'
 import type { Caller } from '../../http/auth'
 import type { ClientFacts } from '../sessions/client'
 import type { EndUserTouch, SessionTouch } from '../sessions/service'
@@ -32,6 +33,15 @@ export interface ReplayChunk {
   hasFullSnapshot: boolean
   /** `href` of the first meta event: the page the recording starts on. */
   entryUrl: string | null
+}
+
+const MAX_EVENTS = 100_000
+
+/** The body's `events`, which must be an array (see the model). */
+export function eventsOf(events: unknown): unknown[] {
+  if (!Array.isArray(events)) throw new ApiError('validation_failed', '/events: Expected array', { path: '/events' })
+  if (events.length > MAX_EVENTS) throw new ApiError('validation_failed', `/events: Expected at most ${MAX_EVENTS} items`, { path: '/events' })
+  return events
 }
 
 /** Keeps the valid rrweb events of a chunk and reads what the session needs from them. */
