@@ -1,0 +1,46 @@
+import type { Static, TSchema } from '@sinclair/typebox'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import type { ValueError } from '@sinclair/typebox/errors'
+import { Value } from '@sinclair/typebox/value'
+import { ApiError } from '../../errors'
+
+/**
+ * Body validation in the handler, for bodies Elysia's own cannot check well: those that come in two
+ * forms (one item, or a batch under a named array), where a TypeBox union would fail at "/" for any
+ * mistake while checking the form the body chose names the failing field; and multipart uploads.
+ * Unknown fields are dropped and errors answered as Elysia's are (400 `validation_failed`, `path`).
+ */
+export function validator<T extends TSchema>(schema: T): (value: unknown) => Static<T> {
+  const compiled = TypeCompiler.Compile(schema)
+  return (value) => {
+    const cleaned = value !== null && typeof value === 'object' ? Value.Clean(schema, value) : value
+    if (compiled.Check(cleaned)) return cleaned
+    const first = mostSpecific(compiled.Errors(cleaned).First())
+    const path = first?.path || '/'
+    throw new ApiError('validation_failed', `${path}: ${first?.message ?? 'invalid value'}`, { path })
+  }
+}
+
+/**
+ * A union (`[...] | null`) fails as a whole ("Expected union value"); the error of the variant that
+ * got furthest into the value says what is actually wrong, and where.
+ */
+function mostSpecific(error: ValueError | undefined): ValueError | undefined {
+  if (!error?.errors?.length) return error
+  let best = error
+  for (const variant of error.errors) {
+    const inner = mostSpecific(variant.First())
+    if (inner && inner.path.length > best.path.length) best = inner
+  }
+  return best
+}
+
+/** One item or `{..., [batchKey]: [items]}`: the batch form is the one that carries the array. */
+export function singleOrBatch<S extends TSchema, B extends TSchema>(batchKey: string, single: S, batch: B) {
+  const checkSingle = validator(single)
+  const checkBatch = validator(batch)
+  return (body: unknown): { single: Static<S> } | { batch: Static<B> } => {
+    const isBatch = body !== null && typeof body === 'object' && !Array.isArray(body) && batchKey in body
+    return isBatch ? { batch: checkBatch(body) } : { single: checkSingle(body) }
+  }
+}

@@ -1,0 +1,24 @@
+import { Elysia } from 'elysia'
+import type { Writer } from '../../writer'
+import type { IngestionPlugin } from '../plugin'
+import { endUsersSink, sessionsSink } from '../sessions/store'
+import { singleOrBatch } from './forms'
+import { LogBatchBody, LogEntryBody } from './model'
+import { commit } from './rows'
+import { logRows } from './service'
+import { logsSink } from './store'
+
+export function logRoutes({ ingestion, writer }: { ingestion: IngestionPlugin; writer: Writer }) {
+  const parse = singleOrBatch('logs', LogEntryBody, LogBatchBody)
+  return new Elysia({ prefix: '/api/ingestion' }).use(ingestion).post('/logs', async ({ body, caller, reply, request }) => {
+    const form = parse(body)
+    const batch = 'batch' in form ? form.batch : { sessionId: form.single.sessionId, endUserId: form.single.endUserId, logs: [form.single] }
+    const rows = logRows(batch, caller, Date.now())
+    await commit(writer, caller, request, rows.logs.length, [
+      { sink: logsSink, rows: rows.logs },
+      { sink: sessionsSink, rows: rows.sessions },
+      { sink: endUsersSink, rows: rows.endUsers },
+    ])
+    return reply({ accepted: rows.logs.length })
+  })
+}

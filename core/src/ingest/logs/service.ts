@@ -1,0 +1,50 @@
+import type { Caller } from '../../http/auth'
+import type { EndUserTouch, SessionTouch } from '../sessions/service'
+import { clampTimestamp } from '../shared/values'
+import { sessionTouches } from '../presence/touch'
+import type { LogBatchBody } from './model'
+import { contentHash } from './rows'
+import { MESSAGE_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES, truncateUtf8 } from './text'
+
+export interface LogRow {
+  projectId: string
+  contentHash: string
+  sessionId: string
+  endUserId: string | null
+  level: string
+  message: string
+  stack: string | null
+  url: string | null
+  userAgent: string | null
+  timestamp: number
+}
+
+export interface LogRows {
+  logs: LogRow[]
+  sessions: SessionTouch[]
+  endUsers: EndUserTouch[]
+}
+
+/** A batch of log lines as rows; a single entry comes here as a batch of one. */
+export function logRows(body: LogBatchBody, caller: Caller, receivedAt: number): LogRows {
+  const logs = body.logs.map((entry): LogRow => {
+    const sessionId = entry.sessionId ?? body.sessionId
+    const message = truncateUtf8(entry.message, MESSAGE_LIMIT_BYTES)
+    const stack = optionalText(entry.stack, STACK_LIMIT_BYTES)
+    const url = optionalText(entry.url, MESSAGE_LIMIT_BYTES)
+    return {
+      projectId: caller.projectId,
+      // The client's own time, not the clamped one, so that a retry hashes the same.
+      contentHash: contentHash([sessionId, entry.timestampMs, entry.level, message, stack, url]),
+      sessionId,
+      endUserId: entry.endUserId ?? body.endUserId ?? null,
+      level: entry.level,
+      message,
+      stack,
+      url,
+      userAgent: optionalText(entry.userAgent, 1024),
+      timestamp: clampTimestamp(entry.timestampMs, receivedAt),
+    }
+  })
+  return { logs, ...sessionTouches(caller, logs.map((l) => ({ sessionId: l.sessionId, endUserId: l.endUserId, at: l.timestamp }))) }
+}

@@ -1,0 +1,18 @@
+import { sql } from 'drizzle-orm'
+import type { Sink } from '../../writer'
+import { jsonParam } from '../shared/values'
+import { sortedBy } from './rows'
+import type { LogRow } from './service'
+
+/** Log lines; a content hash already stored makes the row a no-op, so a resent batch is stored once. */
+export const logsSink: Sink<LogRow> = {
+  name: 'logs',
+  async write(tx, rows) {
+    await tx.execute(sql`
+      insert into logs (project_id, content_hash, session_id, end_user_id, level, message, stack, url, user_agent, timestamp)
+      select l."projectId", l."contentHash", l."sessionId", l."endUserId", l.level, l.message, l.stack, l.url, l."userAgent", to_timestamp(l.timestamp / 1000.0)
+      from json_to_recordset(${jsonParam(sortedBy(rows, (r) => `${r.projectId}\n${r.contentHash}`))}::json) as l(
+        "projectId" uuid, "contentHash" text, "sessionId" text, "endUserId" text, level text, message text, stack text, url text, "userAgent" text, timestamp float8)
+      on conflict do nothing`)
+  },
+}

@@ -1,0 +1,26 @@
+import { stripNul } from '../shared/values'
+
+/** WIRE.md: log messages over 32 KB are truncated, not rejected. The other free texts follow suit. */
+export const MESSAGE_LIMIT_BYTES = 32 * 1024
+export const STACK_LIMIT_BYTES = 64 * 1024
+const MARK = '…'
+const encoder = new TextEncoder()
+
+/**
+ * At most `limitBytes` of UTF-8, cut on a character boundary and marked with an ellipsis; NUL
+ * characters dropped (see stripNul). Short texts, the common case, are returned as they are.
+ */
+export function truncateUtf8(text: string, limitBytes: number): string {
+  const clean = stripNul(text)
+  // A UTF-16 code unit is at most 3 UTF-8 bytes: most texts are decided without encoding them.
+  if (clean.length * 3 <= limitBytes || encoder.encode(clean).byteLength <= limitBytes) return clean
+  const room = limitBytes - encoder.encode(MARK).byteLength
+  const bytes = encoder.encode(clean).subarray(0, room)
+  // A cut inside a multi-byte character leaves U+FFFD at the end; drop it rather than store it.
+  const cut = new TextDecoder().decode(bytes).replace(/\uFFFD$/, '')
+  return cut + MARK
+}
+
+/** An optional free text, truncated; empty and absent become null. */
+export const optionalText = (text: string | null | undefined, limitBytes: number): string | null =>
+  text ? truncateUtf8(text, limitBytes) || null : null

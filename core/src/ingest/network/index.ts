@@ -1,0 +1,24 @@
+import { Elysia } from 'elysia'
+import type { Writer } from '../../writer'
+import { singleOrBatch } from '../logs/forms'
+import { commit } from '../logs/rows'
+import type { IngestionPlugin } from '../plugin'
+import { endUsersSink, sessionsSink } from '../sessions/store'
+import { NetworkBatchBody, NetworkEntryBody } from './model'
+import { networkRows } from './service'
+import { networkErrorsSink } from './store'
+
+export function networkRoutes({ ingestion, writer }: { ingestion: IngestionPlugin; writer: Writer }) {
+  const parse = singleOrBatch('errors', NetworkEntryBody, NetworkBatchBody)
+  return new Elysia({ prefix: '/api/ingestion' }).use(ingestion).post('/network', async ({ body, caller, reply, request }) => {
+    const form = parse(body)
+    const batch = 'batch' in form ? form.batch : { sessionId: form.single.sessionId, endUserId: form.single.endUserId, errors: [form.single] }
+    const rows = networkRows(batch, caller, Date.now())
+    await commit(writer, caller, request, rows.errors.length, [
+      { sink: networkErrorsSink, rows: rows.errors },
+      { sink: sessionsSink, rows: rows.sessions },
+      { sink: endUsersSink, rows: rows.endUsers },
+    ])
+    return reply({ accepted: rows.errors.length })
+  })
+}

@@ -1,0 +1,61 @@
+import type { Caller } from '../../http/auth'
+import { MESSAGE_LIMIT_BYTES, optionalText, truncateUtf8 } from '../logs/text'
+import { sessionTouches } from '../presence/touch'
+import type { EndUserTouch, SessionTouch } from '../sessions/service'
+import { clampTimestamp } from '../shared/values'
+import type { NetworkBatchBody } from './model'
+
+export interface NetworkErrorRow {
+  projectId: string
+  sessionId: string
+  requestId: string
+  endUserId: string | null
+  url: string
+  method: string
+  status: number | null
+  statusText: string | null
+  durationMs: number | null
+  errorType: string | null
+  errorMessage: string | null
+  errorName: string | null
+  spanName: string | null
+  spanStatus: string | null
+  attributes: Record<string, unknown> | null
+  startTime: number | null
+  timestamp: number
+}
+
+export interface NetworkRows {
+  errors: NetworkErrorRow[]
+  sessions: SessionTouch[]
+  endUsers: EndUserTouch[]
+}
+
+const URL_LIMIT_BYTES = 8 * 1024
+const SHORT_LIMIT_BYTES = 1024
+
+/** Failed or slow requests as rows; a single entry comes here as a batch of one. */
+export function networkRows(body: NetworkBatchBody, caller: Caller, receivedAt: number): NetworkRows {
+  const errors = body.errors.map(
+    (entry): NetworkErrorRow => ({
+      projectId: caller.projectId,
+      sessionId: entry.sessionId ?? body.sessionId,
+      requestId: entry.requestId,
+      endUserId: entry.endUserId ?? body.endUserId ?? null,
+      url: truncateUtf8(entry.url, URL_LIMIT_BYTES),
+      method: entry.method.toUpperCase(),
+      status: entry.status ?? null,
+      statusText: optionalText(entry.statusText, SHORT_LIMIT_BYTES),
+      durationMs: entry.duration ?? null,
+      errorType: optionalText(entry.errorType, SHORT_LIMIT_BYTES),
+      errorMessage: optionalText(entry.errorMessage, MESSAGE_LIMIT_BYTES),
+      errorName: optionalText(entry.errorName, SHORT_LIMIT_BYTES),
+      spanName: optionalText(entry.spanName, SHORT_LIMIT_BYTES),
+      spanStatus: entry.spanStatus ?? null,
+      attributes: entry.attributes ?? null,
+      startTime: entry.startTimeMs == null ? null : clampTimestamp(entry.startTimeMs, receivedAt),
+      timestamp: clampTimestamp(entry.timestampMs, receivedAt),
+    }),
+  )
+  return { errors, ...sessionTouches(caller, errors.map((e) => ({ sessionId: e.sessionId, endUserId: e.endUserId, at: e.timestamp }))) }
+}

@@ -1,0 +1,24 @@
+import { sql } from 'drizzle-orm'
+import type { Sink } from '../../writer'
+import { sortedBy } from '../logs/rows'
+import { jsonParam } from '../shared/values'
+import type { NetworkErrorRow } from './service'
+
+/** Network errors; (session, requestId) already stored makes the row a no-op, so a resend is stored once. */
+export const networkErrorsSink: Sink<NetworkErrorRow> = {
+  name: 'network_errors',
+  async write(tx, rows) {
+    const sorted = sortedBy(rows, (r) => `${r.projectId}\n${r.sessionId}\n${r.requestId}`)
+    await tx.execute(sql`
+      insert into network_errors (project_id, session_id, request_id, end_user_id, url, method, status, status_text, duration_ms,
+        error_type, error_message, error_name, span_name, span_status, attributes, start_time, timestamp)
+      select n."projectId", n."sessionId", n."requestId", n."endUserId", n.url, n.method, n.status, n."statusText", n."durationMs",
+        n."errorType", n."errorMessage", n."errorName", n."spanName", n."spanStatus", n.attributes,
+        to_timestamp(n."startTime" / 1000.0), to_timestamp(n.timestamp / 1000.0)
+      from json_to_recordset(${jsonParam(sorted)}::json) as n(
+        "projectId" uuid, "sessionId" text, "requestId" text, "endUserId" text, url text, method text, status int, "statusText" text,
+        "durationMs" float8, "errorType" text, "errorMessage" text, "errorName" text, "spanName" text, "spanStatus" text,
+        attributes jsonb, "startTime" float8, timestamp float8)
+      on conflict do nothing`)
+  },
+}

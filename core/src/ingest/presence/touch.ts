@@ -1,0 +1,46 @@
+import type { Caller } from '../../http/auth'
+import type { EndUserTouch, SessionTouch } from '../sessions/service'
+
+/** One item of a request seen in a session (a log line, an error report, a heartbeat...). */
+export interface Sighting {
+  sessionId: string
+  endUserId: string | null
+  /** Epoch ms. */
+  at: number
+  windowId?: string
+}
+
+/**
+ * What the items of one request tell about their sessions and end users, one touch each, for the
+ * shared sessions and end-users sinks: sessions and end users are created by the first request
+ * that names them, whichever route it is.
+ */
+export function sessionTouches(caller: Caller, sightings: readonly Sighting[]): { sessions: SessionTouch[]; endUsers: EndUserTouch[] } {
+  const sessions = new Map<string, SessionTouch>()
+  const endUsers = new Map<string, EndUserTouch>()
+  for (const { sessionId, endUserId, at, windowId } of sightings) {
+    const seen = sessions.get(sessionId)
+    if (!seen) {
+      sessions.set(sessionId, {
+        projectId: caller.projectId,
+        sessionId,
+        environment: caller.environment,
+        endUserId,
+        firstAt: at,
+        lastAt: at,
+        ...(windowId && { windowIds: [windowId] }),
+      })
+    } else {
+      seen.firstAt = Math.min(seen.firstAt, at)
+      seen.lastAt = Math.max(seen.lastAt, at)
+      seen.endUserId ??= endUserId
+      if (windowId && !seen.windowIds?.includes(windowId)) seen.windowIds = [...(seen.windowIds ?? []), windowId]
+    }
+    if (endUserId) {
+      const user = endUsers.get(endUserId)
+      if (!user) endUsers.set(endUserId, { projectId: caller.projectId, endUserId, at })
+      else user.at = Math.max(user.at, at)
+    }
+  }
+  return { sessions: [...sessions.values()], endUsers: [...endUsers.values()] }
+}

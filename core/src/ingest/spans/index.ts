@@ -1,0 +1,24 @@
+import { Elysia } from 'elysia'
+import type { Writer } from '../../writer'
+import { commit } from '../logs/rows'
+import type { IngestionPlugin } from '../plugin'
+import { endUsersSink, sessionsSink } from '../sessions/store'
+import { SpanBatchBody } from './model'
+import { spanRows } from './service'
+import { spansSink } from './store'
+
+export function spanRoutes({ ingestion, writer }: { ingestion: IngestionPlugin; writer: Writer }) {
+  return new Elysia({ prefix: '/api/ingestion' }).use(ingestion).post(
+    '/spans/batch',
+    async ({ body, caller, reply, request }) => {
+      const rows = spanRows(body, caller, Date.now())
+      await commit(writer, caller, request, rows.spans.length, [
+        { sink: spansSink, rows: rows.spans },
+        { sink: sessionsSink, rows: rows.sessions },
+        { sink: endUsersSink, rows: rows.endUsers },
+      ])
+      return reply({ accepted: rows.spans.length })
+    },
+    { body: SpanBatchBody },
+  )
+}

@@ -1,0 +1,34 @@
+import { t } from 'elysia'
+import { EpochMs, Id, OptionalEndUserId, Properties } from '../shared/model'
+
+/** W3C trace context ids: lowercase or uppercase hex; all zeros is the "invalid" id. */
+const TraceId = t.String({ pattern: '^(?!0{32})[0-9a-fA-F]{32}$' })
+const SpanId = t.String({ pattern: '^(?!0{16})[0-9a-fA-F]{16}$' })
+
+export const Span = t.Object({
+  traceId: TraceId,
+  spanId: SpanId,
+  /** Absent, null or "" for a root span. */
+  parentSpanId: t.Optional(t.Union([SpanId, t.Literal(''), t.Null()])),
+  name: t.String({ minLength: 1, maxLength: 1024 }),
+  kind: t.Optional(t.Union([t.Literal('internal'), t.Literal('server'), t.Literal('client'), t.Literal('producer'), t.Literal('consumer')])),
+  startTimeMs: EpochMs,
+  endTimeMs: EpochMs,
+  status: t.Optional(
+    t.Object({
+      code: t.Union([t.Literal('unset'), t.Literal('ok'), t.Literal('error')]),
+      message: t.Optional(t.Union([t.String(), t.Null()])),
+    }),
+  ),
+  attributes: Properties,
+  events: t.Optional(t.Array(t.Object({ name: t.String({ maxLength: 1024 }), timeMs: EpochMs, attributes: Properties }), { maxItems: 1000 })),
+})
+
+/** POST /spans/batch. */
+export const SpanBatchBody = t.Object({
+  sessionId: t.Optional(t.Union([Id, t.Null()])),
+  endUserId: OptionalEndUserId,
+  spans: t.Array(Span, { minItems: 1, maxItems: 1000 }),
+})
+
+export type SpanBatchBody = typeof SpanBatchBody.static

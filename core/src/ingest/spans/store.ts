@@ -1,0 +1,23 @@
+import { sql } from 'drizzle-orm'
+import type { Sink } from '../../writer'
+import { sortedBy } from '../logs/rows'
+import { jsonParam } from '../shared/values'
+import type { SpanRow } from './service'
+
+/** Spans; (traceId, spanId) already stored makes the row a no-op, so a resend is stored once. */
+export const spansSink: Sink<SpanRow> = {
+  name: 'spans',
+  async write(tx, rows) {
+    const sorted = sortedBy(rows, (r) => `${r.projectId}\n${r.traceId}\n${r.spanId}`)
+    await tx.execute(sql`
+      insert into spans (project_id, trace_id, span_id, parent_span_id, session_id, end_user_id, name, kind,
+        start_time, end_time, duration_ms, status_code, status_message, attributes, events)
+      select s."projectId", s."traceId", s."spanId", s."parentSpanId", s."sessionId", s."endUserId", s.name, s.kind,
+        to_timestamp(s."startTime" / 1000.0), to_timestamp(s."endTime" / 1000.0), s."durationMs", s."statusCode", s."statusMessage",
+        s.attributes, s.events
+      from json_to_recordset(${jsonParam(sorted)}::json) as s(
+        "projectId" uuid, "traceId" text, "spanId" text, "parentSpanId" text, "sessionId" text, "endUserId" text, name text, kind text,
+        "startTime" float8, "endTime" float8, "durationMs" float8, "statusCode" text, "statusMessage" text, attributes jsonb, events jsonb)
+      on conflict do nothing`)
+  },
+}

@@ -1,0 +1,163 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { startCore, type TestCore } from '../../helpers/core'
+
+let core: TestCore
+beforeAll(async () => {
+  core = await startCore()
+})
+afterAll(() => core.close())
+
+const rows = <T>(query: ReturnType<typeof sql>) => core.database.db.rows<T>(query)
+const expectError = async (res: Response, status: number, code: string, path?: string) => {
+  expect(res.status).toBe(status)
+  const body = await res.json()
+  expect(body).toMatchObject({ success: false, error: { code, message: expect.any(String) } })
+  if (path) expect(body.path).toBe(path)
+}
+
+describe('POST /api/ingestion/network', () => {
+  const failure = (requestId: string, extra: object = {}) => ({
+    requestId,
+    url: 'https://api.shop.example/cart?id=1',
+    method: 'post',
+    status: 503,
+    statusText: 'Service Unavailable',
+    duration: 812.5,
+    timestampMs: Date.now() - 500,
+    sessionId: 'net-1',
+    endUserId: 'user-n',
+    errorType: 'http_error',
+    errorMessage: null,
+    ...extra,
+  })
+
+  test('one entry in the fielded shape, every optional field too', async () => {
+    const startTimeMs = Date.now() - 1400
+    const res = await core.post(
+      '/api/ingestion/network',
+      failure('r-1', { errorName: 'HTTPError', startTimeMs, spanName: 'POST /cart', spanStatus: 'error', attributes: { retry: 2 } }),
+    )
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ success: true, accepted: 1 })
+    const [row] = await rows<Record<string, unknown>>(sql`
+      select request_id, url, method, status, status_text, duration_ms, error_type, error_message, error_name, span_name, span_status, attributes,
+        end_user_id, (extract(epoch from start_time) * 1000)::bigint::text as start
+      from network_errors where session_id = 'net-1'`)
+    expect(row).toEqual({
+      request_id: 'r-1',
+      url: 'https://api.shop.example/cart?id=1',
+      method: 'POST',
+      status: 503,
+      status_text: 'Service Unavailable',
+      duration_ms: 812.5,
+      error_type: 'http_error',
+      error_message: null,
+      error_name: 'HTTPError',
+      span_name: 'POST /cart',
+      span_status: 'error',
+      attributes: { retry: 2 },
+      end_user_id: 'user-n',
+      start: String(startTimeMs),
+    })
+  })
+
+  test('the batch form `{sessionId, errors}`; a network failure without a status; a resend is stored once', async () => {
+    const batch = {
+      sessionId: 'net-2',
+      errors: [failure('r-1', { sessionId: undefined }), failure('r-2', { sessionId: undefined, status: null, statusText: null, errorType: 'network_error', errorMessage: 'Failed to fetch' })],
+    }
+    for (let i = 0; i < 2; i++) expect(await (await core.post('/api/ingestion/network', batch)).json()).toEqual({ success: true, accepted: 2 })
+    const stored = await rows<{ request_id: string; status: number | null; error_message: string | null }>(
+      sql`select request_id, status, error_message from network_errors where session_id = 'net-2' order by request_id`,
+    )
+    expect(stored).toEqual([
+      { request_id: 'r-1', status: 503, error_message: null },
+      { request_id: 'r-2', status: null, error_message: 'Failed to fetch' },
+    ])
+  })
+
+  test.each([
+    [{ ...failure('x'), requestId: undefined }, '/requestId'],
+    [{ ...failure('x'), url: undefined }, '/url'],
+    [{ ...failure('x'), status: 'bad' }, '/status'],
+    [{ ...failure('x'), status: 99999 }, '/status'],
+    [{ ...failure('x'), spanStatus: 'meh' }, '/spanStatus'],
+    [{ ...failure('x'), attributes: 'x' }, '/attributes'],
+    [{ sessionId: 's', errors: [{ ...failure('x'), duration: -1 }] }, '/errors/0/duration'],
+  ])('validation: %j fails at %s', async (body, path) => {
+    await expectError(await core.post('/api/ingestion/network', body), 400, 'validation_failed', path)
+  })
+})
+
+describe('POST /api/ingestion/spans/batch', () => {
+  const traceId = '4bf92f3577b34da6a3ce929d0e0e4736'
+  const span = (spanId: string, extra: object = {}) => ({ traceId, spanId, name: 'GET /cart', startTimeMs: 1_700_000_000_000.25, endTimeMs: 1_700_000_000_120.75, ...extra })
+
+  test('spans with every field, ids stored lowercase, duration computed; a resend is stored once', async () => {
+    const body = {
+      sessionId: 'span-1',
+      endUserId: 'user-s',
+      spans: [
+        span('00F067AA0BA902B7', {
+          kind: 'client',
+          status: { code: 'error', message: 'timeout' },
+          attributes: { 'http.method': 'GET' },
+          events: [{ name: 'retry', timeMs: 1_700_000_000_050, attributes: { n: 1 } }],
+        }),
+        span('00f067aa0ba902b8', { parentSpanId: '00f067aa0ba902b7', name: 'render' }),
+        span('00f067aa0ba902b9', { parentSpanId: '', endTimeMs: 1_700_000_000_000.25 }),
+      ],
+    }
+    for (let i = 0; i < 2; i++) expect(await (await core.post('/api/ingestion/spans/batch', body)).json()).toEqual({ success: true, accepted: 3 })
+    const stored = await rows<Record<string, unknown>>(sql`
+      select span_id, parent_span_id, trace_id, kind, duration_ms, status_code, status_message, attributes, events, session_id, end_user_id
+      from spans where trace_id = ${traceId} order by span_id`)
+    expect(stored).toEqual([
+      {
+        span_id: '00f067aa0ba902b7',
+        parent_span_id: null,
+        trace_id: traceId,
+        kind: 'client',
+        duration_ms: 120.5,
+        status_code: 'error',
+        status_message: 'timeout',
+        attributes: { 'http.method': 'GET' },
+        events: [{ name: 'retry', timeMs: 1_700_000_000_050, attributes: { n: 1 } }],
+        session_id: 'span-1',
+        end_user_id: 'user-s',
+      },
+      expect.objectContaining({ span_id: '00f067aa0ba902b8', parent_span_id: '00f067aa0ba902b7', kind: 'internal', status_code: 'unset' }),
+      expect.objectContaining({ span_id: '00f067aa0ba902b9', parent_span_id: null, duration_ms: 0 }),
+    ])
+    expect(await rows(sql`select 1 from sessions where session_id = 'span-1'`)).toHaveLength(1)
+  })
+
+  test('spans without a session are stored without one', async () => {
+    const res = await core.post('/api/ingestion/spans/batch', { spans: [span('1111111111111111', { traceId: 'a'.repeat(32) })] })
+    expect(res.status).toBe(200)
+    expect(await rows(sql`select session_id from spans where trace_id = ${'a'.repeat(32)}`)).toEqual([{ session_id: null }])
+  })
+
+  test.each([
+    [{ spans: [span('00f067aa0ba902b7', { traceId: 'xyz' })] }, '/spans/0/traceId'],
+    [{ spans: [span('00f067aa0ba902b7', { traceId: '0'.repeat(32) })] }, '/spans/0/traceId'],
+    [{ spans: [span('00f067aa0ba902b7', { traceId: traceId + 'a' })] }, '/spans/0/traceId'],
+    [{ spans: [span('00f067aa0ba902b')] }, '/spans/0/spanId'],
+    [{ spans: [span('0000000000000000')] }, '/spans/0/spanId'],
+    [{ spans: [span('00f067aa0ba902b7', { parentSpanId: 'nope' })] }, '/spans/0/parentSpanId'],
+    [{ spans: [span('00f067aa0ba902b7'), span('00f067aa0ba902b8', { endTimeMs: 1 })] }, '/spans/1/endTimeMs'],
+    [{ spans: [span('00f067aa0ba902b7', { kind: 'weird' })] }, '/spans/0/kind'],
+    [{ spans: [span('00f067aa0ba902b7', { status: { code: 'bad' } })] }, '/spans/0/status/code'],
+    [{ spans: [span('00f067aa0ba902b7', { name: '' })] }, '/spans/0/name'],
+    [{ spans: [] }, '/spans'],
+    [{ sessionId: 's' }, '/spans'],
+  ])('validation: %j fails at %s', async (body, path) => {
+    await expectError(await core.post('/api/ingestion/spans/batch', body), 400, 'validation_failed', path)
+  })
+
+  test('a refused batch stores none of its spans', async () => {
+    await core.post('/api/ingestion/spans/batch', { spans: [span('2222222222222222', { traceId: 'b'.repeat(32) }), span('3333333333333333', { endTimeMs: 0 })] })
+    expect(await rows(sql`select 1 from spans where trace_id = ${'b'.repeat(32)}`)).toHaveLength(0)
+  })
+})
