@@ -1,0 +1,52 @@
+import type { Caller } from '../../http/auth'
+import { optionalText } from '../logs/text'
+import type { EndUserTouch, SessionTouch } from '../sessions/service'
+import type { HeartbeatBody, SessionEndBody } from './model'
+import { sessionTouches } from './touch'
+
+/** A session is live while any of its windows has beaten within this many seconds. */
+export const LIVE_WINDOW_SECONDS = 90
+/** How long a dashboard viewer counts as watching after registering, unless it renews. */
+export const LIVE_VIEWER_TTL_SECONDS = 60
+
+/** A window's heartbeat, or its goodbye. */
+export interface PresenceChange {
+  projectId: string
+  sessionId: string
+  /** '' for a tracker that does not tell its windows apart. */
+  windowId: string
+  endUserId: string | null
+  url: string | null
+  kind: 'beat' | 'end'
+}
+
+export interface PresenceRows {
+  presence: PresenceChange[]
+  sessions: SessionTouch[]
+  endUsers: EndUserTouch[]
+}
+
+export function presenceRows(body: HeartbeatBody | SessionEndBody, kind: PresenceChange['kind'], caller: Caller, receivedAt: number): PresenceRows {
+  const windowId = body.windowId ?? ''
+  const endUserId = body.endUserId ?? null
+  const url = 'url' in body ? optionalText(body.url, 8 * 1024) : null
+  return {
+    presence: [{ projectId: caller.projectId, sessionId: body.sessionId, windowId, endUserId, url, kind }],
+    ...sessionTouches(caller, [{ sessionId: body.sessionId, endUserId, at: receivedAt, windowId: windowId || undefined }]),
+  }
+}
+
+const windowKey = (c: PresenceChange) => `${c.projectId}\n${c.sessionId}\n${c.windowId}`
+
+/**
+ * What a commit's changes leave per window: the last one that arrived wins (a heartbeat and the
+ * goodbye of the same window can share a commit). Sorted, so that commits lock rows in one order.
+ */
+export function lastChangePerWindow(changes: readonly PresenceChange[]): PresenceChange[] {
+  const last = new Map<string, PresenceChange>()
+  for (const change of changes) {
+    const seen = last.get(windowKey(change))
+    last.set(windowKey(change), { ...change, endUserId: change.endUserId ?? seen?.endUserId ?? null, url: change.url ?? seen?.url ?? null })
+  }
+  return [...last.values()].sort((a, b) => (windowKey(a) < windowKey(b) ? -1 : 1))
+}

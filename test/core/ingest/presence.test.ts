@@ -1,0 +1,241 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { hasLiveViewer, liveSessions, liveWindows, registerLiveViewer, unregisterLiveViewer } from '@sightline/core/ingest/presence/store'
+import { lastChangePerWindow, presenceRows, type PresenceChange } from '@sightline/core/ingest/presence/service'
+import { presenceSink } from '@sightline/core/ingest/presence/store'
+import { endUsersSink, sessionsSink } from '@sightline/core/ingest/sessions/store'
+import type { Orm } from '@sightline/core/db'
+import { createProject } from '@sightline/core/projects/service'
+import { startCore, type TestCore } from '../../helpers/core'
+import { createTestDatabase, engine, type TestDatabase } from '../../helpers/database'
+import { spawnCore, type CoreProcess } from '../../helpers/process'
+
+let core: TestCore
+beforeAll(async () => {
+  core = await startCore()
+})
+afterAll(() => core.close())
+
+const db = () => core.database.db
+const projectId = () => core.project.projectId
+const beat = (sessionId: string, windowId?: string, extra: object = {}) => core.post('/api/ingestion/heartbeat', { sessionId, windowId, ...extra })
+const end = (sessionId: string, windowId?: string) => core.post('/api/ingestion/session-end', { sessionId, windowId })
+const windowsOf = async (sessionId: string) => (await liveWindows(db(), projectId(), sessionId)).map((w) => w.windowId)
+const endedAt = async (sessionId: string) =>
+  (await db().rows<{ ended_at: unknown }>(sql`select ended_at from sessions where session_id = ${sessionId}`))[0]?.ended_at ?? null
+/** Moves a window's last beat into the past, as if that much time had gone by without one. */
+const age = (sessionId: string, windowId: string, seconds: number) =>
+  db().rows(sql`update presence set last_seen_at = last_seen_at - make_interval(secs => ${seconds}) where session_id = ${sessionId} and window_id = ${windowId}`)
+
+describe('heartbeat and session-end', () => {
+  test('a heartbeat creates the session and marks its window live; the answer says whether a viewer watches', async () => {
+    const res = await beat('p-1', 'w-1', { endUserId: 'user-p', url: 'https://shop.example/cart' })
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ success: true, liveViewer: false })
+    const [window] = await liveWindows(db(), projectId(), 'p-1')
+    expect(window).toMatchObject({ windowId: 'w-1', url: 'https://shop.example/cart' })
+    expect(await db().rows(sql`select end_user_id from sessions where session_id = 'p-1'`)).toEqual([{ end_user_id: 'user-p' }])
+    expect(await liveSessions(db(), projectId())).toContain('p-1')
+  })
+
+  test('several windows: live while any beats; the last goodbye ends the session; a new beat revives it', async () => {
+    await beat('p-2', 'w-a')
+    await beat('p-2', 'w-b')
+    expect(await windowsOf('p-2')).toEqual(['w-a', 'w-b'])
+
+    const first = await end('p-2', 'w-a')
+    expect(await first.json()).toEqual({ success: true })
+    expect(await windowsOf('p-2')).toEqual(['w-b'])
+    expect(await endedAt('p-2')).toBeNull()
+
+    await end('p-2', 'w-b')
+    expect(await windowsOf('p-2')).toEqual([])
+    expect(await liveSessions(db(), projectId())).not.toContain('p-2')
+    const ended = await endedAt('p-2')
+    expect(ended).not.toBeNull()
+
+    // A repeated goodbye keeps the first end time.
+    await end('p-2', 'w-b')
+    expect(await endedAt('p-2')).toEqual(ended)
+
+    // Back from the back/forward cache: live again, no longer ended.
+    await beat('p-2', 'w-a')
+    expect(await windowsOf('p-2')).toEqual(['w-a'])
+    expect(await endedAt('p-2')).toBeNull()
+  })
+
+  test('a window silent for more than 90 s no longer counts; a tracker without window ids has one window', async () => {
+    await beat('p-3', 'w-1')
+    await beat('p-3', 'w-2')
+    await age('p-3', 'w-1', 91)
+    expect(await windowsOf('p-3')).toEqual(['w-2'])
+    await age('p-3', 'w-2', 89)
+    expect(await windowsOf('p-3')).toEqual(['w-2'])
+    // The goodbye of the last live window ends the session although a silent one never said goodbye.
+    await end('p-3', 'w-2')
+    expect(await endedAt('p-3')).not.toBeNull()
+    expect(await db().rows(sql`select window_id from presence where session_id = 'p-3'`)).toEqual([])
+
+    await beat('p-4')
+    expect(await windowsOf('p-4')).toEqual([''])
+    await end('p-4')
+    expect(await windowsOf('p-4')).toEqual([])
+  })
+
+  test('liveViewer: true while a viewer is registered, false once it leaves or its registration lapses', async () => {
+    await beat('p-5', 'w')
+    expect(await registerLiveViewer(db(), projectId(), 'p-5')).toBe(true)
+    expect(await (await beat('p-5', 'w')).json()).toEqual({ success: true, liveViewer: true })
+    expect(await hasLiveViewer(db(), projectId(), 'p-5')).toBe(true)
+    await unregisterLiveViewer(db(), projectId(), 'p-5')
+    expect(await (await beat('p-5', 'w')).json()).toEqual({ success: true, liveViewer: false })
+
+    expect(await registerLiveViewer(db(), projectId(), 'p-5', 0.5)).toBe(true)
+    expect(await (await beat('p-5', 'w')).json()).toMatchObject({ liveViewer: true })
+    await Bun.sleep(700)
+    expect(await (await beat('p-5', 'w')).json()).toMatchObject({ liveViewer: false })
+
+    expect(await registerLiveViewer(db(), projectId(), 'no-such-session')).toBe(false)
+    // Another project's viewer of a session with the same id is not this one's.
+    const other = await createProject(db().orm, { name: 'other' })
+    await db().rows(sql`insert into sessions (project_id, session_id, environment, started_at, last_activity_at) values (${other.projectId}, 'p-6', 'production', now(), now())`)
+    await registerLiveViewer(db(), other.projectId, 'p-6')
+    expect(await (await beat('p-6', 'w')).json()).toMatchObject({ liveViewer: false })
+  })
+
+  test('beacons: text/plain with the key in the body', async () => {
+    const res = await core.request('/api/ingestion/session-end', {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain;charset=UTF-8' },
+      body: JSON.stringify({ apiKey: core.key, sessionId: 'p-7', windowId: 'w' }),
+    })
+    expect(res.status).toBe(200)
+    expect(await endedAt('p-7')).not.toBeNull()
+  })
+
+  test('within one commit, the last change of a window wins', () => {
+    const change = (kind: PresenceChange['kind'], windowId = 'w'): PresenceChange => ({ projectId: 'p', sessionId: 's', windowId, endUserId: null, url: null, kind })
+    expect(lastChangePerWindow([change('beat'), change('end')]).map((c) => c.kind)).toEqual(['end'])
+    expect(lastChangePerWindow([change('end'), change('beat'), change('beat', 'v')]).map((c) => `${c.windowId}:${c.kind}`)).toEqual(['v:beat', 'w:beat'])
+  })
+
+  test.each([
+    ['/api/ingestion/heartbeat', {}, '/sessionId'],
+    ['/api/ingestion/heartbeat', { sessionId: 's', windowId: 'has space' }, '/windowId'],
+    ['/api/ingestion/heartbeat', { sessionId: 's', url: 5 }, '/url'],
+    ['/api/ingestion/session-end', { sessionId: 7 }, '/sessionId'],
+    ['/api/ingestion/session-end', { sessionId: 's', endUserId: 'x'.repeat(129) }, '/endUserId'],
+  ])('validation: %s %j fails at %s', async (path, body, at) => {
+    const res = await core.post(path, body)
+    expect(res.status).toBe(400)
+    expect(await res.json()).toMatchObject({ success: false, error: { code: 'validation_failed' }, path: at })
+  })
+
+  test('no key, a wrong key', async () => {
+    const none = await core.post('/api/ingestion/heartbeat', { sessionId: 's' }, { key: null })
+    expect(await none.json()).toMatchObject({ error: { code: 'missing_api_key' } })
+    const wrong = await core.post('/api/ingestion/session-end', { sessionId: 's', apiKey: 'sl_dev_nope' }, { key: null })
+    expect(wrong.status).toBe(401)
+    expect(await wrong.json()).toMatchObject({ error: { code: 'invalid_api_key' } })
+  })
+})
+
+/**
+ * Several core processes on one database. On Postgres: two real core processes; the embedded
+ * database takes one process at a time, so there: two cores in this process sharing it.
+ */
+describe('presence across cores', () => {
+  let shared: TestDatabase
+  let key: string
+  let sharedProject: string
+  const cores: { post(path: string, body: object): Promise<Response>; stop(): Promise<void> }[] = []
+
+  beforeAll(async () => {
+    shared = await createTestDatabase()
+    const project = await createProject(shared.db.orm, { name: 'presence' })
+    key = project.keys.production
+    sharedProject = project.projectId
+    for (let i = 0; i < 2; i++) {
+      if (engine === 'postgres') {
+        const proc: CoreProcess = await spawnCore({ DATABASE_URL: shared.url! })
+        cores.push({
+          post: (path, body) => fetch(`${proc.url}${path}`, { method: 'POST', body: JSON.stringify({ ...body, apiKey: key }) }),
+          stop: () => proc.stop(),
+        })
+      } else {
+        const inProcess = await startCore({ database: shared })
+        cores.push({ post: (path, body) => inProcess.post(path, body, { key }), stop: () => inProcess.close() })
+      }
+    }
+  })
+  afterAll(async () => {
+    await Promise.all(cores.map((c) => c.stop()))
+    await shared.close()
+  })
+
+  test('windows beating through different cores make one live session; a viewer registered anywhere is seen everywhere', async () => {
+    const [a, b] = cores
+    expect((await a.post('/api/ingestion/heartbeat', { sessionId: 'x-1', windowId: 'w-a' })).status).toBe(200)
+    expect((await b.post('/api/ingestion/heartbeat', { sessionId: 'x-1', windowId: 'w-b' })).status).toBe(200)
+    expect((await liveWindows(shared.db, sharedProject, 'x-1')).map((w) => w.windowId)).toEqual(['w-a', 'w-b'])
+
+    await registerLiveViewer(shared.db, sharedProject, 'x-1')
+    expect(await (await a.post('/api/ingestion/heartbeat', { sessionId: 'x-1', windowId: 'w-a' })).json()).toEqual({ success: true, liveViewer: true })
+    expect(await (await b.post('/api/ingestion/heartbeat', { sessionId: 'x-1', windowId: 'w-b' })).json()).toEqual({ success: true, liveViewer: true })
+
+    await b.post('/api/ingestion/session-end', { sessionId: 'x-1', windowId: 'w-a' })
+    expect((await liveWindows(shared.db, sharedProject, 'x-1')).map((w) => w.windowId)).toEqual(['w-b'])
+    await a.post('/api/ingestion/session-end', { sessionId: 'x-1', windowId: 'w-b' })
+    expect(await liveSessions(shared.db, sharedProject)).not.toContain('x-1')
+  })
+
+  test('the last two windows leaving at the same moment through two cores: the session ends', async () => {
+    const sessions = Array.from({ length: 60 }, (_, i) => `race-${i}`)
+    await Promise.all(sessions.flatMap((s) => cores.map((c, i) => c.post('/api/ingestion/heartbeat', { sessionId: s, windowId: `w-${i}` }))))
+    expect((await liveSessions(shared.db, sharedProject)).filter((s) => s.startsWith('race-')).sort()).toEqual([...sessions].sort())
+
+    // Session by session, both goodbyes at once, one through each core.
+    for (const s of sessions) {
+      const answers = await Promise.all(cores.map((c, i) => c.post('/api/ingestion/session-end', { sessionId: s, windowId: `w-${i}` })))
+      expect(answers.map((r) => r.status)).toEqual([200, 200])
+    }
+    const rows = await shared.db.rows<{ session_id: string; ended: boolean }>(
+      sql`select session_id, ended_at is not null as ended from sessions where session_id like 'race-%' order by session_id`,
+    )
+    expect(rows.filter((r) => !r.ended)).toEqual([])
+    expect(rows).toHaveLength(sessions.length)
+    expect(await shared.db.rows(sql`select 1 from presence where session_id like 'race-%'`)).toEqual([])
+  })
+
+  test('the last two goodbyes in overlapping commits, step by step: the second waits for the first, then ends the session', async () => {
+    // Both commits run the sinks in the writer's order (by name). The first stops just before its
+    // commit; the second must not decide "a window is still live" from the first's uncommitted state.
+    const caller = { projectId: sharedProject, environment: 'production', monthlyLimit: null }
+    const sinksInOrder = [presenceSink, sessionsSink].sort((a, b) => (a.name < b.name ? -1 : 1))
+    const run = (tx: Orm, kind: 'beat' | 'end', windowId: string) => {
+      const rows = presenceRows({ sessionId: 'step-1', windowId }, kind, caller, Date.now())
+      return sinksInOrder.reduce<Promise<void>>(
+        (done, sink) => done.then(() => (sink === presenceSink ? presenceSink.write(tx, rows.presence) : sessionsSink.write(tx, rows.sessions))),
+        Promise.resolve(),
+      )
+    }
+    await shared.db.orm.transaction((tx) => run(tx, 'beat', 'w-a'))
+    await shared.db.orm.transaction((tx) => run(tx, 'beat', 'w-b'))
+
+    let commitFirst!: () => void
+    const firstMayCommit = new Promise<void>((resolve) => (commitFirst = resolve))
+    let firstReady!: () => void
+    const firstAtCommit = new Promise<void>((resolve) => (firstReady = resolve))
+    const first = shared.db.orm.transaction(async (tx) => {
+      await run(tx, 'end', 'w-a')
+      firstReady()
+      await firstMayCommit
+    })
+    await firstAtCommit
+    const second = shared.db.orm.transaction((tx) => run(tx, 'end', 'w-b'))
+    await Bun.sleep(150)
+    commitFirst()
+    await Promise.all([first, second])
+    expect(await shared.db.rows(sql`select ended_at is not null as ended from sessions where project_id = ${sharedProject} and session_id = 'step-1'`)).toEqual([{ ended: true }])
+  })
+})
