@@ -1,0 +1,140 @@
+import { createHash } from 'node:crypto'
+
+/**
+ * Grouping of error reports into Issues. Whatever varies between two sightings of the same bug is
+ * left out: release hashes in file names, query strings, hosts, line and column numbers, engine
+ * differences in how function names are written, numbers and ids in messages.
+ */
+
+/** The parts of a frame that grouping reads: after symbolication, the original ones. */
+export interface GroupingFrame {
+  file: string
+  function: string
+  inApp: boolean
+  /** The file is the served (generated) one, not a source file a source map led to. */
+  generated: boolean
+  /** The function name can be trusted across releases: from a source map, or from unminified code. */
+  readable: boolean
+}
+
+const NOT_APP = [
+  /\/node_modules\//,
+  /^(?:chrome|moz|safari|safari-web|ms-browser)-extension:/,
+  /^webkit-masked-url:/,
+  /^(?:node|bun|native|internal)(?::|\/|$)/,
+  /^\[native code\]$/,
+  /^<anonymous>$/,
+  /^(?:index \d+|native|unknown)$/,
+]
+
+/** Frames of the product's own code; the browser's, extensions' and dependencies' are not. */
+export const isInApp = (file: string): boolean => file !== '' && !NOT_APP.some((pattern) => pattern.test(file))
+
+/**
+ * A build hash rather than a name: hex of 8+ (`3f2a1b9c`), letters and digits of 8+ (`hctsbpa5`), or
+ * Rollup's 8 characters of mixed case (`DiwrgTda`). Only generated files are read this way: a
+ * source file may well be called `UserProfile`.
+ */
+const looksLikeHash = (token: string): boolean =>
+  /^[A-Za-z0-9_]{8,}$/.test(token) &&
+  (/^[0-9a-f]+$/i.test(token) || (/\d/.test(token) && /[A-Za-z]/.test(token)) || (token.length === 8 && /[a-z]/.test(token) && /[A-Z]/.test(token)))
+
+const isVersion = (segment: string) => /^v?\d+(?:\.\d+)+(?:[-+][\w.]+)?$/.test(segment)
+
+const withoutHashes = (part: string) =>
+  part
+    .split('-')
+    .filter((token) => !looksLikeHash(token) && !/^\d+$/.test(token))
+    .join('-')
+
+/**
+ * A file as grouping sees it: no scheme, host, query or fragment; no leading `./` or `../`; no
+ * bundler prefix (`webpack://app/`). For a generated (served) file, build hashes and version
+ * directories are dropped too, so that `https://cdn.example/v1.4.2/assets/app.3f2a1b9c.js?x=1`
+ * and `/assets/app.77e0d1aa.js` agree.
+ */
+export function normalizeFile(file: string, generated: boolean): string {
+  let path = file.replace(/[?#].*$/, '')
+  path = path.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '').replace(/^[a-z][a-z0-9+.-]*:/i, '')
+  const segments = path.split('/').filter((s) => s !== '' && s !== '.' && s !== '..' && s !== '~')
+  if (!generated) return segments.join('/')
+  const name = (segments.pop() ?? '')
+    .split('.')
+    .map((part, i, parts) => (i === parts.length - 1 ? part : withoutHashes(part)))
+    .filter(Boolean)
+    .join('.')
+  return [...segments.filter((s) => !isVersion(s) && !looksLikeHash(s)), name].join('/')
+}
+
+/**
+ * A function name as grouping sees it, the same from every engine: V8's `Cart.total`,
+ * `async Cart.total`, `new Cart` and `Object.<anonymous>`; Firefox's `total/<` (anonymous inside
+ * total) and `outer/inner`; Safari's `global code`.
+ */
+export function normalizeFunction(name: string): string {
+  let fn = name.trim().replace(/^(?:async|new)\s+/, '').replace(/\s*\[as [^\]]*\]$/, '')
+  if (/^(?:global|eval|module) code$/.test(fn) || fn === '<anonymous>' || fn.endsWith('<')) return ''
+  fn = fn.split('/').filter(Boolean).pop() ?? ''
+  fn = fn.split('.').filter(Boolean).pop() ?? ''
+  return fn === '<anonymous>' ? '' : fn.replace(/[<>*]/g, '')
+}
+
+/** Numbers, hex ids, UUIDs, URLs and e-mail addresses masked, so one message template stays one group. */
+export function maskMessage(message: string): string {
+  return message
+    .slice(0, 2048)
+    .replace(/\b[a-z][a-z0-9+.-]*:\/\/\S+/gi, '<url>')
+    .replace(/[\w.+-]+@[\w-]+(?:\.[\w-]+)+/g, '<email>')
+    .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, '<uuid>')
+    .replace(/\b(?=[0-9a-f]*\d)[0-9a-f]{8,}\b/gi, '<hex>')
+    .replace(/\d+(?:\.\d+)?/g, '<n>')
+    .trim()
+}
+
+export interface FingerprintInput {
+  name: string
+  message: string
+  frames: readonly GroupingFrame[]
+  /** The client's own fingerprint; `{{ default }}` in it stands for the one computed here. */
+  clientFingerprint?: readonly string[] | null
+}
+
+/**
+ * The grouping key of a report, as the parts it was made of.
+ *
+ * Only the innermost in-app frame takes part: Safari runs strict-mode code with proper tail calls,
+ * so a function that ends in `return next(x)` is missing from its stacks while Chrome and Firefox
+ * show it; a deeper prefix of the stack would split one bug into an Issue per engine. When even
+ * that frame is unreadable (minified, no source map), the file alone is too coarse, so the masked
+ * message joins it.
+ */
+export function fingerprintParts({ name, message, frames, clientFingerprint }: FingerprintInput): string[] {
+  const computed = defaultParts(name, message, frames)
+  if (!clientFingerprint?.length) return computed
+  return ['client', ...clientFingerprint.flatMap((part) => (/^\{\{\s*default\s*\}\}$/.test(part) ? computed : [part]))]
+}
+
+function defaultParts(name: string, message: string, frames: readonly GroupingFrame[]): string[] {
+  const errorName = name.trim() || 'Error'
+  const top = frames.find((frame) => frame.inApp)
+  if (!top) return ['message', errorName, maskMessage(message)]
+  const file = normalizeFile(top.file, top.generated)
+  const fn = top.readable ? normalizeFunction(top.function) : ''
+  return fn ? ['stack', errorName, fn, file] : ['stack', errorName, file, maskMessage(message)]
+}
+
+/** The fingerprint as stored: a hash, so that any length of parts indexes the same. */
+export const fingerprintOf = (parts: readonly string[]): string => createHash('sha256').update(JSON.stringify(parts)).digest('hex')
+
+/**
+ * The Issue's id follows from project and fingerprint (a name-based UUID, RFC 9562 version 5
+ * layout), so every process computes the same one without asking the database, and a report's
+ * answer can name its Issue before the commit that creates it.
+ */
+export function issueIdOf(projectId: string, fingerprint: string): string {
+  const hash = createHash('sha1').update(`${projectId.toLowerCase()}\n${fingerprint}`).digest()
+  hash[6] = (hash[6] & 0x0f) | 0x50
+  hash[8] = (hash[8] & 0x3f) | 0x80
+  const hex = hash.subarray(0, 16).toString('hex')
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+}

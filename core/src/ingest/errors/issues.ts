@@ -1,0 +1,65 @@
+import { sortedBy } from '../logs/rows'
+import type { OccurrenceRow } from './service'
+
+/** What newly stored occurrences add to one Issue. */
+export interface IssueDelta {
+  projectId: string
+  issueId: string
+  fingerprint: string
+  /** Title, culprit and level of the latest occurrence. */
+  title: string
+  culprit: string | null
+  level: string
+  firstAt: number
+  lastAt: number
+  count: number
+  firstRelease: string | null
+  lastRelease: string | null
+}
+
+const issueKey = (r: { projectId: string; fingerprint: string }) => `${r.projectId}\n${r.fingerprint}`
+
+/** One delta per Issue, in fingerprint order (the order commits lock Issues in). */
+export function issueDeltas(occurrences: readonly OccurrenceRow[]): IssueDelta[] {
+  const deltas = new Map<string, IssueDelta>()
+  for (const o of occurrences) {
+    const seen = deltas.get(issueKey(o))
+    if (!seen) {
+      deltas.set(issueKey(o), {
+        projectId: o.projectId,
+        issueId: o.issueId,
+        fingerprint: o.fingerprint,
+        title: o.title,
+        culprit: o.culprit,
+        level: o.level,
+        firstAt: o.timestamp,
+        lastAt: o.timestamp,
+        count: 1,
+        firstRelease: o.release,
+        lastRelease: o.release,
+      })
+      continue
+    }
+    seen.count++
+    if (o.timestamp < seen.firstAt || (seen.firstRelease === null && o.timestamp === seen.firstAt)) {
+      seen.firstAt = o.timestamp
+      seen.firstRelease = o.release ?? seen.firstRelease
+    }
+    if (o.timestamp >= seen.lastAt) {
+      Object.assign(seen, { lastAt: o.timestamp, title: o.title, culprit: o.culprit ?? seen.culprit, level: o.level, lastRelease: o.release ?? seen.lastRelease })
+    }
+  }
+  return sortedBy([...deltas.values()], issueKey)
+}
+
+/** The (Issue, end user) pairs of the occurrences, each once with its earliest time, in key order. */
+export function issueUsers(occurrences: readonly OccurrenceRow[]): { projectId: string; issueId: string; endUserId: string; at: number }[] {
+  const pairs = new Map<string, { projectId: string; issueId: string; endUserId: string; at: number }>()
+  for (const o of occurrences) {
+    if (!o.endUserId) continue
+    const key = `${o.projectId}\n${o.issueId}\n${o.endUserId}`
+    const seen = pairs.get(key)
+    if (!seen || o.timestamp < seen.at) pairs.set(key, { projectId: o.projectId, issueId: o.issueId, endUserId: o.endUserId, at: o.timestamp })
+  }
+  return sortedBy([...pairs.values()], (p) => `${p.projectId}\n${p.issueId}\n${p.endUserId}`)
+}

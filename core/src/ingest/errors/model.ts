@@ -1,0 +1,49 @@
+import { t } from 'elysia'
+import { EpochMs, Id, OptionalEndUserId, Properties, Uuid } from '../shared/model'
+import { Release } from '../sourcemaps/model'
+
+const OptionalText = t.Optional(t.Union([t.String(), t.Null()]))
+const Position = t.Optional(t.Union([t.Integer({ minimum: 0, maximum: 2 ** 31 - 1 }), t.Null()]))
+
+/** A ready frame, innermost first as in `stack`; `inApp` and `debugId` are optional hints. */
+export const ReportFrame = t.Object({
+  filename: t.String({ maxLength: 4096 }),
+  function: t.Optional(t.Union([t.String({ maxLength: 1024 }), t.Null()])),
+  lineno: Position,
+  colno: Position,
+  inApp: t.Optional(t.Boolean()),
+  debugId: t.Optional(t.String({ maxLength: 64 })),
+})
+
+const reportFields = {
+  endUserId: OptionalEndUserId,
+  name: t.String({ maxLength: 1024 }),
+  message: t.String(),
+  stack: OptionalText,
+  frames: t.Optional(t.Union([t.Array(ReportFrame, { maxItems: 500 }), t.Null()])),
+  url: OptionalText,
+  timestampMs: EpochMs,
+  release: t.Optional(t.Union([Release, t.Null()])),
+  level: t.Optional(t.Union([t.Literal('error'), t.Literal('warning'), t.Literal('fatal')])),
+  handled: t.Optional(t.Union([t.Boolean(), t.Null()])),
+  fingerprint: t.Optional(t.Union([t.Array(t.String({ minLength: 1, maxLength: 512 }), { maxItems: 32 }), t.Null()])),
+  context: Properties,
+  /** The client's id of this occurrence: with it a resend is stored once whatever else changed. */
+  uuid: t.Optional(Uuid),
+  /** Script URL -> debug id of the build it came from, for scripts whose maps carry one. */
+  debugIds: t.Optional(t.Record(t.String(), t.String({ maxLength: 64 }))),
+}
+
+/** POST /errors, one report. */
+export const ErrorReportBody = t.Object({ ...reportFields, sessionId: Id })
+
+/** POST /errors, a batch: reports may name their own session and end user, else the batch's. */
+export const ErrorBatchBody = t.Object({
+  sessionId: Id,
+  endUserId: OptionalEndUserId,
+  errors: t.Array(t.Object({ ...reportFields, sessionId: t.Optional(Id) }), { minItems: 1, maxItems: 100 }),
+})
+
+export type ErrorReportBody = typeof ErrorReportBody.static
+export type ErrorBatchBody = typeof ErrorBatchBody.static
+export type ErrorReport = ErrorBatchBody['errors'][number]

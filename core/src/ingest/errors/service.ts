@@ -1,0 +1,116 @@
+import type { Caller } from '../../http/auth'
+import { contentHash } from '../logs/rows'
+import { MESSAGE_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES, truncateUtf8 } from '../logs/text'
+import { sessionTouches } from '../presence/touch'
+import type { EndUserTouch, SessionTouch } from '../sessions/service'
+import { clampTimestamp } from '../shared/values'
+import { normalizeDebugId } from '../sourcemaps/service'
+import { fingerprintOf, fingerprintParts, isInApp, issueIdOf, normalizeFile, normalizeFunction, type GroupingFrame } from './fingerprint'
+import type { ErrorBatchBody, ErrorReport } from './model'
+import { MAX_FRAMES, parseStack } from './stack'
+import type { Frame, ReportedFrame } from './symbolicate'
+
+/** A frame as stored with its occurrence. */
+export interface StoredFrame extends Frame {
+  inApp: boolean
+}
+
+/** One occurrence, with what its Issue needs. */
+export interface OccurrenceRow {
+  projectId: string
+  contentHash: string
+  issueId: string
+  fingerprint: string
+  title: string
+  culprit: string | null
+  sessionId: string
+  endUserId: string | null
+  name: string
+  message: string
+  stack: string | null
+  frames: StoredFrame[]
+  url: string | null
+  level: string
+  handled: boolean | null
+  release: string | null
+  context: Record<string, unknown> | null
+  timestamp: number
+}
+
+export interface ErrorRows {
+  occurrences: OccurrenceRow[]
+  sessions: SessionTouch[]
+  endUsers: EndUserTouch[]
+}
+
+/** The frames of a report: the ready ones if it has them, else those of its stack. */
+export function reportedFrames(report: ErrorReport): ReportedFrame[] {
+  const debugIdOf = (filename: string, own?: string) => normalizeDebugId(own) ?? normalizeDebugId(report.debugIds?.[filename])
+  if (report.frames?.length) {
+    return report.frames.slice(0, MAX_FRAMES).map((f) => ({
+      filename: f.filename,
+      function: f.function ?? '',
+      lineno: f.lineno ?? null,
+      colno: f.colno ?? null,
+      debugId: debugIdOf(f.filename, f.debugId),
+    }))
+  }
+  return parseStack(report.stack ?? '').map((f) => ({ ...f, debugId: debugIdOf(f.filename) }))
+}
+
+/** A client's `inApp` hint wins; else the file decides, the original one when a map led there. */
+function storedFrames(frames: readonly Frame[], hints: readonly (boolean | undefined)[]): StoredFrame[] {
+  return frames.map((frame, i) => ({ ...frame, inApp: hints[i] ?? isInApp(frame.mapped?.source ?? frame.filename) }))
+}
+
+/** Minified code: two-letter names, `.min.` files, or the long lines minifiers write. */
+const looksMinified = (frame: Frame) => /^[\w$]{1,2}$/.test(frame.function) || /\.min\.[cm]?js\b/.test(frame.filename) || (frame.colno ?? 0) > 300
+
+function groupingFrame(frame: StoredFrame): GroupingFrame {
+  if (frame.mapped) return { file: frame.mapped.source, function: frame.mapped.function, inApp: frame.inApp, generated: false, readable: true }
+  return { file: frame.filename, function: frame.function, inApp: frame.inApp, generated: true, readable: !looksMinified(frame) }
+}
+
+const firstLine = (text: string) => text.split('\n', 1)[0]
+
+/**
+ * Reports as occurrence rows, each with its Issue's fingerprint and id. `frames` holds each report's
+ * frames, symbolicated where a map was found; a single report comes here as a batch of one.
+ */
+export function errorRows(body: ErrorBatchBody, frames: readonly Frame[][], caller: Caller, receivedAt: number): ErrorRows {
+  const occurrences = body.errors.map((report, i): OccurrenceRow => {
+    const sessionId = report.sessionId ?? body.sessionId
+    const name = truncateUtf8(report.name, 1024).trim() || 'Error'
+    const message = truncateUtf8(report.message, MESSAGE_LIMIT_BYTES)
+    const stack = optionalText(report.stack, STACK_LIMIT_BYTES)
+    const stored = storedFrames(frames[i], report.frames?.length ? report.frames.map((f) => f.inApp) : [])
+    const grouping = stored.map(groupingFrame)
+    const fingerprint = fingerprintOf(fingerprintParts({ name, message, frames: grouping, clientFingerprint: report.fingerprint }))
+    const top = grouping.find((f) => f.inApp)
+    const topFunction = top ? normalizeFunction(top.function) : ''
+    const topFile = top ? normalizeFile(top.file, top.generated) : ''
+    const culprit = top ? (topFunction && top.readable ? `${topFunction} (${topFile})` : topFile) : null
+    return {
+      projectId: caller.projectId,
+      // The client's own time, not the clamped one, so that a retry hashes the same.
+      contentHash: report.uuid?.toLowerCase() ?? contentHash([sessionId, report.timestampMs, name, message, stack, report.frames ?? null, report.url ?? null]),
+      issueId: issueIdOf(caller.projectId, fingerprint),
+      fingerprint,
+      title: truncateUtf8(message ? `${name}: ${firstLine(message)}` : name, 512),
+      culprit,
+      sessionId,
+      endUserId: report.endUserId ?? body.endUserId ?? null,
+      name,
+      message,
+      stack,
+      frames: stored,
+      url: optionalText(report.url, 8 * 1024),
+      level: report.level ?? 'error',
+      handled: report.handled ?? null,
+      release: report.release ?? null,
+      context: report.context ?? null,
+      timestamp: clampTimestamp(report.timestampMs, receivedAt),
+    }
+  })
+  return { occurrences, ...sessionTouches(caller, occurrences.map((o) => ({ sessionId: o.sessionId, endUserId: o.endUserId, at: o.timestamp }))) }
+}

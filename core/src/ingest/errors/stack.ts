@@ -1,0 +1,97 @@
+/**
+ * `Error.stack` strings into frames, innermost first. Two families of formats exist:
+ *
+ *   V8 (Chrome, Edge, Node, and Bun, which imitates it):
+ *     "    at submit (https://shop.example/app.js:1:230)"    "    at https://shop.example/app.js:1:99"
+ *     "    at async Promise.all (index 0)"                    "    at eval (eval at run (https://x/a.js:3:7), <anonymous>:1:1)"
+ *   SpiderMonkey (Firefox) and JavaScriptCore (Safari):
+ *     "submit@https://shop.example/app.js:1:230"             "@https://shop.example/app.js:1:99"
+ *     "async*load@https://x/a.js:2:5"                         "run@https://x/a.js line 3 > eval:1:1"
+ *     "forEach@[native code]"                                 "global code@https://x/a.js:9:1"
+ *
+ * Parsing is pure and never throws: a line that is not a frame is skipped.
+ */
+
+export interface StackFrame {
+  filename: string
+  /** As the engine wrote it, '' when anonymous. */
+  function: string
+  lineno: number | null
+  colno: number | null
+}
+
+export const MAX_FRAMES = 100
+
+export function parseStack(stack: string, maxFrames = MAX_FRAMES): StackFrame[] {
+  const lines = stack.split('\n')
+  // V8 puts "Name: message" first, and a message may hold anything, even "@": when the stack has
+  // V8 frames, only its "at" lines are frames.
+  const v8 = lines.some((line) => V8_LINE.test(line))
+  const frames: StackFrame[] = []
+  for (const line of lines) {
+    const frame = v8 ? parseV8Line(line) : parseAtSignLine(line)
+    if (frame) frames.push(frame)
+    if (frames.length >= maxFrames) break
+  }
+  return frames
+}
+
+const V8_LINE = /^\s*at\s+(.+?)\s*$/
+
+function parseV8Line(line: string): StackFrame | null {
+  const body = V8_LINE.exec(line)?.[1]
+  if (!body) return null
+  let fn = ''
+  let location = body
+  // "fn (location)": the location is the parenthesized group that ends the line; URLs may hold
+  // parentheses of their own (webpack-internal:///(app-pages-browser)/...), so they are counted.
+  if (body.endsWith(')')) {
+    const open = openingParen(body)
+    if (open > 0) {
+      fn = body.slice(0, open).trim()
+      location = body.slice(open + 1, -1)
+    }
+  }
+  fn = fn.replace(/^async\s+/, '')
+  location = location.replace(/^async\s+/, '')
+  // "eval at outer (https://x/a.js:3:7), <anonymous>:1:1": the code came from that script position.
+  if (location.startsWith('eval at ')) {
+    const origin = /\(([^()]+:\d+:\d+)\)/.exec(location)?.[1]
+    if (origin) location = origin
+  }
+  return frameAt(fn === '<anonymous>' ? '' : fn, location)
+}
+
+function openingParen(text: string): number {
+  let depth = 0
+  for (let i = text.length - 1; i >= 0; i--) {
+    if (text[i] === ')') depth++
+    else if (text[i] === '(' && --depth === 0) return i
+  }
+  return -1
+}
+
+function parseAtSignLine(line: string): StackFrame | null {
+  const text = line.trim()
+  if (text === '') return null
+  if (text === '[native code]') return { filename: '[native code]', function: '', lineno: null, colno: null }
+  const at = text.indexOf('@')
+  // Safari writes some top-level frames as a bare location.
+  if (at < 0) return /:\d+(?::\d+)?$/.test(text) ? frameAt('', text) : null
+  // Firefox prefixes async frames with their cause: "async*load", "setTimeout handler*tick".
+  const fn = text.slice(0, at).replace(/^.*\*/, '')
+  const location = text.slice(at + 1)
+  // Firefox: "https://x/a.js line 3 > eval:1:1" (or "> Function") names the script position of the eval.
+  const evaluated = /^(.*?) line (\d+) > (?:eval|Function)/.exec(location)
+  if (evaluated) return { filename: evaluated[1], function: fn, lineno: Number(evaluated[2]), colno: null }
+  return frameAt(fn, location)
+}
+
+/** "url:line:col", "url:line" or a bare name such as "native" or "<anonymous>". */
+function frameAt(fn: string, location: string): StackFrame {
+  const full = /^(.*):(\d+):(\d+)$/.exec(location)
+  if (full) return { filename: full[1], function: fn, lineno: Number(full[2]), colno: Number(full[3]) }
+  const lineOnly = /^(.*):(\d+)$/.exec(location)
+  if (lineOnly) return { filename: lineOnly[1], function: fn, lineno: Number(lineOnly[2]), colno: null }
+  return { filename: location, function: fn, lineno: null, colno: null }
+}

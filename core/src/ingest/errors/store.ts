@@ -1,0 +1,86 @@
+import { sql } from 'drizzle-orm'
+import { rowsOf, type Database } from '../../db'
+import type { Sink } from '../../writer'
+import { sortedBy } from '../logs/rows'
+import { jsonParam } from '../shared/values'
+import { issueDeltas, issueUsers } from './issues'
+import type { OccurrenceRow } from './service'
+
+/**
+ * Occurrences and their Issues, in one sink because an Issue may only count what was stored now:
+ * occurrences already stored (a resend) return nothing from the insert and count nothing. Issues
+ * are upserted in fingerprint order, so concurrent commits lock them in one order.
+ */
+export const errorEventsSink: Sink<OccurrenceRow> = {
+  name: 'error_events',
+  async write(tx, rows) {
+    const unique = sortedBy(rows, (r) => `${r.projectId}\n${r.contentHash}`, { lastWins: true })
+    const inserted = await tx.execute(sql`
+      insert into error_events (project_id, content_hash, issue_id, session_id, end_user_id, name, message, stack, frames, url, level,
+        handled, release, context, timestamp)
+      select e."projectId", e."contentHash", e."issueId", e."sessionId", e."endUserId", e.name, e.message, e.stack, e.frames, e.url, e.level,
+        e.handled, e.release, e.context, to_timestamp(e.timestamp / 1000.0)
+      from json_to_recordset(${jsonParam(unique)}::json) as e(
+        "projectId" uuid, "contentHash" text, "issueId" uuid, "sessionId" text, "endUserId" text, name text, message text, stack text,
+        frames jsonb, url text, level text, handled boolean, release text, context jsonb, timestamp float8)
+      on conflict do nothing
+      returning project_id::text as "projectId", content_hash as "contentHash"`)
+    const stored = new Set(rowsOf<{ projectId: string; contentHash: string }>(inserted).map((r) => `${r.projectId}\n${r.contentHash}`))
+    const fresh = unique.filter((r) => stored.has(`${r.projectId}\n${r.contentHash}`))
+    if (fresh.length === 0) return
+
+    // An occurrence of a resolved Issue reopens it as a regression; an ignored one stays ignored.
+    await tx.execute(sql`
+      insert into issues as i (project_id, issue_id, fingerprint, title, culprit, level, status, is_regression,
+        first_seen_at, last_seen_at, occurrences, affected_users, first_release, last_release)
+      select d."projectId", d."issueId", d.fingerprint, d.title, d.culprit, d.level, 'open', false,
+        to_timestamp(d."firstAt" / 1000.0), to_timestamp(d."lastAt" / 1000.0), d.count, 0, d."firstRelease", d."lastRelease"
+      from json_to_recordset(${jsonParam(issueDeltas(fresh))}::json) as d(
+        "projectId" uuid, "issueId" uuid, fingerprint text, title text, culprit text, level text,
+        "firstAt" float8, "lastAt" float8, count bigint, "firstRelease" text, "lastRelease" text)
+      on conflict (project_id, fingerprint) do update set
+        first_seen_at = least(i.first_seen_at, excluded.first_seen_at),
+        last_seen_at = greatest(i.last_seen_at, excluded.last_seen_at),
+        occurrences = i.occurrences + excluded.occurrences,
+        title = case when excluded.last_seen_at >= i.last_seen_at then excluded.title else i.title end,
+        culprit = case when excluded.last_seen_at >= i.last_seen_at then coalesce(excluded.culprit, i.culprit) else i.culprit end,
+        level = case when excluded.last_seen_at >= i.last_seen_at then excluded.level else i.level end,
+        first_release = case when i.first_release is null or excluded.first_seen_at < i.first_seen_at
+                             then coalesce(excluded.first_release, i.first_release) else i.first_release end,
+        last_release = case when excluded.last_seen_at >= i.last_seen_at then coalesce(excluded.last_release, i.last_release) else i.last_release end,
+        status = case when i.status = 'resolved' then 'open' else i.status end,
+        is_regression = i.is_regression or i.status = 'resolved',
+        resolved_at = case when i.status = 'resolved' then null else i.resolved_at end`)
+
+    const users = issueUsers(fresh)
+    if (users.length === 0) return
+    // Counted by what the insert added: a user already counted, here or by a concurrent commit, adds nothing.
+    await tx.execute(sql`
+      with added as (
+        insert into issue_end_users (project_id, issue_id, end_user_id, first_seen_at)
+        select u."projectId", u."issueId", u."endUserId", to_timestamp(u.at / 1000.0)
+        from json_to_recordset(${jsonParam(users)}::json) as u("projectId" uuid, "issueId" uuid, "endUserId" text, at float8)
+        on conflict do nothing
+        returning project_id, issue_id
+      )
+      update issues i set affected_users = i.affected_users + a.n
+      from (select project_id, issue_id, count(*) as n from added group by project_id, issue_id) a
+      where i.project_id = a.project_id and i.issue_id = a.issue_id`)
+  },
+}
+
+export type IssueStatus = 'open' | 'resolved' | 'ignored'
+
+/**
+ * For the dashboard: marks an Issue open, resolved or ignored. Resolving clears the regression
+ * mark; the next occurrence reopens the Issue and sets it again. False when there is no such Issue.
+ */
+export async function setIssueStatus(db: Database, projectId: string, issueId: string, status: IssueStatus): Promise<boolean> {
+  const updated = await db.rows(sql`
+    update issues set status = ${status},
+      resolved_at = case when ${status} = 'resolved' then now() else null end,
+      is_regression = case when ${status} = 'resolved' then false else is_regression end
+    where project_id = ${projectId} and issue_id = ${issueId}
+    returning issue_id`)
+  return updated.length > 0
+}

@@ -1,0 +1,81 @@
+import { originalPositionFor } from '@jridgewell/trace-mapping'
+import type { LoadedSourceMap } from '../sourcemaps/cache'
+import type { FrameFile } from '../sourcemaps/resolver'
+import { isInApp } from './fingerprint'
+import { enclosingFunctionName } from './scope'
+
+/** A frame as the client reported it (or as its stack said), innermost first. */
+export interface ReportedFrame {
+  filename: string
+  function: string
+  lineno: number | null
+  colno: number | null
+  debugId: string | null
+}
+
+/** Where a source map led a frame: the original file, position (1-based) and function. */
+export interface MappedPosition {
+  source: string
+  line: number
+  column: number
+  function: string
+  /** The stored map that was used. */
+  sourcemap: string
+  preContext?: string[]
+  contextLine?: string
+  postContext?: string[]
+}
+
+/** A stored frame: what was reported, plus where it maps to when a source map knew. */
+export interface Frame extends ReportedFrame {
+  mapped?: MappedPosition
+}
+
+const CONTEXT_LINES = 5
+const CONTEXT_LINE_CHARS = 300
+
+interface Traced {
+  loaded: LoadedSourceMap
+  source: string
+  line: number
+  /** 0-based, as trace-mapping gives it. */
+  column: number
+  name: string | null
+}
+
+/**
+ * Maps each frame through its source map. The original function name is the one the original
+ * source declares around the mapped position (see scope.ts); without `sourcesContent`, the name
+ * the map gives at the caller's call site (the callee as the caller wrote it); else the reported one.
+ */
+export function symbolicate(frames: readonly ReportedFrame[], lookup: (file: FrameFile) => LoadedSourceMap | undefined): Frame[] {
+  const traced = frames.map((frame): Traced | null => {
+    if (frame.lineno === null || frame.lineno < 1) return null
+    const loaded = lookup({ filename: frame.filename, debugId: frame.debugId })
+    if (!loaded) return null
+    // Stack columns are 1-based; trace-mapping's are 0-based.
+    const position = originalPositionFor(loaded.map, { line: frame.lineno, column: Math.max((frame.colno ?? 1) - 1, 0) })
+    if (position.source === null) return null
+    return { loaded, source: position.source, line: position.line, column: position.column, name: position.name }
+  })
+  return frames.map((frame, i) => {
+    const at = traced[i]
+    if (!at) return { ...frame }
+    const lines = at.loaded.sourceLines(at.source)
+    // Dependencies' frames do not take part in grouping: their names are not worth a scan of their sources.
+    const text = isInApp(at.source) ? at.loaded.sourceText(at.source) : null
+    const declared = text ? enclosingFunctionName(text, at.line, at.column) : null
+    const fn = declared ?? traced[i + 1]?.name ?? frame.function
+    return { ...frame, mapped: { source: at.source, line: at.line, column: at.column + 1, function: fn, sourcemap: at.loaded.name, ...context(lines, at.line) } }
+  })
+}
+
+function context(lines: readonly string[] | null, line: number): Pick<MappedPosition, 'preContext' | 'contextLine' | 'postContext'> {
+  if (!lines || line > lines.length) return {}
+  const cut = (text: string) => (text.length > CONTEXT_LINE_CHARS ? `${text.slice(0, CONTEXT_LINE_CHARS)}…` : text)
+  return {
+    preContext: lines.slice(Math.max(0, line - 1 - CONTEXT_LINES), line - 1).map(cut),
+    contextLine: cut(lines[line - 1]),
+    postContext: lines.slice(line, line + CONTEXT_LINES).map(cut),
+  }
+}

@@ -1,0 +1,153 @@
+import { AnyMap } from '@jridgewell/trace-mapping'
+import { ApiError } from '../../errors'
+
+/** One file of an upload, as text: a source map, or the minified script it belongs to. */
+export interface UploadedFile {
+  name: string
+  url?: string | null
+  content: string | Record<string, unknown>
+  /** Where the file was in the request, for error messages: `/files/2/content`, `/app.js.map`. */
+  path?: string
+}
+
+/** A source map ready to be stored. */
+export interface SourceMapUpload {
+  name: string
+  /** The served (generated) file this map belongs to, when known: a URL, `~/path`, or a path. */
+  url: string | null
+  debugId: string | null
+  /** The map as JSON text. */
+  json: string
+}
+
+const SCRIPT = /\.(?:m|c)?js$/i
+
+const invalid = (message: string, path = '/files') => new ApiError('validation_failed', message, { path })
+
+/** `./dist\\app.js.map` -> `dist/app.js.map`: names are paths with forward slashes, nothing leading. */
+export function cleanName(name: string): string {
+  return name
+    .replaceAll('\\', '/')
+    .replace(/[\u0000-\u001f]/g, '')
+    .split('/')
+    .filter((s) => s !== '' && s !== '.')
+    .join('/')
+}
+
+/** Debug ids are UUIDs, written with or without dashes and in either case; compared as 32 lowercase hex. */
+export function normalizeDebugId(id: unknown): string | null {
+  if (typeof id !== 'string') return null
+  const hex = id.replaceAll('-', '').toLowerCase()
+  return /^[0-9a-f]{32}$/.test(hex) ? hex : null
+}
+
+/** The parsed map, if `content` is a source map (version 3, plain or indexed); else a 400 naming the file. */
+export function parseSourceMap(name: string, content: string | Record<string, unknown>, path = '/files'): Record<string, unknown> {
+  let map: unknown = content
+  if (typeof content === 'string') {
+    try {
+      map = JSON.parse(content.replace(/^\)\]\}'[^\n]*\n/, ''))
+    } catch {
+      throw invalid(`${name}: not valid JSON`, path)
+    }
+  }
+  const m = map as Record<string, unknown>
+  const plain = Array.isArray(m?.sources) && typeof m?.mappings === 'string'
+  const indexed = Array.isArray(m?.sections)
+  if (!m || typeof m !== 'object' || m.version !== 3 || !(plain || indexed)) {
+    throw invalid(`${name}: not a source map (expected version 3 with "sources" and "mappings", or "sections")`, path)
+  }
+  try {
+    new AnyMap(m as never) // throws on what trace-mapping cannot read
+    return m
+  } catch {
+    throw invalid(`${name}: the source map could not be read`, path)
+  }
+}
+
+const dirOf = (name: string) => (name.includes('/') ? name.slice(0, name.lastIndexOf('/') + 1) : '')
+
+/** The last `//# name=value` comment of a script (sourceMappingURL, debugId). */
+const scriptComment = (script: string, name: string): string | null => {
+  const matches = [...script.matchAll(new RegExp(`^\\s*//[#@]\\s*${name}=(\\S+)\\s*$`, 'gm'))]
+  return matches.at(-1)?.[1] ?? null
+}
+
+/**
+ * The maps of an upload, each validated and told which served file it belongs to: the URL given
+ * with it, else the script uploaded beside it (by its `sourceMappingURL` comment or by the name
+ * `<script>.map`), else the map's own `file` field. A script lends its `debugId` to a map that has
+ * none. Scripts themselves are not stored. Any invalid map fails the whole upload.
+ */
+export function sourceMapUploads(files: readonly UploadedFile[]): SourceMapUpload[] {
+  const scripts = files.filter((f) => SCRIPT.test(f.name) && typeof f.content === 'string')
+  const maps = files.filter((f) => !scripts.includes(f))
+  if (maps.length === 0) throw invalid('the upload holds no source map')
+  const linked = new Map<string, { script: string; debugId: string | null }>()
+  for (const script of scripts) {
+    const name = cleanName(script.name)
+    const mapUrl = scriptComment(script.content as string, 'sourceMappingURL')
+    const mapName = mapUrl && !mapUrl.startsWith('data:') ? cleanName(dirOf(name) + mapUrl.replace(/[?#].*$/, '')) : `${name}.map`
+    linked.set(mapName, { script: name, debugId: normalizeDebugId(scriptComment(script.content as string, 'debugId')) })
+  }
+  return maps.map((file) => {
+    const name = cleanName(file.name)
+    if (name === '') throw invalid('a file has no name', file.path)
+    const map = parseSourceMap(name, file.content, file.path)
+    const script = linked.get(name)
+    const generated = typeof map.file === 'string' && map.file !== '' ? cleanName(dirOf(name) + map.file) : null
+    return {
+      name,
+      url: file.url ?? script?.script ?? generated,
+      debugId: normalizeDebugId(map.debugId ?? map.debug_id) ?? script?.debugId ?? null,
+      json: typeof file.content === 'string' ? file.content : JSON.stringify(file.content),
+    }
+  })
+}
+
+/** A stored map as matching sees it. */
+export interface SourceMapCandidate {
+  release: string
+  name: string
+  url: string | null
+  debugId: string | null
+}
+
+const stripQuery = (url: string) => url.replace(/[?#].*$/, '')
+const pathOf = (url: string) => stripQuery(url).replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '').replace(/^file:/i, '')
+const baseOf = (path: string) => path.slice(path.lastIndexOf('/') + 1)
+
+/**
+ * The map for a frame's file: by debug id first; else, among the maps of the frame's release, the
+ * one whose served file matches the frame's URL best: the same URL, the same path (`~/` or `/`
+ * prefixed), the path ending in the map's file path, or the same file name.
+ */
+export function pickSourceMap<C extends SourceMapCandidate>(
+  filename: string,
+  release: string | null,
+  debugId: string | null,
+  candidates: readonly C[],
+): C | undefined {
+  if (debugId) {
+    const byId = candidates.find((c) => c.debugId === debugId)
+    if (byId) return byId
+  }
+  if (!release) return undefined
+  const url = stripQuery(filename)
+  const path = pathOf(filename)
+  let best: C | undefined
+  let bestScore = 0
+  for (const candidate of candidates) {
+    if (candidate.release !== release) continue
+    const served = candidate.url ?? candidate.name.replace(/\.map$/i, '')
+    const servedPath = pathOf(served).replace(/^~\//, '/')
+    const score =
+      served === url ? 4
+      : servedPath.startsWith('/') && servedPath === path ? 3
+      : path.endsWith(`/${servedPath.replace(/^\//, '')}`) ? 2
+      : baseOf(servedPath) === baseOf(path) ? 1
+      : 0
+    if (score > bestScore) [best, bestScore] = [candidate, score]
+  }
+  return best
+}

@@ -1,0 +1,196 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fingerprintOf, fingerprintParts, isInApp, maskMessage, normalizeFile, normalizeFunction } from '@sightline/core/ingest/errors/fingerprint'
+import { enclosingFunctionName } from '@sightline/core/ingest/errors/scope'
+import { parseStack, type StackFrame } from '@sightline/core/ingest/errors/stack'
+
+/*
+ * Stack strings as engines really write them: V8's are captured from Node and Bun's (JavaScriptCore
+ * behind a V8-style format) from Bun, running the same script; Firefox's and Safari's are written
+ * as those browsers print them for that script served from https://shop.example/assets/app.js.
+ */
+
+const SCRIPT = `class Cart {
+  total() {
+    throw new RangeError('bad total')
+  }
+}
+function checkout(cart) {
+  return [1].map(() => cart.total())
+}
+async function later() {
+  await null
+  checkout(new Cart())
+}
+function run() {
+  eval('null.boom')
+}
+try { run() } catch (e) { console.log(JSON.stringify(e.stack)) }
+later().catch((e) => { console.log(JSON.stringify(e.stack)) })
+`
+
+let dir: string
+let scriptPath: string
+const stacksFrom = async (command: string[]): Promise<string[]> => {
+  const proc = Bun.spawn([...command, scriptPath], { stdout: 'pipe', stderr: 'pipe' })
+  const out = await new Response(proc.stdout).text()
+  expect(await proc.exited).toBe(0)
+  return out.trim().split('\n').map((line) => JSON.parse(line))
+}
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'sl-stacks-'))
+  scriptPath = join(dir, 'app.mjs')
+  writeFileSync(scriptPath, SCRIPT)
+})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+const brief = (frames: StackFrame[]) => frames.map((f) => `${f.function || '?'} ${f.filename.replace(/^.*\//, '')}:${f.lineno}:${f.colno}`)
+
+describe('parseStack', () => {
+  test('V8, captured from Node: methods, anonymous arrows, native frames, async frames, eval', async () => {
+    const [evalStack, asyncStack] = await stacksFrom(['node'])
+    expect(brief(parseStack(asyncStack))).toEqual(['Cart.total app.mjs:3:11', '? app.mjs:7:29', 'Array.map <anonymous>:null:null', 'checkout app.mjs:7:14', 'later app.mjs:11:3'])
+    expect(parseStack(asyncStack)[0].filename).toBe(`file://${scriptPath}`)
+    const evaluated = parseStack(evalStack)
+    // The eval'd code is placed where eval was called.
+    expect(evaluated[0]).toEqual({ filename: `file://${scriptPath}`, function: 'eval', lineno: 14, colno: 3 })
+    expect(evaluated[1]).toEqual({ filename: `file://${scriptPath}`, function: 'run', lineno: 14, colno: 3 })
+    expect(evaluated.some((f) => f.filename.startsWith('node:internal/'))).toBe(true)
+  })
+
+  test('JavaScriptCore in V8 dress, captured from Bun: tail calls drop frames', async () => {
+    const [, asyncStack] = await stacksFrom([process.execPath])
+    // `() => cart.total()` and `return [1].map(...)` are tail calls: JavaScriptCore drops their frames.
+    expect(brief(parseStack(asyncStack))).toEqual(['total app.mjs:3:15', 'map native:1:11', 'later app.mjs:11:3'])
+    expect(parseStack(asyncStack)[0].filename).toBe(scriptPath)
+  })
+
+  test('SpiderMonkey (Firefox): anonymous-in-function names, async markers, eval', () => {
+    const stack = [
+      'total@https://shop.example/assets/app.js:3:11',
+      'checkout/<@https://shop.example/assets/app.js:7:29',
+      'checkout@https://shop.example/assets/app.js:7:14',
+      'async*later@https://shop.example/assets/app.js:11:3',
+      '@https://shop.example/assets/app.js:17:9',
+      '',
+    ].join('\n')
+    expect(brief(parseStack(stack))).toEqual(['total app.js:3:11', 'checkout/< app.js:7:29', 'checkout app.js:7:14', 'later app.js:11:3', '? app.js:17:9'])
+    expect(parseStack('run@https://shop.example/assets/app.js line 14 > eval:1:5\n@https://shop.example/assets/app.js:16:7')).toEqual([
+      { filename: 'https://shop.example/assets/app.js', function: 'run', lineno: 14, colno: null },
+      { filename: 'https://shop.example/assets/app.js', function: '', lineno: 16, colno: 7 },
+    ])
+  })
+
+  test('JavaScriptCore (Safari): native code, global code, tail calls', () => {
+    const stack = ['total@https://shop.example/assets/app.js:3:26', 'map@[native code]', 'later@https://shop.example/assets/app.js:11:11', 'global code@https://shop.example/assets/app.js:17:6'].join('\n')
+    expect(brief(parseStack(stack))).toEqual(['total app.js:3:26', 'map [native code]:null:null', 'later app.js:11:11', 'global code app.js:17:6'])
+    expect(parseStack('[native code]\nhttps://shop.example/assets/app.js:17:6')).toEqual([
+      { filename: '[native code]', function: '', lineno: null, colno: null },
+      { filename: 'https://shop.example/assets/app.js', function: '', lineno: 17, colno: 6 },
+    ])
+  })
+
+  test('URLs with parentheses, @ and ports; messages that look like frames; garbage', () => {
+    const next = parseStack('Error: at x@y:1:2\n    at Page (webpack-internal:///(app-pages-browser)/./src/page.tsx:12:9)\n    at https://cdn.example:8443/npm/lib@1.2.3/x.js:1:2')
+    expect(next).toEqual([
+      { filename: 'webpack-internal:///(app-pages-browser)/./src/page.tsx', function: 'Page', lineno: 12, colno: 9 },
+      { filename: 'https://cdn.example:8443/npm/lib@1.2.3/x.js', function: '', lineno: 1, colno: 2 },
+    ])
+    expect(parseStack('')).toEqual([])
+    expect(parseStack('just a message\nwith two lines')).toEqual([])
+    // At most 100 frames are kept, the innermost.
+    expect(parseStack('    at f (https://x/a.js:1:1)\n'.repeat(500))).toHaveLength(100)
+  })
+})
+
+describe('grouping', () => {
+  test('files: hosts, queries, build hashes and versions go; source paths keep their names', () => {
+    expect(normalizeFile('https://cdn.example/v1.4.2/assets/app.3f2a1b9c.js?x=1#y', true)).toBe('assets/app.js')
+    expect(normalizeFile('/assets/app.77e0d1aa.js', true)).toBe('assets/app.js')
+    expect(normalizeFile('https://shop.example/assets/index-DiwrgTda.js', true)).toBe('assets/index.js')
+    expect(normalizeFile('https://shop.example/_next/static/chunks/pages/_app-3f2a1b9c4d5e6f70.js', true)).toBe('_next/static/chunks/pages/_app.js')
+    expect(normalizeFile('file:///tmp/sl4/dist/main.hctsbpa5.js', true)).toBe('tmp/sl4/dist/main.js')
+    expect(normalizeFile('webpack://shop/./src/components/UserProfile.tsx', false)).toBe('src/components/UserProfile.tsx')
+    expect(normalizeFile('../../src/checkout.ts', false)).toBe('src/checkout.ts')
+  })
+
+  test('function names written the same whichever engine wrote them', () => {
+    const same = [['Cart.total', 'total', 'async Cart.total', 'Object.total', 'total [as sum]'], ['new Cart', 'Cart'], ['checkout/<', '', '<anonymous>', 'global code', 'Object.<anonymous>'], ['outer/inner', 'inner']]
+    for (const names of same) expect(new Set(names.map(normalizeFunction)).size).toBe(1)
+  })
+
+  test('messages: numbers, ids, urls and e-mail addresses masked', () => {
+    expect(maskMessage('order 1234 of 0b7f6a2c-1111-4a4a-8b8b-123456789abc failed at https://api.example/x?id=9 for a@b.example (deadbeef42)')).toBe(
+      'order <n> of <uuid> failed at <url> for <email> (<hex>)',
+    )
+  })
+
+  test('in app: not the browser, extensions or dependencies', () => {
+    for (const file of ['<anonymous>', '[native code]', 'native', 'node:internal/modules/run_main', 'chrome-extension://abc/x.js', 'https://shop.example/node_modules/react/index.js', '']) {
+      expect(isInApp(file)).toBe(false)
+    }
+    expect(isInApp('https://shop.example/assets/app.js')).toBe(true)
+  })
+
+  const group = (stack: string, name = 'RangeError', message = 'bad total') =>
+    fingerprintOf(
+      fingerprintParts({
+        name,
+        message,
+        frames: parseStack(stack).map((f) => ({ file: f.filename, function: f.function, inApp: isInApp(f.filename), generated: true, readable: true })),
+      }),
+    )
+
+  test('one bug, three engines, two deployments: one fingerprint', () => {
+    const chrome = '    at Cart.total (https://shop.example/assets/app.3f2a1b9c.js:3:11)\n    at https://shop.example/assets/app.3f2a1b9c.js:7:29\n    at Array.map (<anonymous>)\n    at checkout (https://shop.example/assets/app.3f2a1b9c.js:7:14)'
+    const firefox = 'total@https://shop.example/assets/app.77e0d1aa.js?v=2:3:11\ncheckout/<@https://shop.example/assets/app.77e0d1aa.js?v=2:7:29\ncheckout@https://shop.example/assets/app.77e0d1aa.js?v=2:7:14'
+    const safari = 'total@https://cdn.example/assets/app.3f2a1b9c.js:3:26\nmap@[native code]\nlater@https://cdn.example/assets/app.3f2a1b9c.js:11:11'
+    expect(group(firefox)).toBe(group(chrome))
+    expect(group(safari)).toBe(group(chrome))
+    // Another function, or another kind of error, is another Issue.
+    expect(group(chrome.replace('Cart.total', 'Cart.count'))).not.toBe(group(chrome))
+    expect(group(chrome, 'TypeError')).not.toBe(group(chrome))
+  })
+
+  test('no in-app frame: the masked message; a client fingerprint wins and may include the default', () => {
+    const vendor = '    at x (https://shop.example/node_modules/lib/index.js:1:2)'
+    expect(group(vendor, 'Error', 'order 12 failed')).toBe(group(vendor, 'Error', 'order 977 failed'))
+    expect(group(vendor, 'Error', 'order 12 failed')).not.toBe(group(vendor, 'Error', 'payment 12 failed'))
+    const parts = (clientFingerprint: string[]) => fingerprintParts({ name: 'E', message: 'm', frames: [], clientFingerprint })
+    expect(parts(['checkout', 'stripe'])).toEqual(['client', 'checkout', 'stripe'])
+    expect(parts(['{{ default }}', 'eu'])).toEqual(['client', 'message', 'E', 'm', 'eu'])
+  })
+})
+
+describe('enclosingFunctionName', () => {
+  const at = (source: string, marker = '/*here*/') => {
+    const before = source.slice(0, source.indexOf(marker)).split('\n')
+    return enclosingFunctionName(source.replace(marker, ''), before.length, before.at(-1)!.length)
+  }
+
+  test('declarations, methods, arrows assigned to names, anonymous callbacks, top level', () => {
+    expect(at('export function validateCoupon(code: string): boolean {\n  if (code.length < 3) {\n    /*here*/throw new Error()\n  }\n}')).toBe('validateCoupon')
+    expect(at('class Cart {\n  items: number[] = []\n  total(): number {\n    return this.items.reduce((a, b) => a + b, /*here*/0)\n  }\n}')).toBe('total')
+    expect(at('class Cart {\n  async *walk<T>(x: T) {\n  /*here*/}\n}')).toBe('walk')
+    expect(at('const handler = async (event: Event) => {\n  /*here*/boom()\n}')).toBe('handler')
+    expect(at('const api = {\n  load: function () {\n    /*here*/x()\n  },\n}')).toBe('load')
+    expect(at('items.forEach((item) => {\n  /*here*/use(item)\n})')).toBe('')
+    expect(at('setup()\n/*here*/boom()')).toBe('')
+  })
+
+  test('braces inside strings, templates, comments and regular expressions do not confuse it', () => {
+    const source = [
+      'function outer() {',
+      "  const a = '{'; const b = \"}}\"; // }",
+      '  const c = `${a}{${"}"}` /* { */',
+      '  const re = /[{}]\\}/g',
+      '  /*here*/return inner()',
+      '}',
+    ].join('\n')
+    expect(at(source)).toBe('outer')
+    expect(enclosingFunctionName('function f() {}', 99, 0)).toBeNull()
+  })
+})

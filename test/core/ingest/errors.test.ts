@@ -1,0 +1,274 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { errorRows, reportedFrames } from '@sightline/core/ingest/errors/service'
+import { errorEventsSink, setIssueStatus } from '@sightline/core/ingest/errors/store'
+import { symbolicate } from '@sightline/core/ingest/errors/symbolicate'
+import { startCore, type TestCore } from '../../helpers/core'
+
+let core: TestCore
+beforeAll(async () => {
+  core = await startCore()
+})
+afterAll(() => core.close())
+
+const rows = <T>(query: ReturnType<typeof sql>) => core.database.db.rows<T>(query)
+interface IssueRow {
+  status: string
+  is_regression: boolean
+  occurrences: number
+  affected_users: number
+  title: string
+  culprit: string | null
+  level: string
+  first_release: string | null
+  last_release: string | null
+  first: string
+  last: string
+  resolved: boolean
+}
+const issue = async (issueId: string): Promise<IssueRow> =>
+  (
+    await rows<IssueRow>(sql`
+      select status, is_regression, occurrences::int as occurrences, affected_users::int as affected_users, title, culprit, level, first_release, last_release,
+        (extract(epoch from first_seen_at) * 1000)::bigint::text as first, (extract(epoch from last_seen_at) * 1000)::bigint::text as last,
+        resolved_at is not null as resolved
+      from issues where issue_id = ${issueId}`)
+  )[0]
+const send = async (body: object) => {
+  const res = await core.post('/api/ingestion/errors', body)
+  expect(res.status).toBe(200)
+  return (await res.json()) as { success: true; accepted: number; issues: string[] }
+}
+
+// The same bug as three engines report it, from app code served unminified under a hashed name.
+const CHROME = `TypeError: Cannot read properties of undefined (reading 'price')
+    at CartView.renderTotal (https://shop.example/assets/cart.3f2a1b9c.js:41:23)
+    at https://shop.example/assets/cart.3f2a1b9c.js:12:9
+    at Array.forEach (<anonymous>)
+    at render (https://shop.example/assets/cart.3f2a1b9c.js:11:11)`
+const FIREFOX = `renderTotal@https://shop.example/assets/cart.3f2a1b9c.js:41:23
+render/<@https://shop.example/assets/cart.3f2a1b9c.js:12:9
+render@https://shop.example/assets/cart.3f2a1b9c.js:11:11
+`
+const SAFARI = `renderTotal@https://shop.example/assets/cart.77e0d1aa.js?v=2:41:31
+forEach@[native code]
+render@https://shop.example/assets/cart.77e0d1aa.js?v=2:11:19`
+
+const report = (extra: object = {}) => ({
+  sessionId: 'err-1',
+  endUserId: 'user-e',
+  name: 'TypeError',
+  message: "Cannot read properties of undefined (reading 'price')",
+  stack: CHROME,
+  url: 'https://shop.example/cart?step=2',
+  timestampMs: Date.now() - 60_000,
+  release: 'web@1.0.0',
+  ...extra,
+})
+
+describe('POST /api/ingestion/errors', () => {
+  test('a report becomes an occurrence of a new open Issue; the answer names the Issue', async () => {
+    const timestampMs = Date.now() - 120_000
+    const answer = await send(report({ timestampMs, level: 'fatal', handled: false, context: { route: '/cart' } }))
+    expect(answer).toEqual({ success: true, accepted: 1, issues: [expect.stringMatching(/^[0-9a-f-]{36}$/)] })
+    const [issueId] = answer.issues
+    expect(await issue(issueId)).toEqual({
+      status: 'open',
+      is_regression: false,
+      occurrences: 1,
+      affected_users: 1,
+      title: "TypeError: Cannot read properties of undefined (reading 'price')",
+      culprit: 'renderTotal (assets/cart.js)',
+      level: 'fatal',
+      first_release: 'web@1.0.0',
+      last_release: 'web@1.0.0',
+      first: String(timestampMs),
+      last: String(timestampMs),
+      resolved: false,
+    })
+    const [occurrence] = await rows<Record<string, unknown>>(sql`
+      select session_id, end_user_id, url, level, handled, release, context, frames, (extract(epoch from timestamp) * 1000)::bigint::text as ts
+      from error_events where issue_id = ${issueId}`)
+    expect(occurrence).toMatchObject({
+      session_id: 'err-1',
+      end_user_id: 'user-e',
+      url: 'https://shop.example/cart?step=2',
+      level: 'fatal',
+      handled: false,
+      release: 'web@1.0.0',
+      context: { route: '/cart' },
+      ts: String(timestampMs),
+    })
+    expect((occurrence.frames as { function: string; lineno: number | null; inApp: boolean }[]).map((f): unknown[] => [f.function, f.lineno, f.inApp])).toEqual([
+      ['CartView.renderTotal', 41, true],
+      ['', 12, true],
+      ['Array.forEach', null, false],
+      ['render', 11, true],
+    ])
+    expect(await rows(sql`select 1 from sessions where session_id = 'err-1' and end_user_id = 'user-e'`)).toHaveLength(1)
+  })
+
+  test('the same bug from Chrome, Firefox and Safari, and from another release, is one Issue', async () => {
+    const answer = await send({
+      sessionId: 'err-2',
+      endUserId: 'user-f',
+      errors: [
+        report({ sessionId: undefined, endUserId: undefined, stack: FIREFOX, message: "can't access property \"price\", item is undefined", timestampMs: Date.now() - 50_000 }),
+        report({ sessionId: undefined, stack: SAFARI, message: "undefined is not an object (evaluating 'item.price')", release: 'web@1.0.1', timestampMs: Date.now() - 40_000 }),
+        report({ sessionId: 'err-3', stack: CHROME }),
+      ],
+    })
+    expect(answer.accepted).toBe(3)
+    const [chromeIssue] = (await send(report())).issues
+    expect(answer.issues).toEqual([chromeIssue, chromeIssue, chromeIssue])
+    const stored = await issue(chromeIssue)
+    expect(stored.first_release).toBe('web@1.0.0')
+    expect(stored.last_release).toBe('web@1.0.1')
+    expect(await rows(sql`select session_id, end_user_id from error_events where issue_id = ${chromeIssue} and session_id <> 'err-1' order by session_id, timestamp`)).toEqual([
+      { session_id: 'err-2', end_user_id: 'user-f' },
+      { session_id: 'err-2', end_user_id: 'user-e' },
+      { session_id: 'err-3', end_user_id: 'user-e' },
+    ])
+  })
+
+  test('another function or another kind of error is another Issue', async () => {
+    const [base] = (await send(report({ sessionId: 'err-4' }))).issues
+    const [otherFunction] = (await send(report({ sessionId: 'err-4', stack: CHROME.replace('renderTotal', 'renderTax') }))).issues
+    const [otherName] = (await send(report({ sessionId: 'err-4', name: 'RangeError' }))).issues
+    expect(new Set([base, otherFunction, otherName]).size).toBe(3)
+  })
+
+  test('a resend is stored and counted once and answers the same Issue; a client uuid identifies the occurrence', async () => {
+    const body = report({ sessionId: 'err-5', endUserId: 'user-r', timestampMs: 1_700_000_000_123 })
+    const [issueId] = (await send(body)).issues
+    const before = await issue(issueId)
+    for (let i = 0; i < 3; i++) expect((await send(body)).issues).toEqual([issueId])
+    expect(await issue(issueId)).toEqual(before)
+
+    const uuid = '0190a4b4-5555-7000-8000-000000000001'
+    await send(report({ sessionId: 'err-5', uuid, message: 'first words' }))
+    await send(report({ sessionId: 'err-5', uuid, message: 'the same occurrence, resent with other words' }))
+    expect(await rows(sql`select message from error_events where content_hash = ${uuid}`)).toEqual([{ message: 'first words' }])
+  })
+
+  test('without a stack: the masked message groups; with a fingerprint of the client: that groups', async () => {
+    const bare = (message: string, extra: object = {}) => report({ sessionId: 'err-6', stack: undefined, message, ...extra })
+    const [a] = (await send(bare('Request 4411 to https://api.example/orders/4411 failed'))).issues
+    const [b] = (await send(bare('Request 9 to https://api.example/orders/9?x=1 failed'))).issues
+    const [c] = (await send(bare('Payment 9 declined'))).issues
+    expect(a).toBe(b)
+    expect(c).not.toBe(a)
+    const [d] = (await send(bare('one', { fingerprint: ['payments', 'declined'] }))).issues
+    const [e] = (await send(bare('two', { fingerprint: ['payments', 'declined'], stack: FIREFOX }))).issues
+    expect(d).toBe(e)
+    expect(d).not.toBe(c)
+  })
+
+  test('ready frames are taken as they are, with in-app hints', async () => {
+    const frames = [
+      { filename: 'https://shop.example/assets/vendor.js', function: 'dispatch', lineno: 10, colno: 5, inApp: false },
+      { filename: 'https://shop.example/assets/app.js', function: 'onPay', lineno: 3, colno: 7 },
+    ]
+    const [withFrames] = (await send(report({ sessionId: 'err-7', stack: undefined, frames }))).issues
+    const [sameTopAppFrame] = (await send(report({ sessionId: 'err-7', stack: '    at onPay (https://shop.example/assets/app.js:3:7)' }))).issues
+    expect(withFrames).toBe(sameTopAppFrame)
+    const [stored] = await rows<{ frames: { filename: string; inApp: boolean }[] }>(sql`select frames from error_events where session_id = 'err-7' and stack is null`)
+    expect(stored.frames.map((f) => f.inApp)).toEqual([false, true])
+  })
+
+  test('a resolved Issue that recurs is reopened as a regression; an old resend does not reopen it; ignored stays ignored', async () => {
+    const body = report({ sessionId: 'err-8', stack: CHROME.replaceAll('renderTotal', 'renderShipping'), timestampMs: Date.now() - 10_000 })
+    const [issueId] = (await send(body)).issues
+    expect(await setIssueStatus(core.database.db, core.project.projectId, issueId, 'resolved')).toBe(true)
+    expect(await issue(issueId)).toMatchObject({ status: 'resolved', resolved: true, is_regression: false })
+
+    await send(body)
+    expect(await issue(issueId)).toMatchObject({ status: 'resolved', occurrences: 1 })
+
+    await send({ ...body, timestampMs: Date.now() })
+    expect(await issue(issueId)).toMatchObject({ status: 'open', is_regression: true, resolved: false, occurrences: 2 })
+
+    await setIssueStatus(core.database.db, core.project.projectId, issueId, 'ignored')
+    await send({ ...body, timestampMs: Date.now() + 1 })
+    expect(await issue(issueId)).toMatchObject({ status: 'ignored', occurrences: 3 })
+    expect(await setIssueStatus(core.database.db, core.project.projectId, '00000000-0000-4000-8000-000000000000', 'resolved')).toBe(false)
+  })
+
+  test('affected end users stay exact when occurrences commit concurrently through two cores', async () => {
+    const second = await startCore({ database: core.database })
+    try {
+      const stack = CHROME.replaceAll('renderTotal', 'renderCoupon')
+      const users = ['u-1', 'u-2', 'u-3', 'u-4', 'u-5']
+      const bodies = Array.from({ length: 40 }, (_, i) =>
+        report({ sessionId: `err-9-${i % 7}`, endUserId: i % 8 === 7 ? null : users[i % users.length], stack, timestampMs: 1_700_000_000_000 + i }),
+      )
+      // The second core serves the same project (with its key) on the same database.
+      const answers = await Promise.all(bodies.map((body, i) => (i % 2 ? second : core).post('/api/ingestion/errors', body, { key: core.key })))
+      expect(answers.map((r) => r.status)).toEqual(answers.map(() => 200))
+      const issueId = ((await answers[0].json()) as { issues: string[] }).issues[0]
+      expect(await issue(issueId)).toMatchObject({ occurrences: 40, affected_users: 5, first: '1700000000000', last: '1700000000039' })
+    } finally {
+      await second.close()
+    }
+  })
+
+  test('step by step: two commits of one Issue overlap, each adding a user; both users and both occurrences count', async () => {
+    // The second commit runs while the first holds its rows uncommitted, as two processes' commits can.
+    const caller = { projectId: core.project.projectId, environment: 'development', monthlyLimit: null }
+    const rowsFor = (endUserId: string, timestampMs: number) => {
+      const body = { sessionId: 'err-11', errors: [report({ sessionId: 'err-11', endUserId, timestampMs, stack: CHROME.replaceAll('renderTotal', 'renderGift') })] }
+      return errorRows(body, body.errors.map((r) => symbolicate(reportedFrames(r), () => undefined)), caller, Date.now()).occurrences
+    }
+    let commitFirst!: () => void
+    const firstMayCommit = new Promise<void>((resolve) => (commitFirst = resolve))
+    let firstReady!: () => void
+    const firstAtCommit = new Promise<void>((resolve) => (firstReady = resolve))
+    const first = core.database.db.orm.transaction(async (tx) => {
+      await errorEventsSink.write(tx, rowsFor('gift-a', 1_700_000_000_001))
+      firstReady()
+      await firstMayCommit
+    })
+    await firstAtCommit
+    const second = core.database.db.orm.transaction((tx) => errorEventsSink.write(tx, rowsFor('gift-b', 1_700_000_000_002)))
+    await Bun.sleep(150)
+    commitFirst()
+    await Promise.all([first, second])
+    expect(await issue(rowsFor('gift-a', 0)[0].issueId)).toMatchObject({ occurrences: 2, affected_users: 2 })
+  })
+
+  test.each([
+    [{ ...report(), sessionId: undefined }, '/sessionId'],
+    [{ ...report(), name: undefined }, '/name'],
+    [{ ...report(), message: 5 }, '/message'],
+    [{ ...report(), timestampMs: 'now' }, '/timestampMs'],
+    [{ ...report(), level: 'info' }, '/level'],
+    [{ ...report(), handled: 'yes' }, '/handled'],
+    [{ ...report(), fingerprint: 'abc' }, '/fingerprint'],
+    [{ ...report(), fingerprint: [''] }, '/fingerprint/0'],
+    [{ ...report(), frames: [{ function: 'x' }] }, '/frames/0/filename'],
+    [{ ...report(), frames: [{ filename: 'a.js', lineno: -1 }] }, '/frames/0/lineno'],
+    [{ ...report(), release: '' }, '/release'],
+    [{ ...report(), context: [1] }, '/context'],
+    [{ ...report(), uuid: 'nope' }, '/uuid'],
+    [{ sessionId: 's', errors: [] }, '/errors'],
+    [{ sessionId: 's', errors: [report(), { ...report(), message: undefined }] }, '/errors/1/message'],
+    ['"a string"', '/'],
+  ])('validation: %j fails at %s', async (body, path) => {
+    const res = await core.post('/api/ingestion/errors', body)
+    expect(res.status).toBe(400)
+    const answer = await res.json()
+    expect(answer).toMatchObject({ success: false, error: { code: 'validation_failed' }, path })
+    expect(typeof answer.error.message).toBe('string')
+  })
+
+  test('not JSON, a revoked key, wrong method; a refused report stores nothing', async () => {
+    const broken = await core.post('/api/ingestion/errors', '{"name": "TypeError",')
+    expect(broken.status).toBe(400)
+    expect(await broken.json()).toMatchObject({ error: { code: 'invalid_json' } })
+    const wrong = await core.post('/api/ingestion/errors', report(), { key: 'sl_dev_unknown' })
+    expect(wrong.status).toBe(401)
+    expect((await core.request('/api/ingestion/errors', { method: 'PUT' })).status).toBe(405)
+    await core.post('/api/ingestion/errors', { sessionId: 'err-10', errors: [report({ sessionId: 'err-10' }), { ...report(), level: 'nope' }] })
+    expect(await rows(sql`select 1 from error_events where session_id = 'err-10'`)).toEqual([])
+  })
+})

@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { startCore, type TestCore } from '../../helpers/core'
+
+let core: TestCore
+beforeAll(async () => {
+  core = await startCore()
+})
+afterAll(() => core.close())
+
+const map = (file: string, extra: object = {}) => ({ version: 3, file, sources: ['../src/app.ts'], sourcesContent: ['export const x = 1\n'], names: [], mappings: 'AAAA', ...extra })
+const upload = (form: FormData, key: string | null = core.key) =>
+  core.request('/api/ingestion/sourcemaps', { method: 'POST', body: form, headers: key ? { authorization: `Bearer ${key}` } : {} })
+const stored = (release: string) =>
+  core.database.db.rows<{ name: string; url: string | null; debug_id: string | null; size_bytes: number; content: Uint8Array }>(
+    sql`select name, url, debug_id, size_bytes, content from sourcemaps where release = ${release} order by name`,
+  )
+const json = (row: { content: Uint8Array }) => JSON.parse(new TextDecoder().decode(Bun.zstdDecompressSync(row.content)))
+
+describe('POST /api/ingestion/sourcemaps', () => {
+  test('multipart: several maps with the scripts beside them; scripts lend their debug id and name the served file', async () => {
+    const form = new FormData()
+    form.append('release', 'web@1.0.0')
+    form.append('file', new File([JSON.stringify(map('app.3f2a1b9c.js'))], 'assets/app.3f2a1b9c.js.map'))
+    form.append('file', new File(['console.log(1)\n//# debugId=85314830-023F-4CF1-A267-535F4E37BB17\n//# sourceMappingURL=vendor.js.map\n'], 'assets/vendor.77e0d1aa.js'))
+    form.append('file', new File([JSON.stringify(map('vendor.77e0d1aa.js', { sources: ['../node_modules/lib/index.js'] }))], 'assets/vendor.js.map'))
+    form.append('extra', 'ignored')
+    const res = await upload(form)
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ success: true, stored: ['assets/app.3f2a1b9c.js.map', 'assets/vendor.js.map'] })
+    const rows = await stored('web@1.0.0')
+    expect(rows.map(({ name, url, debug_id }) => ({ name, url, debug_id }))).toEqual([
+      { name: 'assets/app.3f2a1b9c.js.map', url: 'assets/app.3f2a1b9c.js', debug_id: null },
+      { name: 'assets/vendor.js.map', url: 'assets/vendor.77e0d1aa.js', debug_id: '85314830023f4cf1a267535f4e37bb17' },
+    ])
+    // Stored compressed, read back whole.
+    expect(json(rows[0])).toEqual(map('app.3f2a1b9c.js'))
+    expect(rows[0].size_bytes).toBe(JSON.stringify(map('app.3f2a1b9c.js')).length)
+  })
+
+  test('JSON form, content as text or as an object; re-uploading a (release, name) replaces it', async () => {
+    const first = await core.post('/api/ingestion/sourcemaps', {
+      release: 'web@2.0.0',
+      files: [
+        { name: 'app.js.map', url: 'https://cdn.example/app.js', content: JSON.stringify(map('app.js')) },
+        { name: 'other.js.map', content: map('other.js', { debugId: '0123456789abcdef0123456789ABCDEF' }) },
+      ],
+    })
+    expect(await first.json()).toEqual({ success: true, stored: ['app.js.map', 'other.js.map'] })
+    const again = await core.post('/api/ingestion/sourcemaps', { release: 'web@2.0.0', files: [{ name: './app.js.map', content: map('app.js', { sources: ['../src/v2.ts'] }) }] })
+    expect(again.status).toBe(200)
+    const rows = await stored('web@2.0.0')
+    expect(rows.map((r) => [r.name, r.url, r.debug_id])).toEqual([
+      ['app.js.map', 'app.js', null],
+      ['other.js.map', 'other.js', '0123456789abcdef0123456789abcdef'],
+    ])
+    expect(json(rows[0]).sources).toEqual(['../src/v2.ts'])
+    // Another release of the same name is another map.
+    await core.post('/api/ingestion/sourcemaps', { release: 'web@2.0.1', files: [{ name: 'app.js.map', content: map('app.js') }] })
+    expect(await stored('web@2.0.1')).toHaveLength(1)
+    expect(await stored('web@2.0.0')).toHaveLength(2)
+  })
+
+  test('indexed (sectioned) maps are source maps too', async () => {
+    const indexed = { version: 3, sections: [{ offset: { line: 0, column: 0 }, map: map('a.js') }] }
+    const res = await core.post('/api/ingestion/sourcemaps', { release: 'web@3', files: [{ name: 'a.js.map', content: indexed }] })
+    expect(res.status).toBe(200)
+  })
+
+  const refused = async (res: Response, status: number, code: string, path?: string) => {
+    expect(res.status).toBe(status)
+    const body = await res.json()
+    expect(body).toMatchObject({ success: false, error: { code } })
+    expect(typeof body.error.message).toBe('string')
+    if (path) expect(body.path).toBe(path)
+    return body
+  }
+
+  test('a map that is not JSON, or not a source map, fails the upload and nothing of it is stored', async () => {
+    const body = await refused(
+      await core.post('/api/ingestion/sourcemaps', {
+        release: 'bad@1',
+        files: [
+          { name: 'good.js.map', content: map('good.js') },
+          { name: 'broken.js.map', content: '{"version":3,' },
+        ],
+      }),
+      400,
+      'validation_failed',
+      '/files/1/content',
+    )
+    expect(body.error.message).toContain('broken.js.map')
+    for (const content of [{ version: 2, sources: [], mappings: '' }, { version: 3, sources: [] }, '[1,2]', '"text"', { version: 3, sources: 'a', mappings: '' }]) {
+      await refused(await core.post('/api/ingestion/sourcemaps', { release: 'bad@1', files: [{ name: 'x.js.map', content }] }), 400, 'validation_failed')
+    }
+    const form = new FormData()
+    form.append('release', 'bad@1')
+    form.append('map', new File(['<html>not a map</html>'], 'x.js.map'))
+    await refused(await upload(form), 400, 'validation_failed', '/map')
+    expect(await stored('bad@1')).toEqual([])
+  })
+
+  test.each([
+    [{ files: [{ name: 'a.js.map', content: {} }] }, '/release'],
+    [{ release: '', files: [{ name: 'a.js.map', content: {} }] }, '/release'],
+    [{ release: 'r\nx', files: [{ name: 'a.js.map', content: {} }] }, '/release'],
+    [{ release: 'r', files: [] }, '/files'],
+    [{ release: 'r', files: [{ content: {} }] }, '/files/0/name'],
+    [{ release: 'r', files: [{ name: 'a.js.map' }] }, '/files/0/content'],
+    [{ release: 'r', files: [{ name: 'a.js.map', content: 5 }] }, '/files/0/content'],
+  ])('validation (JSON form): %j fails at %s', async (body, path) => {
+    await refused(await core.post('/api/ingestion/sourcemaps', body), 400, 'validation_failed', path)
+  })
+
+  test('multipart without a release, without a map, with only scripts', async () => {
+    const noRelease = new FormData()
+    noRelease.append('file', new File([JSON.stringify(map('a.js'))], 'a.js.map'))
+    await refused(await upload(noRelease), 400, 'validation_failed', '/release')
+    const empty = new FormData()
+    empty.append('release', 'r')
+    await refused(await upload(empty), 400, 'validation_failed', '/files')
+    const scripts = new FormData()
+    scripts.append('release', 'r')
+    scripts.append('file', new File(['console.log(1)'], 'a.js'))
+    await refused(await upload(scripts), 400, 'validation_failed', '/files')
+  })
+
+  test('over the upload limit (5 MB): 413; no key: 401; GET: 405', async () => {
+    const form = new FormData()
+    form.append('release', 'big@1')
+    form.append('file', new File([JSON.stringify(map('big.js', { sourcesContent: ['x'.repeat(5 * 1024 * 1024)] }))], 'big.js.map'))
+    await refused(await upload(form), 413, 'payload_too_large')
+    expect(await stored('big@1')).toEqual([])
+    await refused(await upload(new FormData(), null), 401, 'missing_api_key')
+    await refused(await core.request('/api/ingestion/sourcemaps'), 405, 'method_not_allowed')
+  })
+
+  test('a map just under the limit is accepted', async () => {
+    const form = new FormData()
+    form.append('release', 'big@2')
+    form.append('file', new File([JSON.stringify(map('big.js', { sourcesContent: ['x'.repeat(4 * 1024 * 1024)] }))], 'big.js.map'))
+    expect((await upload(form)).status).toBe(200)
+    const [row] = await stored('big@2')
+    expect(row.content.byteLength).toBeLessThan(row.size_bytes / 100)
+  })
+})

@@ -1,0 +1,248 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { basename, join } from 'node:path'
+import { sql } from 'drizzle-orm'
+import { parseStack } from '@sightline/core/ingest/errors/stack'
+import type { StoredFrame } from '@sightline/core/ingest/errors/service'
+import { createSourceMapCache } from '@sightline/core/ingest/sourcemaps/cache'
+import { startCore, type TestCore } from '../../helpers/core'
+
+/*
+ * A bundle built and minified here with its source map, run under Node (V8) and Bun
+ * (JavaScriptCore), its real stacks sent as error reports: symbolication must lead back to the
+ * original file, line and function, and group every engine and release into one Issue.
+ */
+
+const CHECKOUT_V1 = `export class Cart {
+  items: number[] = []
+  total(): number {
+    return this.items.reduce((a, b) => a + b, 0)
+  }
+}
+
+export function validateCoupon(code: string): boolean {
+  if (code.length < 3) {
+    throw new TypeError(\`coupon \${code} is too short\`)
+  }
+  return true
+}
+
+export function applyCoupon(cart: Cart, code: string) {
+  validateCoupon(code)
+  return cart.total() * 0.9
+}
+`
+// Release 1.1.0: the same bug, moved down by new code above it.
+const CHECKOUT_V2 = `/** Discounts. */
+export const MAX_DISCOUNT = 0.5
+
+export function discountOf(code: string): number {
+  return code.startsWith('VIP') ? MAX_DISCOUNT : 0.1
+}
+
+${CHECKOUT_V1.replace('* 0.9', '* (1 - discountOf(code))')}`
+const MAIN = `import { Cart, applyCoupon } from './checkout'
+export function submitOrder(code: string) {
+  const cart = new Cart()
+  cart.items.push(10, 20)
+  return applyCoupon(cart, code)
+}
+`
+const RUN = `const { submitOrder } = await import(process.argv[2])
+try { submitOrder('x') } catch (e) { console.log(JSON.stringify(e.stack)) }
+`
+const SERVED = 'https://shop.example/assets/'
+const lineOf = (source: string, text: string) => source.split('\n').findIndex((line) => line.includes(text)) + 1
+
+interface Build {
+  script: string
+  map: string
+  /** Real stacks of `submitOrder('x')`, as if the script had been served from https://shop.example/assets/. */
+  v8: string
+  jsc: string
+}
+
+let dir: string
+let v1: Build
+let v2: Build
+let core: TestCore
+
+async function build(name: string, checkout: string): Promise<Build> {
+  const root = join(dir, name)
+  mkdirSync(join(root, 'src'), { recursive: true })
+  writeFileSync(join(root, 'src/checkout.ts'), checkout)
+  writeFileSync(join(root, 'src/main.ts'), MAIN)
+  const result = await Bun.build({
+    entrypoints: [join(root, 'src/main.ts')],
+    outdir: join(root, 'dist'),
+    minify: true,
+    sourcemap: 'external',
+    naming: '[name].[hash].[ext]',
+    target: 'browser',
+  })
+  expect(result.success).toBe(true)
+  const script = result.outputs.find((o) => o.kind === 'entry-point')!.path
+  const stackFrom = async (command: string[]) => {
+    const proc = Bun.spawn([...command, join(dir, 'run.mjs'), script], { stdout: 'pipe', stderr: 'pipe' })
+    const out = await new Response(proc.stdout).text()
+    expect(await proc.exited).toBe(0)
+    return (JSON.parse(out) as string).replaceAll(`file://${script}`, SERVED + basename(script)).replaceAll(script, SERVED + basename(script))
+  }
+  return { script, map: `${script}.map`, v8: await stackFrom(['node']), jsc: await stackFrom([process.execPath]) }
+}
+
+/** Firefox writes the same frames as `name@url:line:column`. */
+const asFirefox = (v8: string) =>
+  parseStack(v8)
+    .map((f) => `${f.function.replace(/^.*\./, '')}@${f.filename}:${f.lineno}:${f.colno}`)
+    .join('\n')
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'sl-symbolicate-'))
+  writeFileSync(join(dir, 'run.mjs'), RUN)
+  ;[v1, v2] = await Promise.all([build('v1', CHECKOUT_V1), build('v2', CHECKOUT_V2)])
+  core = await startCore()
+
+  const form = new FormData()
+  form.append('release', 'shop@1.0.0')
+  form.append('file', new File([readFileSync(v1.map)], basename(v1.map)))
+  form.append('file', new File([readFileSync(v1.script)], basename(v1.script)))
+  const multipart = await core.request('/api/ingestion/sourcemaps', { method: 'POST', body: form, headers: { authorization: `Bearer ${core.key}` } })
+  expect(multipart.status).toBe(200)
+  const json = await core.post('/api/ingestion/sourcemaps', {
+    release: 'shop@1.1.0',
+    files: [{ name: `assets/${basename(v2.map)}`, url: `~/assets/${basename(v2.script)}`, content: JSON.parse(readFileSync(v2.map, 'utf8')) }],
+  })
+  expect(json.status).toBe(200)
+}, 60_000)
+afterAll(async () => {
+  await core?.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+const send = async (stack: string, release: string | null, extra: object = {}) => {
+  const res = await core.post('/api/ingestion/errors', {
+    sessionId: 'sym-1',
+    endUserId: 'user-sym',
+    name: 'TypeError',
+    message: 'coupon x is too short',
+    stack,
+    release,
+    url: 'https://shop.example/checkout',
+    timestampMs: Date.now(),
+    ...extra,
+  })
+  expect(res.status).toBe(200)
+  const [issueId] = ((await res.json()) as { issues: string[] }).issues
+  const [occurrence] = await core.database.db.rows<{ frames: StoredFrame[] }>(
+    sql`select frames from error_events where issue_id = ${issueId} order by received_at desc limit 1`,
+  )
+  return { issueId, frames: occurrence.frames }
+}
+
+describe('symbolication of a minified bundle', () => {
+  test('a V8 stack maps back to the original file, line, function, with source context; the reported position is kept', async () => {
+    const { issueId, frames } = await send(v1.v8, 'shop@1.0.0')
+    const [top, caller, outer] = frames
+    expect(top.lineno).toBe(1)
+    expect(top.function).toMatch(/^[\w$]{1,2}$/)
+    expect(top.mapped).toMatchObject({
+      source: '../src/checkout.ts',
+      line: lineOf(CHECKOUT_V1, 'throw new TypeError'),
+      function: 'validateCoupon',
+      sourcemap: basename(v1.map),
+      contextLine: '    throw new TypeError(`coupon ${code} is too short`)',
+      preContext: ['  }', '}', '', 'export function validateCoupon(code: string): boolean {', '  if (code.length < 3) {'],
+      postContext: ['  }', '  return true', '}', '', 'export function applyCoupon(cart: Cart, code: string) {'],
+    })
+    expect(caller.mapped).toMatchObject({ source: '../src/checkout.ts', line: lineOf(CHECKOUT_V1, '  validateCoupon(code)'), function: 'applyCoupon' })
+    expect(outer.mapped).toMatchObject({ source: '../src/main.ts', line: lineOf(MAIN, 'return applyCoupon'), function: 'submitOrder' })
+    const [row] = await core.database.db.rows<{ culprit: string }>(sql`select culprit from issues where issue_id = ${issueId}`)
+    expect(row.culprit).toBe('validateCoupon (src/checkout.ts)')
+  })
+
+  test('JavaScriptCore (with its tail calls), Firefox, and the next release all land in the same Issue', async () => {
+    const { issueId } = await send(v1.v8, 'shop@1.0.0')
+    // JavaScriptCore drops `submitOrder`, which returns applyCoupon(...) as a tail call.
+    expect(parseStack(v1.jsc).length).toBeLessThan(parseStack(v1.v8).length)
+    const jsc = await send(v1.jsc, 'shop@1.0.0')
+    expect(jsc.frames[0].mapped).toMatchObject({ function: 'validateCoupon', line: lineOf(CHECKOUT_V1, 'throw new TypeError') })
+    expect(jsc.issueId).toBe(issueId)
+    expect((await send(asFirefox(v1.v8), 'shop@1.0.0')).issueId).toBe(issueId)
+
+    const next = await send(v2.v8, 'shop@1.1.0')
+    expect(next.frames[0].mapped).toMatchObject({ source: '../src/checkout.ts', line: lineOf(CHECKOUT_V2, 'throw new TypeError'), function: 'validateCoupon' })
+    expect(lineOf(CHECKOUT_V2, 'throw new TypeError')).not.toBe(lineOf(CHECKOUT_V1, 'throw new TypeError'))
+    expect(next.issueId).toBe(issueId)
+    const [row] = await core.database.db.rows<{ first_release: string; last_release: string }>(sql`select first_release, last_release from issues where issue_id = ${issueId}`)
+    expect(row).toEqual({ first_release: 'shop@1.0.0', last_release: 'shop@1.1.0' })
+  })
+
+  test('without a map for the release the frames stay as reported (and group apart)', async () => {
+    const mapped = await send(v1.v8, 'shop@1.0.0')
+    const unmapped = await send(v1.v8, 'shop@0.9.0')
+    expect(unmapped.frames.every((f) => f.mapped === undefined)).toBe(true)
+    expect(unmapped.issueId).not.toBe(mapped.issueId)
+  })
+
+  test('maps match by URL, by file name from another host, or by debug id without a release', async () => {
+    const elsewhere = v1.v8.replaceAll(SERVED, 'https://cdn.other.example/static/js/')
+    expect((await send(elsewhere, 'shop@1.0.0')).frames[0].mapped?.function).toBe('validateCoupon')
+    // Release 1.1.0's map was uploaded with the served path `~/assets/...`.
+    expect((await send(v2.v8.replaceAll('https://shop.example/', 'https://shop.example:8443/'), 'shop@1.1.0')).frames[0].mapped?.function).toBe('validateCoupon')
+
+    const debugId = readFileSync(v1.script, 'utf8').match(/\/\/# debugId=(\w+)/)?.[1]
+    expect(debugId).toBeDefined()
+    const url = SERVED + basename(v1.script)
+    const byId = await send(v1.v8, null, { debugIds: { [url]: debugId } })
+    expect(byId.frames[0].mapped).toMatchObject({ function: 'validateCoupon', sourcemap: basename(v1.map) })
+    expect((await send(v1.v8, null)).frames[0].mapped).toBeUndefined()
+  })
+
+  test('a re-uploaded map replaces the old one at once, parsed copies included', async () => {
+    expect((await send(v1.v8, 'shop@1.0.0')).frames[0].mapped?.source).toBe('../src/checkout.ts')
+    const map = JSON.parse(readFileSync(v1.map, 'utf8'))
+    map.sources = ['../src/renamed-checkout.ts', '../src/main.ts']
+    const res = await core.post('/api/ingestion/sourcemaps', { release: 'shop@1.0.0', files: [{ name: basename(v1.map), content: map }] })
+    expect(res.status).toBe(200)
+    expect((await send(v1.v8, 'shop@1.0.0')).frames[0].mapped?.source).toBe('../src/renamed-checkout.ts')
+  })
+})
+
+describe('source map cache', () => {
+  const tinyMap = JSON.stringify({ version: 3, sources: ['a.ts'], names: [], mappings: 'AAAA' })
+
+  test('a map is fetched and parsed once, however many ask at the same moment', async () => {
+    const cache = createSourceMapCache()
+    let fetches = 0
+    const fetch = async () => {
+      fetches++
+      await Bun.sleep(10)
+      return tinyMap
+    }
+    const loaded = await Promise.all(Array.from({ length: 10 }, () => cache.get('k', 'a.js.map', fetch)))
+    expect(fetches).toBe(1)
+    expect(new Set(loaded).size).toBe(1)
+    await cache.get('k', 'a.js.map', fetch)
+    expect(fetches).toBe(1)
+  })
+
+  test('bounded: the least recently used maps leave first; a map larger than the bound is not kept', async () => {
+    const cache = createSourceMapCache({ maxBytes: tinyMap.length * 2 })
+    const fetched: string[] = []
+    const get = (key: string, json = tinyMap) => cache.get(key, key, async () => (fetched.push(key), json))
+    await get('a')
+    await get('b')
+    await get('a')
+    await get('c')
+    expect(cache.stats()).toEqual({ entries: 2, bytes: tinyMap.length * 2 })
+    await get('a')
+    await get('b')
+    expect(fetched).toEqual(['a', 'b', 'c', 'b'])
+    const huge = JSON.stringify({ version: 3, sources: ['a.ts'], names: [], mappings: 'AAAA', x: 'y'.repeat(100) })
+    expect(await get('huge', huge)).not.toBeNull()
+    expect(cache.stats().bytes).toBeLessThanOrEqual(tinyMap.length * 2)
+    expect(await cache.get('gone', 'gone', async () => null)).toBeNull()
+  })
+})
