@@ -5,6 +5,7 @@ import { bodyParser } from './http/body'
 import { cors } from './http/cors'
 import { errorHandler, type RouteTable } from './http/errors'
 import { requestLog } from './http/request-log'
+import { errorRoutes } from './ingest/errors'
 import { eventRoutes } from './ingest/events'
 import { geoRoutes } from './ingest/geo'
 import { createClientLocator, type ClientLocator } from './ingest/geo/locator'
@@ -12,8 +13,15 @@ import { groupRoutes } from './ingest/groups'
 import { healthRoutes } from './ingest/health'
 import { identityRoutes } from './ingest/identity'
 import { initRoutes } from './ingest/init'
+import { internalRoutes } from './ingest/internal'
+import { logRoutes } from './ingest/logs'
+import { networkRoutes } from './ingest/network'
 import { ingestion } from './ingest/plugin'
+import { presenceRoutes } from './ingest/presence'
 import { replayRoutes } from './ingest/replay'
+import { sourceMapRoutes } from './ingest/sourcemaps'
+import { createSourceMapResolver } from './ingest/sourcemaps/resolver'
+import { spanRoutes } from './ingest/spans'
 import type { Logger } from './log'
 import type { Services } from './services'
 
@@ -40,7 +48,8 @@ export function createApp(deps: AppDeps) {
     serve: { maxRequestBodySize: Number.MAX_SAFE_INTEGER },
   })
     .use(errorHandler(deps.log, () => routes))
-    .use(cors((path) => routes.has(path)))
+    // Internal routes are for the operator's tools, not for browsers: no CORS.
+    .use(cors((path) => routes.has(path) && !path.startsWith('/api/internal/')))
     .use(requestLog(deps.log))
     .use(bodyParser(deps.config))
     .use(
@@ -56,6 +65,13 @@ export function createApp(deps: AppDeps) {
     .use(identityRoutes(shared))
     .use(groupRoutes(shared))
     .use(geoRoutes(shared))
+    .use(logRoutes(shared))
+    .use(networkRoutes(shared))
+    .use(spanRoutes(shared))
+    .use(errorRoutes({ ...shared, sourceMaps: createSourceMapResolver(deps.db, deps.log) }))
+    .use(sourceMapRoutes(shared))
+    .use(presenceRoutes({ ...shared, db: deps.db, log: deps.log }))
+    .use(internalRoutes({ secret: deps.config.internalSecret, writer: deps.writer, db: deps.db, log: deps.log }))
 
   for (const route of app.routes) routes.set(route.path, [...(routes.get(route.path) ?? []), route.method])
   return app
