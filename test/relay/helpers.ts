@@ -103,10 +103,11 @@ export function startTap(coreUrl: string, respondWith: Record<string, string> = 
 }
 
 /**
- * A bare TCP upstream for what a real core cannot be made to do on cue: never answer (slow), or
- * show exactly which bytes arrived before the connection closed (client abort, streaming).
+ * A bare TCP upstream for what a real core cannot be made to do on cue: never answer (slow), never
+ * read (`read: false`, for backpressure), or show exactly which bytes arrived before the connection
+ * closed (client abort, streaming).
  */
-export function startSilentUpstream() {
+export function startSilentUpstream({ read = true }: { read?: boolean } = {}) {
   const connections: { received: number; closed: boolean; firstByteAt: number | null }[] = []
   const listener: TCPSocketListener<{ index: number }> = Bun.listen<{ index: number }>({
     hostname: '127.0.0.1',
@@ -114,6 +115,7 @@ export function startSilentUpstream() {
     socket: {
       open(socket) {
         socket.data = { index: connections.push({ received: 0, closed: false, firstByteAt: null }) - 1 }
+        if (!read) socket.pause()
       },
       data(socket, chunk) {
         const connection = connections[socket.data.index]

@@ -16,20 +16,36 @@ export function nodeRelay(options: RelayOptions) {
     if (next && !relay.handles(url.split('?', 1)[0])) return next()
     const aborted = new AbortController()
     res.once('close', () => res.writableFinished || aborted.abort())
-    const hasBody = req.method !== 'GET' && req.method !== 'HEAD'
-    const proto = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'
-    const request = new Request(`${proto}://${req.headers.host ?? 'localhost'}${url}`, {
-      method: req.method,
-      headers: Object.entries(req.headers).flatMap(([name, value]) => (value === undefined ? [] : Array.isArray(value) ? value.map((v): [string, string] => [name, v]) : [[name, value] as [string, string]])),
-      body: hasBody ? (Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>) : null,
-      signal: aborted.signal,
-      duplex: 'half',
-    } as RequestInit)
+    let request: Request
+    try {
+      request = toRequest(req, url, aborted.signal)
+    } catch {
+      res.statusCode = 400 // a target or Host that is not a URL
+      return void res.end()
+    }
     relay(request, { address: req.socket.remoteAddress }).then(
       (response) => send(response, res),
       (error) => (next ? next(error) : res.destroy(error as Error)),
     )
   }
+}
+
+/** Node's request as a Web Request. Only its path matters to the relay: an absolute-form target's authority decides nothing. */
+function toRequest(req: IncomingMessage, url: string, signal: AbortSignal): Request {
+  const proto = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'
+  const hasBody = req.method !== 'GET' && req.method !== 'HEAD'
+  const headers: [string, string][] = []
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (Array.isArray(value)) for (const item of value) headers.push([name, item])
+    else if (value !== undefined) headers.push([name, value])
+  }
+  return new Request(new URL(url, `${proto}://${req.headers.host ?? 'localhost'}`), {
+    method: req.method,
+    headers,
+    body: hasBody ? (Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>) : null,
+    signal,
+    duplex: 'half',
+  } as RequestInit)
 }
 
 /** Writes a Web Response to Node's, streaming the body with backpressure. */

@@ -208,9 +208,10 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
 
   function fail(conn: Connection, error: UpstreamError): void {
     const exchange = conn.exchange
+    // Detached first: terminating the socket runs its close handler at once.
+    conn.exchange = null
     destroy(conn)
     if (!exchange) return
-    conn.exchange = null
     settle(exchange)
     unwatch(exchange)
     if (!exchange.answered) {

@@ -1,0 +1,180 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { createRelay, fetchClient } from '@sightline/relay'
+import { socketClient } from '@sightline/relay/upstream/socket'
+import { startCore } from '../helpers/core'
+import { closedPortUrl, startRelay, startSilentUpstream, startTap } from './helpers'
+
+const core = await startCore()
+const coreUrl = await core.listen()
+const tap = startTap(coreUrl)
+afterAll(async () => {
+  tap.close()
+  await core.close()
+})
+
+const CLIENTS = { socket: socketClient, fetch: () => fetchClient() }
+const errorOf = async (res: Response) => ((await res.json()) as { success: boolean; error: { code: string; message: string } })
+
+/** A body that hands out `pieces` chunks of `size` bytes, only as it is pulled, and counts what was pulled. */
+function countedBody(pieces: number, size: number, waitBeforeEach?: (index: number) => Promise<void>) {
+  const state = { pulled: 0, bytes: 0 }
+  const chunk = new Uint8Array(size).fill(0x20) // spaces: valid JSON padding
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        if (state.pulled === pieces) return controller.close()
+        await waitBeforeEach?.(state.pulled)
+        state.pulled++
+        state.bytes += size
+        controller.enqueue(chunk)
+      },
+    },
+    { highWaterMark: 0 },
+  )
+  return { stream, state }
+}
+
+const until = async (condition: () => boolean, timeoutMs = 5000) => {
+  const deadline = Date.now() + timeoutMs
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time')
+    await Bun.sleep(5)
+  }
+}
+
+for (const [clientName, makeClient] of Object.entries(CLIENTS)) {
+  describe(`failures over ${clientName}`, () => {
+    test('core down: 502 in the error shape, with Retry-After', async () => {
+      const relay = createRelay({ upstream: await closedPortUrl(), prefix: '/_sl', client: makeClient() })
+      const res = await relay(new Request('http://shop.test/_sl/api/ingestion/customEvent', { method: 'POST', body: '{"sessionId":"s","eventName":"e"}' }))
+      expect(res.status).toBe(502)
+      expect(res.headers.get('retry-after')).toBe('5')
+      expect(await errorOf(res)).toMatchObject({ success: false, error: { code: 'upstream_unreachable' } })
+    })
+
+    test('core too slow: 504 in the error shape after the timeout', async () => {
+      const silent = startSilentUpstream()
+      try {
+        const relay = createRelay({ upstream: silent.url, prefix: '/_sl', client: makeClient(), timeoutMs: 300 })
+        const started = Date.now()
+        const res = await relay(new Request('http://shop.test/_sl/health'))
+        expect(res.status).toBe(504)
+        expect(Date.now() - started).toBeGreaterThanOrEqual(290)
+        expect(Date.now() - started).toBeLessThan(2000)
+        expect(await errorOf(res)).toMatchObject({ success: false, error: { code: 'upstream_timeout' } })
+        // The stuck connection is given up, not left open.
+        await until(() => silent.connections.every((c) => c.closed))
+      } finally {
+        silent.close()
+      }
+    })
+
+    test('a declared body over maxBodyBytes is 413 without contacting core', async () => {
+      const before = tap.seen.length
+      const relay = createRelay({ upstream: tap.url, prefix: '/_sl', client: makeClient(), maxBodyBytes: 1000 })
+      const res = await relay(new Request('http://shop.test/_sl/api/ingestion/customEvent', { method: 'POST', headers: { 'content-length': '1001' }, body: 'x'.repeat(1001) }))
+      expect(res.status).toBe(413)
+      expect(await errorOf(res)).toMatchObject({ error: { code: 'payload_too_large' } })
+      expect(tap.seen.length).toBe(before)
+    })
+
+    test('a streamed body that passes maxBodyBytes is cut off with 413; core stores nothing', async () => {
+      const relay = createRelay({ upstream: coreUrl, prefix: '/_sl', client: makeClient(), maxBodyBytes: 200_000 })
+      const { stream, state } = countedBody(100, 10_000)
+      const res = await relay(
+        new Request('http://shop.test/_sl/api/ingestion/customEvent', { method: 'POST', headers: { authorization: `Bearer ${core.key}` }, body: stream, duplex: 'half' } as RequestInit),
+      )
+      expect(res.status).toBe(413)
+      expect(state.bytes).toBeLessThanOrEqual(210_000)
+    })
+
+    test('a large body is streamed: core gets its first bytes before the client has sent the rest', async () => {
+      const silent = startSilentUpstream()
+      try {
+        const relay = createRelay({ upstream: silent.url, prefix: '/_sl', client: makeClient(), timeoutMs: 5000 })
+        let released!: () => void
+        const gate = new Promise<void>((resolve) => (released = resolve))
+        // The client holds its last piece back until the upstream has seen bytes of the body.
+        const { stream } = countedBody(20, 16 * 1024, (i) => (i === 19 ? gate : Promise.resolve()))
+        const answer = relay(new Request('http://shop.test/_sl/api/ingestion/events', { method: 'POST', body: stream, duplex: 'half' } as RequestInit))
+        await until(() => (silent.connections[0]?.received ?? 0) > 19 * 16 * 1024)
+        released()
+        await until(() => (silent.connections[0]?.received ?? 0) >= 20 * 16 * 1024)
+        silent.close()
+        expect([502, 504]).toContain((await answer).status)
+      } finally {
+        silent.close()
+      }
+    })
+
+    test('backpressure: an upstream that does not read stops the relay reading the client', async () => {
+      const silent = startSilentUpstream({ read: false })
+      try {
+        const relay = createRelay({ upstream: silent.url, prefix: '/_sl', client: makeClient(), timeoutMs: 1500 })
+        const { stream, state } = countedBody(4096, 64 * 1024) // 256 MB on offer
+        const answer = relay(new Request('http://shop.test/_sl/api/ingestion/events', { method: 'POST', body: stream, duplex: 'half' } as RequestInit))
+        await Bun.sleep(1000)
+        // Socket buffers hold a few MB at most; the rest of the 256 MB is never pulled.
+        expect(state.bytes).toBeLessThan(64 * 1024 * 1024)
+        expect((await answer).status).toBe(504)
+      } finally {
+        silent.close()
+      }
+    })
+
+    test('a client that goes away mid-body aborts the upstream request', async () => {
+      const silent = startSilentUpstream()
+      try {
+        const relay = createRelay({ upstream: silent.url, prefix: '/_sl', client: makeClient(), timeoutMs: 10_000 })
+        const client = new AbortController()
+        let fail!: (error: Error) => void
+        const cut = new Promise<void>((_, reject) => (fail = reject))
+        const { stream } = countedBody(100, 16 * 1024, (i) => (i === 10 ? cut : Promise.resolve()))
+        const answer = relay(new Request('http://shop.test/_sl/api/ingestion/events', { method: 'POST', body: stream, duplex: 'half', signal: client.signal } as RequestInit))
+        await until(() => (silent.connections[0]?.received ?? 0) >= 10 * 16 * 1024)
+        client.abort()
+        fail(new Error('client went away'))
+        await until(() => silent.connections[0].closed)
+        expect(silent.connections[0].received).toBeLessThan(100 * 16 * 1024)
+        expect((await answer).status).toBe(499)
+      } finally {
+        silent.close()
+      }
+    })
+  })
+}
+
+describe('client abort against a real core, through the Bun adapter', () => {
+  test('the half-sent batch is not stored', async () => {
+    const relay = await startRelay('bun', { upstream: coreUrl, prefix: '/_sl' })
+    try {
+      const controller = new AbortController()
+      const head = new TextEncoder().encode(`{"sessionId":"aborted","events":[{"eventName":"a"},`)
+      let sent = 0
+      const body = new ReadableStream<Uint8Array>({
+        async pull(c) {
+          if (sent++ === 0) return c.enqueue(head)
+          c.enqueue(new Uint8Array(70_000).fill(0x20))
+          if (sent > 3) {
+            await Bun.sleep(50)
+            controller.abort()
+          }
+        },
+      })
+      await fetch(`${relay.url}/_sl/api/ingestion/customEvent/batch`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${core.key}` },
+        body,
+        signal: controller.signal,
+        duplex: 'half',
+      } as RequestInit).catch(() => null)
+      await Bun.sleep(200)
+      expect(await core.database.db.rows(sql`select 1 from events where session_id = 'aborted'`)).toEqual([])
+      // The relay stays healthy for the next client.
+      expect((await fetch(`${relay.url}/_sl/health/simple`)).status).toBe(200)
+    } finally {
+      await relay.close()
+    }
+  })
+})
