@@ -24,7 +24,7 @@ interface Options {
   seconds: number
 }
 
-function parseArgs(args: string[]): Options {
+export function parseArgs(args: string[]): Options {
   const value = (name: string, fallback: number) => {
     const i = args.indexOf(`--${name}`)
     const n = i === -1 ? fallback : Number(args[i + 1])
@@ -34,7 +34,7 @@ function parseArgs(args: string[]): Options {
   return { runs: value('runs', 3), seconds: value('seconds', 5) }
 }
 
-interface CoreProcess {
+export interface CoreProcess {
   url: string
   key: string
   proc: Subprocess
@@ -42,7 +42,7 @@ interface CoreProcess {
 }
 
 /** Core as an operator runs it: its own process, on a fresh database, logging warnings only. */
-async function startCoreProcess(env: Record<string, string>): Promise<CoreProcess> {
+export async function startCoreProcess(env: Record<string, string>): Promise<CoreProcess> {
   const port = await freePort()
   const proc = Bun.spawn([process.execPath, join(ROOT, 'core/src/main.ts')], {
     cwd: ROOT,
