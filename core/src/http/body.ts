@@ -11,6 +11,16 @@ export interface BodyLimits {
 
 const LARGE_BODY_PATHS = new Set(['/api/ingestion/events', '/api/ingestion/sourcemaps'])
 
+/** Paths whose route may store the JSON body as received (see `rawBodyOf`). */
+const RAW_KEPT_PATHS = new Set(['/api/ingestion/events'])
+const rawBodies = new WeakMap<Request, Uint8Array>()
+
+/**
+ * The decoded bytes of a JSON body, on paths that keep them: replay chunks are stored as sent, and
+ * re-encoding a megabyte of parsed events would cost more than parsing it did.
+ */
+export const rawBodyOf = (request: Request): Uint8Array | undefined => rawBodies.get(request)
+
 export const bodyLimitFor = (path: string, limits: BodyLimits): number =>
   LARGE_BODY_PATHS.has(path) ? limits.maxUploadBodyBytes : limits.maxBodyBytes
 
@@ -102,8 +112,9 @@ export function bodyParser(limits: BodyLimits) {
     const compression = compressionOf(request.headers.get('content-encoding'), query.compression)
     const declared = request.headers.get('content-length')
 
+    const keepRaw = RAW_KEPT_PATHS.has(path) && !contentType.startsWith('multipart/')
     // The hot path: a plain JSON body of known size is parsed natively, straight from the socket.
-    if (compression === null && declared !== null && !contentType.startsWith('multipart/')) {
+    if (compression === null && declared !== null && !contentType.startsWith('multipart/') && !keepRaw) {
       if (Number(declared) > limit) throw tooLarge(limit)
       if (declared === '0') throw new ApiError('invalid_json', 'the body is empty; send a JSON object')
       try {
@@ -115,6 +126,7 @@ export function bodyParser(limits: BodyLimits) {
 
     let bytes = await readCapped(request, limit)
     if (compression) bytes = inflate(bytes, compression, limit)
+    if (keepRaw) rawBodies.set(request, bytes)
     return contentType.startsWith('multipart/form-data') ? parseMultipart(bytes, contentType) : parseJson(bytes)
   })
 }

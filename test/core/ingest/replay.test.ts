@@ -45,9 +45,7 @@ const move = (timestamp: number, x: number) => ({ type: 3, timestamp, data: { so
 describe('POST /api/ingestion/events', () => {
   test('stores the fielded shape: the chunk compressed with every field, and what the session records', async () => {
     const events = [meta(t0, 'https://shop.test/landing?utm=x'), full(t0 + 5), move(t0 + 900, 1), { type: 5, timestamp: t0 + 950, data: { tag: 'note', payload: { a: 1 } } }]
-    const res = await core.post(
-      '/api/ingestion/events',
-      {
+    const body = {
         sessionId: 'rp-1',
         endUserId: 'rp-user',
         windowId: 'win-a',
@@ -55,11 +53,9 @@ describe('POST /api/ingestion/events', () => {
         events,
         automaticProperties: { referrer: 'https://search.test/?q=shop', screen: { width: 390, height: 844 }, language: 'de-DE', timezone: 'Europe/Berlin' },
         sdkVersion: '2.3.1',
-        apiKey: 'ignored-when-a-header-key-is-sent',
         unknownField: [1, 2, 3],
-      },
-      { headers: { 'user-agent': IPHONE } },
-    )
+      }
+    const res = await core.post('/api/ingestion/events', body, { headers: { 'user-agent': IPHONE } })
     expect(res.status).toBe(200)
     expect(await res.json()).toEqual({ success: true, accepted: 4, dropped: 0 })
 
@@ -72,10 +68,12 @@ describe('POST /api/ingestion/events', () => {
       last_ms: String(t0 + 950),
       event_count: 4,
       has_full_snapshot: true,
-      raw_bytes: Buffer.byteLength(JSON.stringify(events)),
+      raw_bytes: Buffer.byteLength(JSON.stringify(body)),
     })
     expect(chunk.content_hash).toMatch(/^[0-9a-f]{32}$/)
+    // Stored as sent: the events, and the session's fields beside them.
     expect(decodeChunk(bytesOf(chunk.data))).toEqual(events)
+    expect(JSON.parse(new TextDecoder().decode(Bun.zstdDecompressSync(bytesOf(chunk.data))))).toEqual(body)
 
     expect(await sessionOf('rp-1')).toMatchObject({
       end_user_id: 'rp-user',
@@ -138,6 +136,16 @@ describe('POST /api/ingestion/events', () => {
     expect(decodeChunk(bytesOf(chunk.data))).toEqual(good)
   })
 
+  test('a key sent in the body is not stored with the chunk', async () => {
+    const events = [full(t0), move(t0 + 1, 2)]
+    const res = await core.post('/api/ingestion/events', { sessionId: 'rp-key', apiKey: core.key, events }, { key: null })
+    expect(res.status).toBe(200)
+    const [chunk] = await chunksOf('rp-key')
+    const stored = new TextDecoder().decode(Bun.zstdDecompressSync(bytesOf(chunk.data)))
+    expect(stored).not.toContain(core.key)
+    expect(JSON.parse(stored)).toEqual({ sessionId: 'rp-key', events })
+  })
+
   test('a chunk with no valid event stores no chunk but still records the session', async () => {
     const before = Date.now()
     const res = await core.post('/api/ingestion/events', { sessionId: 'rp-4', events: [{ nope: true }], automaticProperties: { language: 'fr' } })
@@ -156,7 +164,10 @@ describe('POST /api/ingestion/events', () => {
     expect(await chunksOf('rp-5')).toHaveLength(1)
     await core.post('/api/ingestion/events', { ...body, windowId: 'other' })
     await core.post('/api/ingestion/events', { ...body, sessionId: 'rp-5b' })
-    await core.post('/api/ingestion/events', { ...body, events: [full(t0), move(t0 + 1, 6)] })
+    // Resent another way (a beacon with the key in the body, gzip-free text): still the same chunk.
+    const beacon = await core.request('/api/ingestion/events', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ apiKey: core.key, ...body, sdkVersion: '1' }) })
+    expect(beacon.status).toBe(200)
+    await core.post('/api/ingestion/events', { ...body, events: [full(t0), move(t0 + 2, 6)] })
     expect(await chunksOf('rp-5')).toHaveLength(3)
     expect(await chunksOf('rp-5b')).toHaveLength(1)
   })
@@ -190,7 +201,7 @@ describe('POST /api/ingestion/events', () => {
     const res = await core.post('/api/ingestion/events', { sessionId: 'rp-8', events })
     expect(res.status).toBe(200)
     const [stored] = await rows<{ raw: number; packed: number }>(sql`select raw_bytes as raw, length(data) as packed from replay_chunks where session_id = 'rp-8'`)
-    expect(stored.raw).toBe(Buffer.byteLength(JSON.stringify(events)))
+    expect(stored.raw).toBe(Buffer.byteLength(JSON.stringify({ sessionId: 'rp-8', events })))
     expect(stored.packed).toBeLessThan(stored.raw / 8)
   })
 

@@ -14,6 +14,8 @@ export const ReplayBody = t.Object({
   events: t.Any({ description: 'RrwebEvent[]' }),
   automaticProperties: Properties,
   sdkVersion: t.Optional(t.Union([t.String({ maxLength: 256 }), t.Null()])),
+  /** Read only to keep a key sent in the body out of what is stored. */
+  apiKey: t.Optional(t.Unknown()),
   /** Per-window chunk sequence number, when the tracker sends one. */
   seq: t.Optional(t.Union([t.Integer({ minimum: 0, maximum: 2_147_483_647 }), t.Null()])),
 })

@@ -27,6 +27,8 @@ export function isRrwebEvent(value: unknown): value is RrwebEvent {
 /** What the chunk says about itself; the events are stored as they came, in the order they came. */
 export interface ReplayChunk {
   events: RrwebEvent[]
+  /** Type and timestamp of each kept event, in order: what identifies the chunk (see `timelineHash`). */
+  timeline: Float64Array
   dropped: number
   firstTimestamp: number
   lastTimestamp: number
@@ -47,6 +49,7 @@ export function eventsOf(events: unknown): unknown[] {
 /** Keeps the valid rrweb events of a chunk and reads what the session needs from them. */
 export function readChunk(items: readonly unknown[]): ReplayChunk {
   const events: RrwebEvent[] = []
+  const timeline = new Float64Array(items.length * 2)
   let first = Infinity
   let last = -Infinity
   let hasFullSnapshot = false
@@ -54,6 +57,8 @@ export function readChunk(items: readonly unknown[]): ReplayChunk {
   let entryAt = Infinity
   for (const item of items) {
     if (!isRrwebEvent(item)) continue
+    timeline[events.length * 2] = item.type
+    timeline[events.length * 2 + 1] = item.timestamp
     events.push(item)
     if (item.timestamp < first) first = item.timestamp
     if (item.timestamp > last) last = item.timestamp
@@ -66,7 +71,7 @@ export function readChunk(items: readonly unknown[]): ReplayChunk {
       }
     }
   }
-  return { events, dropped: items.length - events.length, firstTimestamp: first, lastTimestamp: last, hasFullSnapshot, entryUrl }
+  return { events, timeline: timeline.subarray(0, events.length * 2), dropped: items.length - events.length, firstTimestamp: first, lastTimestamp: last, hasFullSnapshot, entryUrl }
 }
 
 export interface ReplayChunkRow {
@@ -81,6 +86,16 @@ export interface ReplayChunkRow {
   hasFullSnapshot: boolean
   rawBytes: number
   data: Uint8Array
+}
+
+/**
+ * The JSON a chunk is stored as: the body as it came when it can be (every event kept, no key in it),
+ * else the body re-encoded with only its valid events and without the key.
+ */
+export function storedJson(body: ReplayBody, chunk: ReplayChunk, raw: Uint8Array | undefined): Uint8Array {
+  if (raw && chunk.dropped === 0 && body.apiKey === undefined) return raw
+  const { apiKey: _key, ...rest } = body
+  return Buffer.from(JSON.stringify({ ...rest, events: chunk.events }))
 }
 
 /** The encoded chunk, as `encodeChunk` in the route makes it. */
