@@ -34,7 +34,7 @@ describe('transport', () => {
     const { service, transport } = setup({ compression: true })
     await transport.send('/api/ingestion/events', { events: ['x'.repeat(5000)] })
     await transport.send('/api/ingestion/events', { events: ['small'] })
-    expect(service.sent.map((r) => [r.compressed, r.headers['content-encoding']])).toEqual([
+    expect(service.sent.map((r) => [r.compressed, r.headers['content-encoding'] as string | undefined])).toEqual([
       [true, 'gzip'],
       [false, undefined],
     ])

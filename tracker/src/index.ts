@@ -326,7 +326,7 @@ export class ServiceTracker {
   /** Presence, while the session is live; its answer says whether someone watches (`liveViewer`). */
   #beat = () => {
     const sessionId = this.#identity.current()
-    if (sessionId) {
+    if (sessionId && this.#transport.online()) {
       const body = { sessionId, endUserId: this.#identity.endUserId, windowId: this.#identity.windowId, url: this.#win.location.href }
       void this.#transport.ping(API + '/heartbeat', body).then((answer) => this.#delivery.settle(answer))
     }
@@ -355,7 +355,7 @@ export class ServiceTracker {
     try {
       this.#messages.flush()
       this.#delivery.persistPending()
-      if (pageHide && this.#started) {
+      if (pageHide && this.#started && this.#transport.online()) {
         const body = { sessionId: this.#identity.sessionId(false), endUserId: this.#identity.endUserId, windowId: this.#identity.windowId }
         void this.#transport.send(API + '/session-end', body, true)
       }

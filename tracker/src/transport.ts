@@ -78,7 +78,8 @@ export function createTransport({ base, apiKey, fetch, win, log }: TransportDeps
   async function sendBeacon(path: string, body: object, unload: boolean): Promise<Answer> {
     const text = JSON.stringify({ ...body, apiKey })
     const gzipped = unload ? null : await gzip(text)
-    const payload = gzipped ? new Blob([gzipped], { type: 'text/plain' }) : text
+    // The page's own Blob: a beacon's body must come from the window that sends it.
+    const payload = gzipped ? new win.Blob([gzipped], { type: 'text/plain' }) : text
     const url = base + path + (gzipped ? '?compression=gzip' : '')
     if ((gzipped?.byteLength ?? new Blob([text]).size) > BEACON_MAX_BYTES) return { status: 413, local: true }
     const navigator = win.navigator

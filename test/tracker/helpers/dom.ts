@@ -62,15 +62,21 @@ export interface PageOptions {
   localStorage?: Record<string, string>
   sessionStorage?: Record<string, string>
   cookie?: string
-  /** Run scripts of the page (the script-tag tests load t.js). */
+  /** Run scripts of the page (the script-tag tests load t.js; give such a script `async`: happy-dom
+   * loads others synchronously, which a server in this same process could never answer). */
   scripts?: boolean
 }
 
-// rrweb keeps the first MutationObserver class it sees for good: that page's window stays open.
-let firstPage = true
+/**
+ * rrweb keeps the first MutationObserver class it sees for good, and a happy-dom observer works only
+ * while its window is open. Every page therefore hands rrweb the observer of one window that stays
+ * open for the whole run (an observer observes nodes of any window).
+ */
+const host = new Window() as unknown as Record<string, any>
+looksNative(host)
 
 export function openPage(url = 'http://shop.test/', html = '<!doctype html><html><head><title>Shop</title></head><body></body></html>', options: PageOptions = {}): Page {
-  const happy = new Window({ url, settings: { enableJavaScriptEvaluation: !!options.scripts, disableJavaScriptFileLoading: !options.scripts } })
+  const happy = new Window({ url, settings: { enableJavaScriptEvaluation: !!options.scripts, suppressInsecureJavaScriptEnvironmentWarning: true, disableJavaScriptFileLoading: !options.scripts } })
   const win = happy as unknown as PageWindow & Record<string, any>
   looksNative(win)
   for (const [key, value] of Object.entries(options.localStorage ?? {})) win.localStorage.setItem(key, value)
@@ -79,9 +85,10 @@ export function openPage(url = 'http://shop.test/', html = '<!doctype html><html
   win.document.write(html)
   const global = globalThis as Record<string, unknown>
   const previous = GLOBALS.map((name) => [name, Object.getOwnPropertyDescriptor(global, name)] as const)
-  for (const name of GLOBALS) Object.defineProperty(global, name, { value: win[name], configurable: true, writable: true })
-  const keepOpen = firstPage
-  firstPage = false
+  for (const name of GLOBALS) {
+    const value = name === 'MutationObserver' ? host.MutationObserver : win[name]
+    Object.defineProperty(global, name, { value, configurable: true, writable: true })
+  }
   return {
     win,
     async close() {
@@ -89,7 +96,7 @@ export function openPage(url = 'http://shop.test/', html = '<!doctype html><html
         if (descriptor) Object.defineProperty(global, name, descriptor)
         else delete global[name]
       }
-      if (!keepOpen) await happy.happyDOM.close()
+      await happy.happyDOM.close()
     },
   }
 }

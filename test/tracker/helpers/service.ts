@@ -36,7 +36,7 @@ async function decode(url: string, via: Sent['via'], headers: Record<string, str
   let bytes: Uint8Array
   if (body === undefined || body === null) bytes = new Uint8Array()
   else if (typeof body === 'string') bytes = new TextEncoder().encode(body)
-  else if (body instanceof Blob) bytes = new Uint8Array(await body.arrayBuffer())
+  else if (typeof (body as Blob).arrayBuffer === 'function') bytes = new Uint8Array(await (body as Blob).arrayBuffer())
   else bytes = new Uint8Array(body as ArrayBuffer)
   const compressed = headers['content-encoding'] === 'gzip' || parsed.searchParams.get('compression') === 'gzip'
   const text = new TextDecoder().decode(compressed ? gunzipSync(bytes) : bytes)
@@ -82,7 +82,7 @@ export function fakeService(): FakeService {
       // Like a browser, sendBeacon says at once whether it took the data; the body is read after.
       win.navigator.sendBeacon = (url: string | URL, data?: BodyInit | null) => {
         if (!accept(String(url))) return false
-        const type = data instanceof Blob ? data.type : 'text/plain;charset=UTF-8'
+        const type = typeof data === 'string' ? 'text/plain;charset=UTF-8' : (data as Blob).type
         const pending = decode(String(url), 'beacon', { 'content-type': type }, data).then((beacon) => void sent.push(beacon))
         beacons.push(pending)
         return true

@@ -1,0 +1,250 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import type { AutomaticTrackingOptions } from '@sightline/tracker'
+import { TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
+import { settle } from './helpers/clock'
+import { SERVICE_BASE } from './helpers/service'
+import { closeAll, tracked, type Tracked } from './helpers/tracker'
+
+afterEach(closeAll)
+
+/** A small API for the page's own requests: /ok answers 200, /fail 500, with CORS for the page. */
+let api: ReturnType<typeof Bun.serve>
+let apiBase: string
+beforeAll(() => {
+  api = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    fetch(request) {
+      const headers = { 'access-control-allow-origin': request.headers.get('origin') ?? '*', 'access-control-allow-methods': 'GET, POST' }
+      if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers })
+      return new Response(new URL(request.url).pathname === '/fail' ? 'broken' : 'ok', { status: new URL(request.url).pathname === '/fail' ? 500 : 200, headers })
+    },
+  })
+  apiBase = `http://127.0.0.1:${api.port}`
+})
+afterAll(() => api.stop(true))
+
+const only = (options: AutomaticTrackingOptions): AutomaticTrackingOptions => ({
+  pageViews: false,
+  navigation: false,
+  clicks: false,
+  rageClicks: false,
+  forms: false,
+  console: false,
+  network: false,
+  errors: false,
+  spans: false,
+  ...options,
+})
+
+async function started(options: AutomaticTrackingOptions, html?: string, url?: string): Promise<Tracked> {
+  const t = tracked({ automaticTrackingOptions: options }, { html, url })
+  t.tracker.start()
+  await settle()
+  return t
+}
+
+const customEvents = (t: Tracked) => t.service.to('/customEvent/batch').flatMap((r) => r.body.events)
+
+describe('page views and navigation', () => {
+  test('a page view at start and at each change of path; a navigation event for every change of URL', async () => {
+    const t = await started(only({ pageViews: true, navigation: true }), undefined, 'http://shop.test/home')
+    const { history } = t.win
+    history.pushState({}, '', '/products')
+    history.replaceState({}, '', '/products?sort=price')
+    history.replaceState({}, '', '/products?sort=price')
+    history.replaceState({}, '', '/cart')
+    history.pushState({}, '', '/cart#top')
+    history.back()
+    await settle()
+    t.win.dispatchEvent(new t.win.PopStateEvent('popstate'))
+    await t.clock.advance(100)
+    expect(customEvents(t).map((e) => [e.eventName, e.eventProperties.path ?? e.eventProperties.type, e.eventProperties.to ?? e.eventProperties.url])).toEqual([
+      ['$pageview', '/home', 'http://shop.test/home'],
+      ['$navigation', 'push', 'http://shop.test/products'],
+      ['$pageview', '/products', 'http://shop.test/products'],
+      ['$navigation', 'replace', 'http://shop.test/products?sort=price'],
+      ['$navigation', 'replace', 'http://shop.test/cart'],
+      ['$pageview', '/cart', 'http://shop.test/cart'],
+      ['$navigation', 'push', 'http://shop.test/cart#top'],
+      ['$pageview', '/cart', 'http://shop.test/cart#top'],
+      ['$navigation', 'pop', 'http://shop.test/cart'],
+      ['$pageview', '/cart', 'http://shop.test/cart'],
+    ])
+  })
+
+  test('stop puts history back as it was', async () => {
+    const t = tracked()
+    const push = t.win.history.pushState
+    t.tracker.start()
+    await settle()
+    expect(t.win.history.pushState).not.toBe(push)
+    t.tracker.stop()
+    expect(t.win.history.pushState).toBe(push)
+  })
+})
+
+describe('clicks and forms', () => {
+  test('a click reports the element it meant (the button, not the icon inside)', async () => {
+    const t = await started(only({ clicks: true }), '<main><a href="/next" class="cta big extra"><i>icon</i> Next</a></main>', 'http://shop.test/')
+    t.win.document.querySelector('i')!.dispatchEvent(new t.win.MouseEvent('click', { bubbles: true }))
+    await t.clock.advance(100)
+    expect(customEvents(t)).toEqual([
+      expect.objectContaining({ eventName: '$click', eventProperties: { tag: 'a', selector: 'main > a.cta.big', href: '/next' } }),
+    ])
+  })
+
+  test('a submit reports the form, never its values', async () => {
+    const t = await started(only({ forms: true }), '<form name="signup" method="POST" action="/join?ref=x"><input name="email" value="ada@example.com"></form>')
+    t.win.document.querySelector('form')!.dispatchEvent(new t.win.Event('submit', { bubbles: true }))
+    await t.clock.advance(100)
+    expect(customEvents(t).map((e) => e.eventProperties)).toEqual([{ name: 'signup', action: 'http://shop.test/join', method: 'post', fields: 1 }])
+    expect(JSON.stringify(t.service.sent.map((r) => r.body))).not.toContain('ada@example.com')
+  })
+})
+
+describe('console', () => {
+  test('console.warn and console.error become logs (the page still prints them); not log or info', async () => {
+    const printed: unknown[][] = []
+    const t = tracked({ automaticTrackingOptions: only({ console: true }) })
+    t.win.console.warn = (...args: unknown[]) => void printed.push(args)
+    t.win.console.error = (...args: unknown[]) => void printed.push(args)
+    t.tracker.start()
+    await settle()
+    const error = new RangeError('out of range')
+    t.win.console.warn('low stock', { sku: 'A1', left: 2 })
+    t.win.console.error('failed:', error)
+    t.win.console.log('not sent')
+    t.win.console.info('not sent either')
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(printed).toEqual([['low stock', { sku: 'A1', left: 2 }], ['failed:', error]])
+    const [request] = t.service.to('/logs')
+    const owner = { sessionId: t.tracker.getSessionId(), endUserId: t.tracker.getUserInfo().endUserId }
+    expect(request.body).toEqual({
+      ...owner,
+      logs: [
+        { ...owner, level: 'warn', message: 'low stock {"sku":"A1","left":2}', url: 'http://shop.test/', timestampMs: t.clock.now() - TELEMETRY_FLUSH_MS },
+        { ...owner, level: 'error', message: 'failed: RangeError: out of range', stack: error.stack, url: 'http://shop.test/', timestampMs: t.clock.now() - TELEMETRY_FLUSH_MS },
+      ],
+    })
+  })
+
+  test("the tracker's own warnings are not sent as the page's logs", async () => {
+    const t = tracked({ logLevel: 'warn', automaticTrackingOptions: only({ console: true }) })
+    t.win.console.warn = () => {}
+    t.tracker.start()
+    await settle()
+    t.tracker.customEvent('')
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(t.service.to('/logs')).toEqual([])
+    expect(t.tracker.viewLogs()).toHaveLength(1)
+  })
+})
+
+describe('network and spans', () => {
+  test('fetch: a span for each request, a network error for the failed ones; never the tracker’s own', async () => {
+    const t = tracked({ automaticTrackingOptions: only({ network: true, spans: true }) })
+    t.tracker.start()
+    await settle()
+    await t.win.fetch(`${apiBase}/ok?token=abc`)
+    await t.win.fetch(`${apiBase}/fail`, { method: 'post' })
+    await t.win.fetch('http://127.0.0.1:1/refused').catch(() => {})
+    await t.win.fetch(`${SERVICE_BASE}/api/ingestion/customEvent`, { method: 'POST', body: '{}' }).catch(() => {})
+    t.tracker.customEvent('own request')
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    const spans = t.service.to('/spans/batch').flatMap((r) => r.body.spans)
+    expect(spans.map((s: any) => [s.name, s.kind, s.status.code, s.attributes['http.status_code']])).toEqual([
+      ['GET /ok', 'client', 'ok', 200],
+      ['POST /fail', 'client', 'error', 500],
+      ['GET /refused', 'client', 'error', null],
+    ])
+    for (const span of spans) {
+      expect(span.traceId).toMatch(/^[0-9a-f]{32}$/)
+      expect(span.spanId).toMatch(/^[0-9a-f]{16}$/)
+      expect(span.endTimeMs).toBeGreaterThanOrEqual(span.startTimeMs)
+    }
+    expect(spans[0].attributes['http.url']).toBe(`${apiBase}/ok`)
+    const errors = t.service.to('/network').flatMap((r) => r.body.errors)
+    expect(errors.map((e: any) => [e.method, e.url, e.status, e.errorType])).toEqual([
+      ['POST', `${apiBase}/fail`, 500, 'http'],
+      ['GET', 'http://127.0.0.1:1/refused', null, 'network'],
+    ])
+    expect(errors[0]).toMatchObject({ statusText: 'Internal Server Error', errorMessage: 'HTTP 500 Internal Server Error', sessionId: t.tracker.getSessionId(), endUserId: t.tracker.getUserInfo().endUserId, requestId: expect.any(String), duration: expect.any(Number) })
+  })
+
+  test('XMLHttpRequest too', async () => {
+    const t = tracked({ automaticTrackingOptions: only({ network: true, spans: true }) })
+    t.tracker.start()
+    await settle()
+    const send = (method: string, url: string) =>
+      new Promise<void>((resolve) => {
+        const xhr = new t.win.XMLHttpRequest()
+        xhr.open(method, url)
+        xhr.addEventListener('loadend', () => resolve())
+        xhr.send()
+      })
+    await send('GET', `${apiBase}/ok`)
+    await send('get', `${apiBase}/fail`)
+    await settle()
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(t.service.to('/spans/batch').flatMap((r) => r.body.spans).map((s: any) => s.name)).toEqual(['GET /ok', 'GET /fail'])
+    expect(t.service.to('/network').flatMap((r) => r.body.errors).map((e: any) => [e.url, e.status])).toEqual([[`${apiBase}/fail`, 500]])
+  })
+
+  test('stop puts fetch and XMLHttpRequest back', async () => {
+    const t = tracked()
+    const { fetch } = t.win
+    const { open, send } = t.win.XMLHttpRequest.prototype
+    t.tracker.start()
+    await settle()
+    expect(t.win.fetch).not.toBe(fetch)
+    t.tracker.stop()
+    expect(t.win.fetch).toBe(fetch)
+    expect(t.win.XMLHttpRequest.prototype.open).toBe(open)
+    expect(t.win.XMLHttpRequest.prototype.send).toBe(send)
+  })
+})
+
+describe('errors', () => {
+  test('onerror and unhandledrejection become unhandled error reports with the release', async () => {
+    const t = tracked({ release: 'web@2', automaticTrackingOptions: only({ errors: true }) })
+    t.tracker.start()
+    await settle()
+    const thrown = new TypeError('x is not a function')
+    t.win.dispatchEvent(new t.win.ErrorEvent('error', { error: thrown, message: thrown.message, filename: 'http://shop.test/app.js', lineno: 3, colno: 7 }))
+    const rejection = new t.win.Event('unhandledrejection') as Event & { reason?: unknown }
+    rejection.reason = 'plain reason'
+    t.win.dispatchEvent(rejection)
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    const reports = t.service.to('/errors').flatMap((r) => r.body.errors)
+    expect(reports.map((r: any) => [r.name, r.message, r.handled, r.release, r.stack === thrown.stack, r.context])).toEqual([
+      ['TypeError', 'x is not a function', false, 'web@2', true, { filename: 'http://shop.test/app.js', lineno: 3, colno: 7 }],
+      ['Error', 'plain reason', false, 'web@2', false, { mechanism: 'unhandledrejection' }],
+    ])
+  })
+})
+
+describe('switches', () => {
+  test('enableAutomaticTracking: false installs nothing', async () => {
+    const t = tracked({ enableAutomaticTracking: false })
+    const { fetch } = t.win
+    t.tracker.start()
+    await settle()
+    t.win.document.body.dispatchEvent(new t.win.MouseEvent('click', { bubbles: true }))
+    t.win.history.pushState({}, '', '/x')
+    await t.clock.advance(1000)
+    expect(t.win.fetch).toBe(fetch)
+    expect(t.service.to('/customEvent/batch')).toEqual([])
+  })
+
+  test('each kind is switched off on its own; the default is all on', async () => {
+    const t = tracked({ automaticTrackingOptions: { clicks: false, console: false } })
+    t.tracker.start()
+    await settle()
+    t.win.document.body.dispatchEvent(new t.win.MouseEvent('click', { bubbles: true }))
+    t.win.console.warn = () => {}
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(customEvents(t).map((e) => e.eventName)).toEqual(['$pageview'])
+    expect(t.service.to('/logs')).toEqual([])
+  })
+})

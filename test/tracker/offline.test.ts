@@ -1,0 +1,102 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { settle } from './helpers/clock'
+import { storageOf } from './helpers/dom'
+import { fakeService } from './helpers/service'
+import { KEY, closeAll, pageHide, tracked, type Tracked } from './helpers/tracker'
+
+afterEach(closeAll)
+
+const setOnline = (t: Tracked, online: boolean) => {
+  Object.defineProperty(t.win.navigator, 'onLine', { value: online, configurable: true })
+  if (online) t.win.dispatchEvent(new t.win.Event('online'))
+}
+
+/** What the service got, once each: custom events by uuid, replay chunks by window and seq. */
+function delivered(service: ReturnType<typeof fakeService>) {
+  const events = service.to('/customEvent/batch').flatMap((r) => r.body.events.map((e: { uuid: string; eventName: string }) => [e.uuid, e.eventName]))
+  const chunks = service.to('/events').map((r) => `${r.body.windowId}#${r.body.seq}`)
+  return { events, chunks }
+}
+
+describe('offline, then a reload, then online', () => {
+  test('nothing is lost and nothing is sent twice', async () => {
+    const service = fakeService()
+    const first = tracked({ enableAutomaticTracking: false }, { service, offline: true })
+    first.tracker.start()
+    await settle()
+    for (const name of ['a', 'b', 'c']) first.tracker.customEvent(name)
+    await first.clock.advance(3000)
+    first.tracker.addEvent({ step: 1 })
+    first.tracker.customEvent('d')
+    // Leaving while offline: the beacons would not get through either; everything is kept.
+    pageHide(first.win)
+    await settle()
+    expect(service.sent).toEqual([])
+    const storage = storageOf(first.win)
+    await first.close()
+
+    // The reload, still offline: what the last page kept stays kept, the new page adds to it.
+    const second = tracked({ enableAutomaticTracking: false }, { service, storage, clock: first.clock, offline: true })
+    second.tracker.customEvent('e')
+    await second.clock.advance(3000)
+    expect(service.sent).toEqual([])
+    expect(second.tracker.getConnectionStatus()).toMatchObject({ online: false, queued: expect.any(Number) })
+    const queued = second.tracker.getConnectionStatus().queued
+    expect(queued).toBeGreaterThanOrEqual(4)
+
+    // Back online: everything goes, once.
+    setOnline(second, true)
+    await settle()
+    await second.clock.advance(3000)
+    const { events, chunks } = delivered(service)
+    expect(events.map(([, name]: string[]) => name).sort()).toEqual(['a', 'b', 'c', 'd', 'e'])
+    expect(new Set(events.map(([uuid]: string[]) => uuid)).size).toBe(5)
+    expect(chunks.length).toBeGreaterThanOrEqual(2)
+    expect(new Set(chunks).size).toBe(chunks.length)
+    expect(service.sent.every((r) => r.headers.authorization === `Bearer ${KEY}`)).toBe(true)
+    expect(second.tracker.getConnectionStatus().queued).toBe(0)
+  })
+
+  test('the next page load drains what an earlier page could not send (the server down meanwhile)', async () => {
+    const service = fakeService()
+    service.reply((request) => (request.path === '/health/simple' ? 'network-error' : { status: 503, headers: { 'retry-after': '1' } }))
+    const first = tracked({ enableAutomaticTracking: false }, { service })
+    first.tracker.customEvent('during outage')
+    for (let i = 0; i < 6; i++) await first.clock.advance(60_000)
+    expect(first.tracker.getConnectionStatus().queued).toBe(1)
+    const attempts = service.sent.length
+    expect(attempts).toBe(5)
+    const storage = storageOf(first.win)
+    await first.close()
+
+    service.reply(() => ({ status: 200, body: { success: true } }))
+    tracked({ enableAutomaticTracking: false }, { service, storage, clock: first.clock })
+    await settle()
+    const resent = service.sent.slice(attempts)
+    expect(resent.map((r) => r.body.events[0].eventName)).toEqual(['during outage'])
+    expect(resent[0].body.events[0].uuid).toBe(service.sent[0].body.events[0].uuid)
+  })
+
+  test('429 stops all sending quietly: nothing queued is sent, nothing persisted, no more requests', async () => {
+    const service = fakeService()
+    const t = tracked({ automaticTrackingOptions: { pageViews: false } }, { service })
+    t.tracker.start()
+    await settle()
+    service.reply(() => ({ status: 429, body: { success: false, error: { code: 'monthly_limit_reached' }, monthlyLimitReached: true } }))
+    t.tracker.customEvent('over the limit')
+    await t.clock.advance(100)
+    const sent = service.sent.length
+    t.tracker.customEvent('after')
+    t.tracker.captureError(new Error('after'))
+    await t.clock.advance(120_000)
+    pageHide(t.win)
+    await settle()
+    expect(service.sent.length).toBe(sent)
+    expect(t.tracker.getConnectionStatus()).toMatchObject({ stopped: 'monthly_limit', queued: 0 })
+    expect(t.tracker.getConnectionStatus().recommendations).toEqual(['Monthly limit reached: raise the project limit'])
+    expect(t.clock.pending()).toEqual([])
+    t.tracker.start()
+    await settle()
+    expect(service.sent.length).toBe(sent)
+  })
+})

@@ -1,0 +1,132 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { settle } from './helpers/clock'
+import { closeAll, pageHide, replayEvents, tracked, type Tracked } from './helpers/tracker'
+
+afterEach(closeAll)
+
+/**
+ * A page full of things to hide, driven through what a visitor does (typing, clicking, submitting,
+ * editing) while every kind of tracking runs; then every byte sent, fetch and beacon alike, is
+ * searched for the hidden words.
+ */
+const PAGE = `<!doctype html><html><head><title>SECRET-TITLE</title></head><body>
+  <p id="para">SECRET-PARAGRAPH</p>
+  <div class="public"><h1>VISIBLE-HEADING</h1><input id="public-input" value=""></div>
+  <div class="private"><span>PRIVATE-DIV</span></div>
+  <form id="checkout" action="/pay?token=ACTION-TOKEN">
+    <input id="name" name="name" value="">
+    <input id="pw" type="password" value="">
+    <input id="card" autocomplete="cc-number" value="">
+    <textarea id="notes"></textarea>
+    <button id="pay">SECRET-BUTTON</button>
+  </form>
+  <div id="editable" contenteditable="true">SECRET-EDITABLE</div>
+</body></html>`
+
+async function visit(t: Tracked) {
+  const { win, clock } = t
+  const doc = win.document
+  const type = (id: string, value: string) => {
+    const input = doc.getElementById(id) as HTMLInputElement
+    input.value = value
+    input.dispatchEvent(new win.Event('input', { bubbles: true }))
+    input.dispatchEvent(new win.Event('change', { bubbles: true }))
+  }
+  t.tracker.start()
+  await settle()
+  type('name', 'SECRET-TYPED-NAME')
+  type('pw', 'SECRET-PASSWORD')
+  type('card', '4111111111111111')
+  type('notes', 'SECRET-NOTES')
+  type('public-input', 'VISIBLE-TYPED')
+  doc.getElementById('pay')!.dispatchEvent(new win.MouseEvent('click', { bubbles: true }))
+  doc.querySelector('.private span')!.dispatchEvent(new win.MouseEvent('click', { bubbles: true }))
+  doc.getElementById('checkout')!.dispatchEvent(new win.Event('submit', { bubbles: true }))
+  doc.getElementById('editable')!.textContent = 'SECRET-MUTATION'
+  doc.getElementById('para')!.appendChild(doc.createTextNode(' SECRET-ADDED'))
+  await settle()
+  await clock.advance(3000)
+  doc.getElementById('para')!.textContent = 'SECRET-AT-UNLOAD'
+  await settle()
+  pageHide(win)
+  await t.service.beaconsRead()
+  return t.service.sent.map((request) => request.text).join('\n')
+}
+
+describe('privacy-first (the default)', () => {
+  test('no masked text in any payload; unredacted selectors show theirs', async () => {
+    const t = tracked({ redactionStrategy: { mode: 'privacy-first', unredactSelectors: ['.public'] } }, { html: PAGE })
+    const everything = await visit(t)
+    for (const word of ['SECRET', 'PRIVATE-DIV', '4111111111111111']) expect(everything).not.toContain(word)
+    // The recording did see the page: the unredacted part is there, and the masked text as stars.
+    expect(everything).toContain('VISIBLE-HEADING')
+    expect(everything).toContain('VISIBLE-TYPED')
+    expect(everything).toContain('*'.repeat('SECRET-PARAGRAPH'.length))
+    // Automatic events leave query strings out (the replay keeps attributes as the page has them).
+    const submits = t.service.to('/customEvent/batch').flatMap((r) => r.body.events).filter((e: { eventName: string }) => e.eventName === '$form_submit')
+    expect(submits[0].eventProperties).toEqual({ id: 'checkout', action: 'http://shop.test/pay', method: 'get', fields: 5 })
+    const kinds = new Set(t.service.sent.map((r) => r.path))
+    expect(kinds).toContain('/api/ingestion/events')
+    expect(kinds).toContain('/api/ingestion/customEvent/batch')
+    const clicks = t.service.to('/customEvent/batch').flatMap((r) => r.body.events).filter((e: { eventName: string }) => e.eventName === '$click')
+    expect(clicks.map((e: { eventProperties: object }) => e.eventProperties)).toEqual([
+      { tag: 'button', id: 'pay', selector: 'button#pay' },
+      { tag: 'span', selector: 'div.private > span' },
+    ])
+  })
+
+  test('a password stays masked even inside an unredacted selector', async () => {
+    const t = tracked({ redactionStrategy: { mode: 'privacy-first', unredactSelectors: ['form', 'title'] } }, { html: PAGE })
+    const everything = await visit(t)
+    expect(everything).toContain('SECRET-TYPED-NAME')
+    expect(everything).toContain('SECRET-TITLE')
+    expect(everything).not.toContain('SECRET-PASSWORD')
+    expect(everything).not.toContain('4111111111111111')
+    expect(everything).not.toContain('SECRET-PARAGRAPH')
+  })
+
+  test('changed selectors take effect from the next full snapshot, which is taken at once', async () => {
+    const t = tracked({ enableAutomaticTracking: false }, { html: '<p class="later">LATER-TEXT</p><p>OTHER-TEXT</p>' })
+    t.tracker.start()
+    await settle()
+    t.win.document.querySelector('.later')!.appendChild(t.win.document.createTextNode(' BEFORE-CHANGE'))
+    await settle()
+    t.tracker.setUnredactedFields(['.later'])
+    t.win.document.querySelector('.later')!.appendChild(t.win.document.createTextNode(' AFTER-CHANGE'))
+    await settle()
+    await t.clock.advance(3000)
+    const events = replayEvents(t.service)
+    const snapshots = events.map((e, i) => [e.type, i] as const).filter(([type]) => type === 2).map(([, i]) => i)
+    expect(snapshots).toHaveLength(2)
+    const before = JSON.stringify(events.slice(0, snapshots[1]))
+    const after = JSON.stringify(events.slice(snapshots[1]))
+    expect(before).not.toContain('LATER-TEXT')
+    expect(before).not.toContain('BEFORE-CHANGE')
+    expect(after).toContain('LATER-TEXT')
+    expect(after).toContain('BEFORE-CHANGE')
+    expect(after).toContain('AFTER-CHANGE')
+    expect(JSON.stringify(events)).not.toContain('OTHER-TEXT')
+  })
+})
+
+describe('visibility-first', () => {
+  test('only redactSelectors, passwords and card fields are masked', async () => {
+    const t = tracked({ redactionStrategy: { mode: 'visibility-first', redactSelectors: ['.private', '#notes'] } }, { html: PAGE })
+    const everything = await visit(t)
+    for (const word of ['PRIVATE-DIV', 'SECRET-PASSWORD', '4111111111111111', 'SECRET-NOTES']) expect(everything).not.toContain(word)
+    for (const word of ['SECRET-PARAGRAPH', 'SECRET-TYPED-NAME', 'SECRET-BUTTON', 'SECRET-MUTATION', 'VISIBLE-HEADING']) expect(everything).toContain(word)
+    const clicks = t.service.to('/customEvent/batch').flatMap((r) => r.body.events).filter((e: { eventName: string }) => e.eventName === '$click')
+    expect(clicks.map((e: { eventProperties: { text?: string } }) => e.eventProperties.text)).toEqual(['SECRET-BUTTON', undefined])
+  })
+
+  test('an element holding redacted text shows none of its text in automatic events', async () => {
+    const t = tracked({ redactionStrategy: { mode: 'visibility-first', redactSelectors: ['.amount'] } }, { html: '<button id="b">Pay <span class="amount">HIDDEN-AMOUNT</span></button>' })
+    t.tracker.start()
+    await settle()
+    t.win.document.getElementById('b')!.dispatchEvent(new t.win.MouseEvent('click', { bubbles: true }))
+    await t.clock.advance(3000)
+    const everything = t.service.sent.map((r) => r.text).join('\n')
+    expect(everything).not.toContain('HIDDEN-AMOUNT')
+    expect(everything).toContain('"tag":"button"')
+  })
+})

@@ -1,0 +1,98 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { BEACON_MAX_BYTES } from '@sightline/tracker/transport'
+import { settle } from './helpers/clock'
+import { storageOf } from './helpers/dom'
+import { fakeService } from './helpers/service'
+import { KEY, closeAll, pageHide, tracked } from './helpers/tracker'
+
+afterEach(closeAll)
+
+describe('leaving the page', () => {
+  test('pagehide: everything queued goes by beacon, the key in a text/plain body; then session-end', async () => {
+    const { tracker, service, win, clock } = tracked({ release: 'r1', automaticTrackingOptions: { pageViews: false } })
+    tracker.start()
+    await settle()
+    await clock.advance(3000)
+    const fetched = service.sent.length
+    tracker.customEvent('last click')
+    tracker.captureError(new Error('on the way out'))
+    tracker.addEvent({ last: true })
+    pageHide(win)
+    await service.beaconsRead()
+    const beacons = service.sent.slice(fetched)
+    expect(beacons.map((r) => [r.via, r.path])).toEqual([
+      ['beacon', '/api/ingestion/customEvent/batch'],
+      ['beacon', '/api/ingestion/errors'],
+      ['beacon', '/api/ingestion/events'],
+      ['beacon', '/api/ingestion/session-end'],
+    ])
+    for (const beacon of beacons) {
+      expect(beacon.headers['content-type']).toBe('text/plain;charset=UTF-8')
+      expect(beacon.headers.authorization).toBeUndefined()
+      expect(beacon.body.apiKey).toBe(KEY)
+    }
+    const info = tracker.getUserInfo()
+    expect(beacons[3].body).toEqual({ sessionId: info.sessionId, endUserId: info.endUserId, windowId: info.windowId, apiKey: KEY })
+    expect(beacons[0].body.events[0]).toMatchObject({ eventName: 'last click', uuid: expect.any(String) })
+  })
+
+  test('hidden (a tab switch, or a mobile browser about to discard): queued data goes by beacon, no session-end', async () => {
+    const { tracker, service, win } = tracked()
+    tracker.start()
+    await settle()
+    tracker.customEvent('before hide')
+    Object.defineProperty(win.document, 'visibilityState', { value: 'hidden', configurable: true })
+    win.document.dispatchEvent(new win.Event('visibilitychange'))
+    await service.beaconsRead()
+    expect(service.sent.filter((r) => r.via === 'beacon').map((r) => r.path)).toEqual(['/api/ingestion/customEvent/batch', '/api/ingestion/events'])
+  })
+
+  test('without sendBeacon: fetch with keepalive, key in the body', async () => {
+    const { tracker, service, win } = tracked()
+    ;(win.navigator as { sendBeacon?: unknown }).sendBeacon = undefined
+    tracker.start()
+    await settle()
+    tracker.customEvent('x')
+    pageHide(win)
+    await settle()
+    const kept = service.sent.filter((r) => r.via === 'keepalive')
+    expect(kept.map((r) => r.path)).toEqual(['/api/ingestion/customEvent/batch', '/api/ingestion/events', '/api/ingestion/session-end'])
+    expect(kept.every((r) => r.body.apiKey === KEY && r.headers['content-type'] === 'text/plain;charset=UTF-8')).toBe(true)
+  })
+
+  test('what a beacon cannot carry (a large full snapshot), and what was in flight, is kept for the next page, unchanged', async () => {
+    const service = fakeService()
+    let hold!: () => void
+    const held = new Promise<void>((resolve) => (hold = resolve))
+    service.reply(async (request) => {
+      if (request.path.endsWith('/customEvent/batch') && request.via === 'fetch') await held
+      return { status: 200, body: { success: true } }
+    })
+    const big = 'x'.repeat(BEACON_MAX_BYTES)
+    const first = tracked({ enableAutomaticTracking: false }, { service, html: `<p>${big}</p>` })
+    first.tracker.start()
+    await settle()
+    first.tracker.customEvent('in flight')
+    await first.clock.advance(100)
+    pageHide(first.win)
+    await service.beaconsRead()
+    expect(service.sent.map((r) => r.path)).toEqual(['/api/ingestion/heartbeat', '/api/ingestion/session-end'])
+    const storage = storageOf(first.win)
+    const kept = JSON.parse(storage.localStorage[`sl_outbox:${KEY}`])
+    expect(kept.map((p: { path: string }) => p.path).sort()).toEqual(['/api/ingestion/customEvent/batch', '/api/ingestion/events'])
+
+    // The next page load sends them by fetch, bodies as they were (same uuid, same seq).
+    const next = tracked({ enableAutomaticTracking: false }, { service, storage, clock: first.clock })
+    hold()
+    await settle()
+    const resent = service.sent.filter((r) => r.via === 'fetch')
+    const chunk = resent.find((r) => r.path.endsWith('/events'))!
+    expect(chunk.body).toEqual(kept.find((p: { path: string }) => p.path.endsWith('/events')).body)
+    expect(chunk.text.length).toBeGreaterThan(BEACON_MAX_BYTES)
+    const events = resent.filter((r) => r.path.endsWith('/customEvent/batch'))
+    // The first send got through after all; its persisted copy went out again with the same uuid,
+    // which the server stores once.
+    expect(new Set(events.map((r) => r.body.events[0].uuid)).size).toBe(1)
+    expect(next.tracker.getConnectionStatus().queued).toBe(0)
+  })
+})

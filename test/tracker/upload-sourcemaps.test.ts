@@ -1,0 +1,131 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { UPLOAD_ATTEMPTS, findSourceMaps, uploadSourcemaps, type UploadIo } from '../../tracker/bin/upload'
+
+let dir: string
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sourcemaps-'))
+  await mkdir(join(dir, 'assets', 'chunks'), { recursive: true })
+  const map = (file: string) => JSON.stringify({ version: 3, file, sources: ['src/app.ts'], names: [], mappings: 'AAAA' })
+  await writeFile(join(dir, 'assets', 'app.js'), 'console.log(1)\n//# sourceMappingURL=app.js.map')
+  await writeFile(join(dir, 'assets', 'app.js.map'), map('app.js'))
+  await writeFile(join(dir, 'assets', 'chunks', 'vendor.js.map'), map('vendor.js'))
+  await writeFile(join(dir, 'index.html'), '<html></html>')
+})
+afterAll(() => rm(dir, { recursive: true, force: true }))
+
+interface Upload {
+  url: string
+  authorization: string | null
+  release: FormDataEntryValue | null
+  files: { name: string; text: string }[]
+}
+
+/** Runs the command against answers given per call; keeps what each request carried. */
+async function run(argv: string[], answer: (n: number) => Response | Error = () => Response.json({ success: true, stored: [] }), options: { tty?: boolean; env?: Record<string, string> } = {}) {
+  const uploads: Upload[] = []
+  const sleeps: number[] = []
+  let out = ''
+  let err = ''
+  const io: UploadIo = {
+    async fetch(url, init) {
+      const form = await new Request(url, init).formData()
+      const files = await Promise.all(form.getAll('file').map(async (file) => ({ name: (file as File).name, text: await (file as File).text() })))
+      uploads.push({ url, authorization: new Headers(init.headers).get('authorization'), release: form.get('release'), files })
+      const reply = answer(uploads.length - 1)
+      if (reply instanceof Error) throw reply
+      return reply
+    },
+    out: { write: (text: string) => (out += text), isTTY: options.tty },
+    err: { write: (text: string) => (err += text) },
+    env: options.env ?? {},
+    sleep: async (ms) => void sleeps.push(ms),
+  }
+  const code = await uploadSourcemaps(argv, io)
+  return { code, uploads, sleeps, out, err }
+}
+
+describe('upload-sourcemaps', () => {
+  test('finds the .map files under DIR, with their paths relative to it', async () => {
+    expect(await findSourceMaps(dir)).toEqual(['assets/app.js.map', 'assets/chunks/vendor.js.map'])
+  })
+
+  test('uploads each map with the release to /api/ingestion/sourcemaps, key as Bearer; progress and a summary', async () => {
+    const { code, uploads, out, err } = await run(['--release', 'web@1.4.0', '--api-key', 'sl_live_k', '--url', 'https://shop.example/_sl/', dir])
+    expect(code).toBe(0)
+    expect(err).toBe('')
+    expect(uploads.map((u) => [u.url, u.authorization, u.release, u.files.map((f) => f.name)])).toEqual([
+      ['https://shop.example/_sl/api/ingestion/sourcemaps', 'Bearer sl_live_k', 'web@1.4.0', ['assets/app.js.map']],
+      ['https://shop.example/_sl/api/ingestion/sourcemaps', 'Bearer sl_live_k', 'web@1.4.0', ['assets/chunks/vendor.js.map']],
+    ])
+    expect(JSON.parse(uploads[0].files[0].text)).toMatchObject({ version: 3, file: 'app.js' })
+    expect(out).toBe('[1/2] assets/app.js.map ok\n[2/2] assets/chunks/vendor.js.map ok\nuploaded 2 source maps for release web@1.4.0 to https://shop.example/_sl\n')
+  })
+
+  test('on a terminal, one progress bar redrawn in place', async () => {
+    const { out } = await run(['--release', 'r', '--api-key', 'k', dir], undefined, { tty: true })
+    expect(out).toContain('\r[############------------] 1/2 assets/app.js.map')
+    expect(out).toContain('\r[########################] 2/2 assets/chunks/vendor.js.map\x1b[K\n')
+  })
+
+  test('the key and base from the environment; default base http://localhost:8000', async () => {
+    const { code, uploads } = await run(['--release', 'r', dir], undefined, { env: { SIGHTLINE_API_KEY: 'sl_env' } })
+    expect(code).toBe(0)
+    expect(uploads[0].url).toBe('http://localhost:8000/api/ingestion/sourcemaps')
+    expect(uploads[0].authorization).toBe('Bearer sl_env')
+  })
+
+  test('transient failures (network, 5xx, 408) are retried with backoff, honouring Retry-After', async () => {
+    const replies = [new TypeError('fetch failed'), new Response('', { status: 503, headers: { 'retry-after': '3' } }), new Response('', { status: 408 })]
+    const { code, uploads, sleeps } = await run(['--release', 'r', '--api-key', 'k', dir], (n) => replies[n] ?? Response.json({ success: true }))
+    expect(code).toBe(0)
+    expect(uploads).toHaveLength(5)
+    expect(sleeps).toEqual([500, 3000, 2000])
+  })
+
+  test('a map the service refuses: exit 1, the reason from the error body, the other maps still go', async () => {
+    const refuse = Response.json({ success: false, error: { code: 'validation_failed', message: 'not a source map' } }, { status: 400 })
+    const { code, uploads, err, out } = await run(['--release', 'r', '--api-key', 'k', dir], (n) => (n === 0 ? refuse : Response.json({ success: true })))
+    expect(code).toBe(1)
+    expect(uploads).toHaveLength(2)
+    expect(out).toContain('[1/2] assets/app.js.map failed')
+    expect(err).toBe('upload-sourcemaps: 1 of 2 source maps failed to upload:\n  assets/app.js.map: 400 validation_failed: not a source map\n')
+  })
+
+  test(`a service that stays down: exit 1 after ${UPLOAD_ATTEMPTS} attempts per map`, async () => {
+    const { code, uploads, err } = await run(['--release', 'r', '--api-key', 'k', dir], () => new TypeError('connect ECONNREFUSED'))
+    expect(code).toBe(1)
+    expect(uploads).toHaveLength(2 * UPLOAD_ATTEMPTS)
+    expect(err).toContain(`assets/app.js.map: network error: connect ECONNREFUSED (after ${UPLOAD_ATTEMPTS} attempts)`)
+  })
+
+  test('usage errors: exit 2 with the reason and the usage; --help: exit 0', async () => {
+    for (const [argv, reason] of [
+      [['--api-key', 'k', dir], '--release is required'],
+      [['--release', 'r', dir], '--api-key (or SIGHTLINE_API_KEY) is required'],
+      [['--release', 'r', '--api-key', 'k'], 'give exactly one directory'],
+      [['--release', 'r', '--api-key', 'k', '--url', 'ftp://x', dir], '--url must be an http(s) URL, not "ftp://x"'],
+      [['--release', 'r', '--api-key', 'k', '--nope', dir], "Unknown option '--nope'"],
+    ] as const) {
+      const { code, err, uploads } = await run([...argv])
+      expect(code).toBe(2)
+      expect(err).toStartWith(`upload-sourcemaps: ${reason}`)
+      expect(err).toContain('usage: upload-sourcemaps')
+      expect(uploads).toEqual([])
+    }
+    const help = await run(['--help'])
+    expect(help.code).toBe(0)
+    expect(help.out).toContain('usage: upload-sourcemaps --release R --api-key K [--url BASE] DIR')
+  })
+
+  test('a directory without maps, or none at all: exit 1 with a clear message', async () => {
+    const empty = await mkdtemp(join(tmpdir(), 'no-maps-'))
+    expect(await run(['--release', 'r', '--api-key', 'k', empty])).toMatchObject({ code: 1, err: `upload-sourcemaps: no .map files under ${empty}\n` })
+    const missing = await run(['--release', 'r', '--api-key', 'k', join(empty, 'missing')])
+    expect(missing.code).toBe(1)
+    expect(missing.err).toStartWith(`upload-sourcemaps: cannot read ${join(empty, 'missing')}: ENOENT`)
+    await rm(empty, { recursive: true })
+  })
+})
