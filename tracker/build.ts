@@ -59,7 +59,8 @@ export async function buildTracker(outdir = DIST) {
   await bundle({ ...browser, entrypoints: [join(root, 'src/index.ts')], outdir: esm, plugins: [startModulesApart] })
   await bundle({ ...browser, entrypoints: [join(root, 'src/record.ts')], outdir: esm })
   await bundle({ ...browser, entrypoints: [join(root, 'src/auto/index.ts')], outdir: esm, naming: 'auto.js' })
-  await bundle({ ...browser, entrypoints: [join(root, 'src/browser.ts')], outdir, format: 'iife', naming: 't.js' })
+  // The relay serves t.js alone: no sourceMappingURL comment pointing at a file it does not serve.
+  await bundle({ ...browser, entrypoints: [join(root, 'src/browser.ts')], outdir, format: 'iife', naming: 't.js', sourcemap: 'external' })
   await bundle({
     entrypoints: [join(root, 'bin/upload-sourcemaps.ts')],
     outdir: join(outdir, 'bin'),
