@@ -21,7 +21,7 @@ const countRows = async (core: TestCore) => {
   for (const table of TABLES) counts[table] = (await core.database.db.rows<{ n: number }>(sql.raw(`select count(*)::int as n from ${table}`)))[0].n
   return counts
 }
-const usage = async (core: TestCore) => Number((await core.database.db.rows<{ events: string }>(sql`select events::text from usage_counters`))[0]?.events ?? 0)
+const usage = async (core: TestCore) => Number((await core.database.db.rows<{ events: string }>(sql`select sum(events)::text as events from usage_counters`))[0]?.events ?? 0)
 
 describe('monthly quota on every route', () => {
   test('each route counts what it stores', async () => {
@@ -76,13 +76,13 @@ describe('storage trouble', () => {
     const core = await startCore({ writer: { maxQueuedRows: 12 } })
     try {
       expect((await core.post('/api/ingestion/customEvent', { sessionId: 'hold', eventName: 'first' })).status).toBe(200)
-      // Hold the project's usage counter: every commit waits behind it, so requests queue up.
+      // Hold the usage counters: every commit waits behind them, so requests queue up.
       let release!: () => void
       const held = new Promise<void>((resolve) => (release = resolve))
       let locked!: () => void
       const isLocked = new Promise<void>((resolve) => (locked = resolve))
       const holder = core.database.db.orm.transaction(async (tx) => {
-        await tx.execute(sql`select events from usage_counters for update`)
+        await tx.execute(sql`lock table usage_counters in exclusive mode`)
         locked()
         await held
       })

@@ -28,7 +28,7 @@ describe('monthly limit', () => {
   afterAll(() => core.close())
 
   const count = async () => (await core.database.db.rows<{ n: number }>(sql`select count(*)::int as n from events`))[0].n
-  const usage = async () => (await core.database.db.rows<{ events: string }>(sql`select events::text from usage_counters`))[0]?.events
+  const usage = async () => (await core.database.db.rows<{ events: string }>(sql`select sum(events)::text as events from usage_counters`))[0]?.events
 
   test('429 with monthlyLimitReached once over, and nothing stored', async () => {
     for (let i = 1; i <= 5; i++) {

@@ -1,7 +1,7 @@
 import { ApiError } from '../../errors'
 import type { Gate } from '../../writer'
 import { admitInOrder, isOverLimit, monthOf } from './service'
-import { addUsage, lockUsage, type UsageDelta } from './store'
+import { addUsage, lockUsage, USAGE_SHARDS, type UsageDelta } from './store'
 
 export interface Quota {
   /** The writer's gate: decides admission inside the commit, under the counter's row lock. */
@@ -33,9 +33,9 @@ export function createQuota(now: () => number = Date.now): Quota {
         const indexes = byProject.get(projectId)!
         const limit = requests[indexes[0]].monthlyLimit
         const items = indexes.map((i) => requests[i].items)
-        // A limited project's counter is locked before anything is written, so that concurrent
-        // commits (of any process) decide one after the other. An unlimited one is only counted, at
-        // the end of the transaction, so commits of a busy project overlap until that last step.
+        // A limited project's counters are locked before anything is written, so that concurrent
+        // commits (of any process) decide one after the other. An unlimited one is only counted, in
+        // one shard at the end of the transaction, so commits of a busy project overlap.
         const admitted = limit === null ? items.map(() => true) : admitInOrder(await lockUsage(tx, projectId, month), limit, items)
         let events = 0
         admitted.forEach((ok, j) => {
@@ -45,10 +45,12 @@ export function createQuota(now: () => number = Date.now): Quota {
         deltas.push({ projectId, month, events })
       }
       let totals: UsageDelta[] = []
+      // A shard picked per commit: two commits of one project rarely share a row (and wait on it).
+      const shard = Math.floor(Math.random() * USAGE_SHARDS)
       return {
         verdicts,
         record: async (recordTx) => {
-          totals = await addUsage(recordTx, deltas)
+          totals = await addUsage(recordTx, deltas, shard)
         },
         onCommit: () => totals.forEach((t) => seen.set(keyOf(t.projectId, month), Math.max(t.events, seen.get(keyOf(t.projectId, month)) ?? 0))),
       }

@@ -2,33 +2,46 @@ import { sql } from 'drizzle-orm'
 import type { Orm } from '../../db'
 import { rowsOf } from '../../db'
 
+/** How many rows a project's monthly count is spread over (see the `usage_counters` table). */
+export const USAGE_SHARDS = 16
+
 export interface UsageDelta {
   projectId: string
   month: string
   events: number
 }
 
-/** Locks the project's counter for the month (creating it at 0) and returns its value, in one statement. */
+/**
+ * Locks every counter row of the project's month and returns their sum. Shard 0 is made first, so
+ * that even the first commits of a month find a row to queue on.
+ */
 export async function lockUsage(tx: Orm, projectId: string, month: string): Promise<number> {
-  // A no-op update takes the row lock and returns the row, whether it was just made or not.
+  await tx.execute(sql`insert into usage_counters (project_id, month, shard, events) values (${projectId}, ${month}, 0, 0) on conflict do nothing`)
   const [row] = rowsOf<{ events: string | number }>(
     await tx.execute(sql`
-      insert into usage_counters (project_id, month, events) values (${projectId}, ${month}, 0)
-      on conflict (project_id, month) do update set events = usage_counters.events
-      returning events`),
+      select coalesce(sum(events), 0) as events from (
+        select events from usage_counters where project_id = ${projectId} and month = ${month} for update) as locked`),
   )
   return Number(row.events)
 }
 
-/** Adds to several counters in one statement; returns the new totals. Deltas must be sorted by project. */
-export async function addUsage(tx: Orm, deltas: UsageDelta[]): Promise<UsageDelta[]> {
+/**
+ * Adds to one shard of several counters in one statement; returns each project's new total (this
+ * shard's value plus the others as this statement sees them). Deltas must be sorted by project.
+ */
+export async function addUsage(tx: Orm, deltas: UsageDelta[], shard: number): Promise<UsageDelta[]> {
   if (deltas.length === 0) return []
   const rows = rowsOf<{ project_id: string; month: string; events: string | number }>(
     await tx.execute(sql`
-      insert into usage_counters (project_id, month, events)
-      select d."projectId", d.month, d.events from json_to_recordset(${JSON.stringify(deltas)}::json) as d("projectId" uuid, month date, events bigint)
-      on conflict (project_id, month) do update set events = usage_counters.events + excluded.events
-      returning project_id, month::text as month, events`),
+      with added as (
+        insert into usage_counters (project_id, month, shard, events)
+        select d."projectId", d.month, ${shard}::smallint, d.events from json_to_recordset(${JSON.stringify(deltas)}::json) as d("projectId" uuid, month date, events bigint)
+        on conflict (project_id, month, shard) do update set events = usage_counters.events + excluded.events
+        returning project_id, month, events)
+      select a.project_id, a.month::text as month,
+        a.events + coalesce((select sum(u.events) from usage_counters u
+                             where u.project_id = a.project_id and u.month = a.month and u.shard <> ${shard}::smallint), 0) as events
+      from added a`),
   )
   return rows.map((r) => ({ projectId: r.project_id, month: r.month, events: Number(r.events) }))
 }
