@@ -72,7 +72,7 @@ describe('delivery', () => {
     const { clock, delivery, outbox, parcel } = setup(() => ({ status: 502 }))
     await delivery.deliver(parcel('a'))
     for (let i = 0; i < MAX_ATTEMPTS; i++) await clock.advance(RETRY_MAX_MS)
-    expect(outbox.takeAll()).toEqual([parcel('a')])
+    expect(outbox.all()).toEqual([parcel('a')])
     expect(clock.pending()).toEqual([])
   })
 
@@ -143,12 +143,30 @@ describe('delivery', () => {
     const slow = delivery.deliver(parcel('slow', { sessionId: 's', events: [{ n: 'slow' }] }))
     await settle()
     delivery.persistPending()
-    expect(outbox.takeAll().map((p) => p.id).sort()).toEqual(['slow', 'waiting'])
+    expect(outbox.all().map((p) => p.id).sort()).toEqual(['slow', 'waiting'])
     delivery.persistPending()
+    expect(outbox.size()).toBe(2)
     release()
     await slow
-    expect(outbox.takeAll().map((p) => p.id)).toEqual([])
+    expect(outbox.all().map((p) => p.id)).toEqual(['waiting'])
     expect(clock.pending()).toEqual([])
+  })
+
+  test('draining keeps each parcel until it is stored: a page that dies meanwhile loses nothing', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const { delivery, outbox, parcel, service } = setup()
+    service.reply(async () => (await gate, { status: 200, body: { success: true } }))
+    outbox.put(parcel('a'))
+    const draining = delivery.drain()
+    await settle()
+    expect(outbox.all().map((p) => p.id)).toEqual(['a'])
+    // A second drain (online and pageshow together) does not send it twice.
+    await delivery.drain()
+    release()
+    await draining
+    expect(service.sent).toHaveLength(1)
+    expect(outbox.size()).toBe(0)
   })
 
   test('drain sends what was persisted, one attempt each; a success drains the rest too', async () => {
@@ -163,8 +181,7 @@ describe('delivery', () => {
     const flaky = setup(() => (down ? { status: 503 } : { status: 200, body: { success: true } }))
     flaky.outbox.put(flaky.parcel('c'))
     await flaky.delivery.drain()
-    expect(flaky.outbox.takeAll().map((p) => p.id)).toEqual(['c'])
-    flaky.outbox.put(flaky.parcel('c'))
+    expect(flaky.outbox.all().map((p) => p.id)).toEqual(['c'])
     down = false
     await flaky.delivery.deliver(flaky.parcel('d'))
     await settle()

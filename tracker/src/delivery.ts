@@ -57,6 +57,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
   const drops: Record<string, number> = {}
 
   const drop = (reason: string, parcel: Parcel) => {
+    outbox.remove(parcel.id)
     drops[reason] = (drops[reason] ?? 0) + 1
     log.warn(`dropped a request to ${parcel.path}: ${reason}`)
   }
@@ -75,12 +76,13 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     const answer = await transport.send(parcel.path, parcel.body, unload)
     inFlight.delete(parcel.id)
     const wasPersisted = persisted.delete(parcel.id)
-    if (settle(answer)) return delivered(parcel)
+    if (settle(answer)) return delivered(parcel, unload)
     if (halted || wasPersisted) return
     const { status } = answer
     if (status === 413) {
       const halves = split(parcel.body)
       if (halves) {
+        outbox.remove(parcel.id)
         await Promise.all(halves.map((body, i) => deliver({ id: `${parcel.id}.${i}`, path: parcel.path, body }, unload)))
         return
       }
@@ -112,18 +114,21 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     return true
   }
 
-  /** A copy persisted on hide is no longer needed, and what the outbox holds may go now too. */
-  function delivered(parcel: Parcel) {
+  /** A kept copy is no longer needed; the service answers, so what else is kept may go now (not on unload). */
+  function delivered(parcel: Parcel, unload: boolean) {
     outbox.remove(parcel.id)
-    if (!halted && outbox.hasAny()) void drain()
+    if (!unload && !halted && outbox.hasAny()) void drain()
   }
 
-  /** Sends what was persisted, one attempt each: what fails again goes back to wait for the next chance. */
+  /**
+   * Sends what was kept, one attempt each. A parcel leaves the outbox only when it is stored (or
+   * dropped): a page that dies while draining loses nothing, and one sent twice is stored once.
+   */
   async function drain() {
     if (draining) return
     draining = true
     try {
-      for (const parcel of outbox.takeAll()) await deliver(parcel, false, MAX_ATTEMPTS - 1)
+      for (const parcel of outbox.all()) if (!inFlight.has(parcel.id)) await deliver(parcel, false, MAX_ATTEMPTS - 1)
     } finally {
       draining = false
     }

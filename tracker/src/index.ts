@@ -76,7 +76,7 @@ export class ServiceTracker {
   #running: (() => void)[] = []
   #recording: Recording | undefined
   #started = false
-  /** Bumped by every start and stop, so a recorder that loads late knows whether it is still wanted. */
+  /** Bumped by every start and stop, so a module that loads late knows whether it is still wanted. */
   #generation = 0
   #heartbeat: unknown
   #unloading = false
@@ -346,15 +346,17 @@ export class ServiceTracker {
   }
 
   /**
-   * Hidden or unloading: everything queued goes now by beacon, what is in flight or waiting is
-   * persisted for the next chance, and on page hide the window's presence ends.
+   * Hidden or unloading: what is in flight or waiting is persisted for the next chance, everything
+   * queued goes now by beacon, and on page hide the window's presence ends.
    */
   #hide(pageHide: boolean) {
     if (this.#stopReason) return
     this.#unloading = true
     try {
-      this.#messages.flush()
+      // First what fetch still carries (its answer may never come), then the beacons, which keep
+      // only what they could not hand over.
       this.#delivery.persistPending()
+      this.#messages.flush()
       if (pageHide && this.#started && this.#transport.online()) {
         const body = { sessionId: this.#identity.sessionId(false), endUserId: this.#identity.endUserId, windowId: this.#identity.windowId }
         void this.#transport.send(API + '/session-end', body, true)

@@ -82,8 +82,8 @@ export const OUTBOX_MAX_CHARS = 2_000_000
 export interface Outbox {
   put(parcel: Parcel): void
   remove(id: string): void
-  /** Everything kept, removed from storage: the caller sends it and puts back what fails again. */
-  takeAll(): Parcel[]
+  /** Everything kept, oldest first. It stays kept until a success removes it. */
+  all(): Parcel[]
   size(): number
   /** Cheap: whether anything is kept, without parsing it. */
   hasAny(): boolean
@@ -116,11 +116,7 @@ export function createOutbox(store: KeyValue, key: string, maxChars = OUTBOX_MAX
       const parcels = read()
       if (parcels.some((p) => p.id === id)) write(parcels.filter((p) => p.id !== id))
     },
-    takeAll() {
-      const parcels = read()
-      store.remove(key)
-      return parcels
-    },
+    all: read,
     size: () => read().length,
     hasAny: () => (store.get(key)?.length ?? 0) > 2,
     dropped,
