@@ -67,11 +67,26 @@ export function connectionOptions(connection: string | null): Set<string> | null
   return names.size > 0 ? names : null
 }
 
-export const isDroppedRequestHeader = (name: string, connectionNamed: Set<string> | null): boolean =>
-  REQUEST_DROPPED.has(name) || (connectionNamed !== null && connectionNamed.has(name))
-
 export const isDroppedResponseHeader = (name: string, connectionNamed: Set<string> | null = null): boolean =>
   RESPONSE_DROPPED.has(name) || (connectionNamed !== null && connectionNamed.has(name))
+
+/**
+ * Core's answer without the fields that end at the relay, for clients that hand back a finished
+ * Response (fetch). Rebuilt only when one is present, which is rare.
+ */
+export function withoutDroppedHeaders(response: Response): Response {
+  const named = connectionOptions(response.headers.get('connection'))
+  let dropped = false
+  response.headers.forEach((_, name) => {
+    if (isDroppedResponseHeader(name, named)) dropped = true
+  })
+  if (!dropped) return response
+  const headers = new Headers()
+  response.headers.forEach((value, name) => {
+    if (!isDroppedResponseHeader(name, named)) headers.append(name, value)
+  })
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers })
+}
 
 /** What the relay knows about the connection it received the request on. */
 export interface ClientInfo {
@@ -94,17 +109,26 @@ export function forwardingHeaders(incomingForwardedFor: string | null, clientAdd
 
 /**
  * The request headers for core: the incoming ones without the dropped fields, plus the forwarding
- * fields. `dropAuthorization` when the key moved into the body.
+ * fields. `dropAuthorization` when the key moved into the body. One pass over the incoming headers
+ * (each step of which crosses into the runtime), no lookups by name.
  */
 export function upstreamHeaders(incoming: Headers, client: ClientInfo, url: { proto: string; host: string }, dropAuthorization: boolean): HeaderList {
-  const connectionNamed = connectionOptions(incoming.get('connection'))
-  const list: HeaderList = []
-  for (const [name, value] of incoming) {
-    if (isDroppedRequestHeader(name, connectionNamed)) continue
-    if (dropAuthorization && name === 'authorization') continue
-    list.push([name, value])
-  }
-  for (const field of forwardingHeaders(incoming.get('x-forwarded-for'), client.address, url.proto, incoming.get('host') ?? (url.host || null))) list.push(field)
+  let list: HeaderList = []
+  let connection: string | null = null
+  let forwardedFor: string | null = null
+  let host: string | null = null
+  incoming.forEach((value, name) => {
+    if (REQUEST_DROPPED.has(name)) {
+      if (name === 'connection') connection = value
+      else if (name === 'x-forwarded-for') forwardedFor = value
+      else if (name === 'host') host = value
+    } else if (!(dropAuthorization && name === 'authorization')) {
+      list.push([name, value])
+    }
+  })
+  const connectionNamed = connectionOptions(connection)
+  if (connectionNamed) list = list.filter(([name]) => !connectionNamed.has(name))
+  for (const field of forwardingHeaders(forwardedFor, client.address, url.proto, host ?? (url.host || null))) list.push(field)
   return list
 }
 

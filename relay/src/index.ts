@@ -1,6 +1,6 @@
 import { cappedStream, readUpTo } from './body'
 import { errorResponse, UpstreamError } from './errors'
-import { bearerToken, connectionOptions, isDroppedResponseHeader, KEY_IN_BODY_MAX_BYTES, shouldMoveKey, upstreamHeaders, writeKeyIntoBody, type ClientInfo, type KeyInBody } from './headers'
+import { bearerToken, KEY_IN_BODY_MAX_BYTES, shouldMoveKey, upstreamHeaders, writeKeyIntoBody, type ClientInfo, type KeyInBody } from './headers'
 import { isForwardedPath, normalizePrefix, splitUrl, underPrefix, type SplitUrl } from './paths'
 import { serveScript, type ScriptOptions } from './script'
 import { fetchClient } from './upstream/fetch'
@@ -109,7 +109,7 @@ export function createRelay(options: RelayOptions): Relay {
       // finishes it whether or not the client waits, so the connection is better kept for reuse.
       signal: isStream ? request.signal : undefined,
       timeoutMs,
-    }).then(withoutDroppedHeaders, (error) => (prepared.overLimit?.seen ? tooLarge() : gatewayError(error)))
+    }).catch((error) => (prepared.overLimit?.seen ? tooLarge() : gatewayError(error)))
   }
 
   const tooLarge = () => errorResponse('payload_too_large', `the body is over the relay's limit of ${maxBodyBytes} bytes`, { connection: 'close' })
@@ -150,20 +150,4 @@ function gatewayError(error: unknown): Response {
   if (reason === 'timeout') return errorResponse('upstream_timeout', 'core did not answer in time; retry later', { 'retry-after': '5' })
   if (reason === 'aborted') return errorResponse('client_closed_request', 'the client went away')
   return errorResponse('upstream_unreachable', 'core could not be reached; retry later', { 'retry-after': '5' })
-}
-
-/** Core's answer minus the fields that end here. Rebuilt only when one is present (rarely). */
-function withoutDroppedHeaders(response: Response): Response {
-  const named = connectionOptions(response.headers.get('connection'))
-  let dropped = false
-  for (const [name] of response.headers) {
-    if (isDroppedResponseHeader(name, named)) {
-      dropped = true
-      break
-    }
-  }
-  if (!dropped) return response
-  const headers = new Headers()
-  for (const [name, value] of response.headers) if (!isDroppedResponseHeader(name, named)) headers.append(name, value)
-  return new Response(response.body, { status: response.status, statusText: response.statusText, headers })
 }

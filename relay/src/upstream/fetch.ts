@@ -1,4 +1,5 @@
 import { UpstreamError } from '../errors'
+import { withoutDroppedHeaders } from '../headers'
 import type { UpstreamClient } from './types'
 
 /**
@@ -16,7 +17,7 @@ export function fetchClient(fetchImpl: typeof fetch = fetch): UpstreamClient {
     // fetch sets Content-Length itself for bytes; a stream keeps the client's declared size.
     const headers: [string, string][] = request.contentLength !== null && !(request.body instanceof Uint8Array) ? [...request.headers, ['content-length', String(request.contentLength)]] : request.headers
     try {
-      return await fetchImpl(request.origin + request.target, {
+      const response = await fetchImpl(request.origin + request.target, {
         method: request.method,
         headers,
         body: request.body as BodyInit | null,
@@ -25,6 +26,7 @@ export function fetchClient(fetchImpl: typeof fetch = fetch): UpstreamClient {
         // Required by the standard for a streamed request body.
         duplex: 'half',
       } as RequestInit & { duplex: 'half' })
+      return withoutDroppedHeaders(response)
     } catch (error) {
       if (controller.signal.aborted) throw controller.signal.reason
       if (error instanceof UpstreamError) throw error

@@ -1,3 +1,5 @@
+import { connectionOptions } from '../headers'
+
 /**
  * An incremental HTTP/1.1 response parser (RFC 9112) for the socket client: status line and
  * fields, then the body framed by Content-Length, chunked transfer coding, or the connection's end.
@@ -32,6 +34,9 @@ const HEAD_END = Buffer.from('\r\n\r\n')
 const LINE_END = Buffer.from('\r\n')
 
 export class ResponseParser {
+  /** `dropHeader` leaves fields out of the parsed head (they still decide framing and reuse). */
+  constructor(private readonly dropHeader: (name: string, connectionNamed: Set<string> | null) => boolean = () => false) {}
+
   private state: State = 'head'
   private pending: Buffer | null = null
   private remaining = 0
@@ -133,7 +138,8 @@ export class ResponseParser {
       if (status === 101) throw new Error('unexpected protocol switch')
       return null
     }
-    const headers: [string, string][] = []
+    let headers: [string, string][] = []
+    let connection: string | null = null
     let length: number | null = null
     let chunked = false
     let close = statusLine[1] === '0'
@@ -151,12 +157,15 @@ export class ResponseParser {
         chunked = value.toLowerCase().split(',').pop()!.trim() === 'chunked'
         if (!chunked) close = true
       } else if (name === 'connection') {
+        connection = value
         const tokens = value.toLowerCase()
         if (tokens.includes('close')) close = true
         else if (tokens.includes('keep-alive')) close = false
       }
-      headers.push([name, value])
+      if (!this.dropHeader(name, null)) headers.push([name, value])
     }
+    const connectionNamed = connectionOptions(connection)
+    if (connectionNamed) headers = headers.filter(([name]) => !this.dropHeader(name, connectionNamed))
     this.keepAlive = !close
     const hasBody = !headRequest && status !== 204 && status !== 304
     if (!hasBody) this.state = 'done'

@@ -1,5 +1,6 @@
 import type { Socket } from 'bun'
 import { UpstreamError } from '../errors'
+import { isDroppedResponseHeader } from '../headers'
 import type { UpstreamClient, UpstreamRequest } from './types'
 import { deadlines } from './deadlines'
 import { ResponseParser, type ParsedHead } from './parser'
@@ -105,7 +106,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
   }
 
   async function connect(pool: Pool): Promise<Connection> {
-    const conn: Connection = { pool, socket: null, parser: new ResponseParser(), exchange: null, reused: false, idleSince: 0, backlog: null, drained: null, closed: false }
+    const conn: Connection = { pool, socket: null, parser: new ResponseParser(isDroppedResponseHeader), exchange: null, reused: false, idleSince: 0, backlog: null, drained: null, closed: false }
     try {
       conn.socket = await Bun.connect<Connection>({ hostname: pool.hostname, port: pool.port, tls: pool.tls, data: conn, socket: handlers })
     } catch (error) {

@@ -19,7 +19,8 @@ export interface UpstreamRequest {
 }
 
 /**
- * Sends one request upstream and resolves with core's answer (its body may still be streaming).
+ * Sends one request upstream and resolves with core's answer (its body may still be streaming),
+ * without the fields that end at the relay (`isDroppedResponseHeader`: hop-by-hop, Set-Cookie).
  * Rejects with an `UpstreamError` saying why it failed: refused/reset, timeout or aborted.
  */
 export type UpstreamClient = (request: UpstreamRequest) => Promise<Response>
