@@ -197,7 +197,7 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
   }
 
   function transaction(batch: Pending[]): Promise<Committed> {
-    return db.orm.transaction(async (tx) => {
+    return db.transaction(async (tx) => {
       const decision = gate ? await gate.admit(tx, batch.map((p) => p.request)) : { verdicts: batch.map(() => null) }
       const { verdicts } = decision
       const bySink = new Map<string, SinkRows>()
