@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { ACTIVITY_RESOLUTION_MS, endUserTouchIsKnown, knownAfter, sessionTouchIsKnown, type SessionTouch } from '@sightline/core/ingest/sessions/service'
+import { parseUserAgent } from '@sightline/core/ingest/sessions/user-agent'
+import { startCore, type TestCore } from '../../helpers/core'
+
+const touch = (fields: Partial<SessionTouch> = {}): SessionTouch => ({
+  projectId: 'p',
+  sessionId: 's',
+  environment: 'production',
+  endUserId: null,
+  firstAt: 10_000,
+  lastAt: 10_000,
+  ...fields,
+})
+
+describe('touches that add nothing', () => {
+  const known = knownAfter(undefined, { firstAt: 10_000, lastAt: 10_000, endUserId: 'u', windowIds: ['w1'] })
+
+  test('within the resolution and with nothing new: known', () => {
+    expect(sessionTouchIsKnown(touch({ lastAt: 10_000 + ACTIVITY_RESOLUTION_MS }), known)).toBe(true)
+    expect(sessionTouchIsKnown(touch({ endUserId: 'other', windowIds: ['w1'] }), known)).toBe(true)
+  })
+
+  test('anything new is written', () => {
+    expect(sessionTouchIsKnown(touch(), undefined)).toBe(false)
+    expect(sessionTouchIsKnown(touch({ lastAt: 10_001 + ACTIVITY_RESOLUTION_MS }), known)).toBe(false)
+    expect(sessionTouchIsKnown(touch({ firstAt: 9_999 }), known)).toBe(false)
+    expect(sessionTouchIsKnown(touch({ windowIds: ['w2'] }), known)).toBe(false)
+    expect(sessionTouchIsKnown(touch({ entryUrl: 'https://x.test/' }), known)).toBe(false)
+    expect(sessionTouchIsKnown(touch({ automaticProperties: { a: 1 } }), known)).toBe(false)
+    expect(sessionTouchIsKnown(touch({ geo: { country: 'DE', region: null, city: null, latitude: null, longitude: null, timezone: null } }), known)).toBe(false)
+    expect(sessionTouchIsKnown(touch({ endUserId: 'u' }), knownAfter(undefined, { firstAt: 10_000, lastAt: 10_000 }))).toBe(false)
+  })
+
+  test('end users: attributes and geo are always written', () => {
+    const user = knownAfter(undefined, { firstAt: 10_000, lastAt: 10_000 })
+    expect(endUserTouchIsKnown({ projectId: 'p', endUserId: 'u', at: 10_500 }, user)).toBe(true)
+    expect(endUserTouchIsKnown({ projectId: 'p', endUserId: 'u', at: 10_500, attributes: {} }, user)).toBe(true)
+    expect(endUserTouchIsKnown({ projectId: 'p', endUserId: 'u', at: 10_500, attributes: { a: 1 } }, user)).toBe(false)
+    expect(endUserTouchIsKnown({ projectId: 'p', endUserId: 'u', at: 12_000 }, user)).toBe(false)
+  })
+
+  test('user agents parse into browser, OS and device', () => {
+    expect(parseUserAgent('Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Safari/605.1.15')).toMatchObject({
+      browser: 'Safari',
+      os: 'macOS',
+      deviceType: 'desktop',
+    })
+    expect(parseUserAgent('Mozilla/5.0 (iPad; CPU OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1')?.deviceType).toBe('tablet')
+    expect(parseUserAgent('curl/8.5.0')).toMatchObject({ browser: null, deviceType: null })
+    expect(parseUserAgent('')).toBeNull()
+  })
+})
+
+describe('session activity as stored', () => {
+  let core: TestCore
+  beforeAll(async () => {
+    core = await startCore()
+  })
+  afterAll(() => core.close())
+
+  const lastActivity = async (sessionId: string) =>
+    Number((await core.database.db.rows<{ last: string }>(sql`select (extract(epoch from last_activity_at) * 1000)::bigint::text as last from sessions where session_id = ${sessionId}`))[0].last)
+
+  test('last activity follows the events to within the resolution; what is new is always written', async () => {
+    const t0 = Date.now() - 60_000
+    const send = (timestamp: number, extra: object = {}) => core.post('/api/ingestion/customEvent', { sessionId: 'act', eventName: 'e', timestamp, ...extra })
+    await send(t0)
+    await send(t0 + 400)
+    expect(t0 + 400 - (await lastActivity('act'))).toBeLessThanOrEqual(ACTIVITY_RESOLUTION_MS)
+    await send(t0 + 2_500)
+    expect(await lastActivity('act')).toBe(t0 + 2_500)
+    await send(t0 + 2_600, { endUserId: 'late-user' })
+    const [row] = await core.database.db.rows<{ end_user_id: string }>(sql`select end_user_id from sessions where session_id = 'act'`)
+    expect(row.end_user_id).toBe('late-user')
+    // An earlier event moves the start back at once.
+    await send(t0 - 10)
+    const [start] = await core.database.db.rows<{ started: string }>(sql`select (extract(epoch from started_at) * 1000)::bigint::text as started from sessions where session_id = 'act'`)
+    expect(Number(start.started)).toBe(t0 - 10)
+  })
+})
