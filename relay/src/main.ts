@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { serveRelay } from './adapters/bun'
 import type { KeyInBody } from './headers'
+import { fetchClient } from './upstream/fetch'
 
 /**
  * Standalone mode, for operators who want a process rather than a module:
@@ -11,7 +12,7 @@ import type { KeyInBody } from './headers'
  */
 const USAGE = `usage: npm run relay -- --upstream URL [--prefix /_sl] [--port 8080] [--host 0.0.0.0]
        [--script FILE] [--script-name t.js] [--key-in-body auto|always|never]
-       [--max-body-bytes N] [--timeout-ms N]`
+       [--max-body-bytes N] [--timeout-ms N] [--client socket|fetch]`
 
 function fail(message: string): never {
   process.stderr.write(`relay: ${message}\n${USAGE}\n`)
@@ -31,6 +32,8 @@ const { values } = (() => {
         'key-in-body': { type: 'string', default: 'auto' },
         'max-body-bytes': { type: 'string' },
         'timeout-ms': { type: 'string' },
+        // How to reach core: pooled sockets (default on Bun), or the runtime's fetch.
+        client: { type: 'string', default: 'socket' },
         help: { type: 'boolean' },
       },
     })
@@ -46,6 +49,7 @@ if (values.help) {
 if (!values.upstream) fail('--upstream is required')
 const keyInBody = values['key-in-body'] as KeyInBody
 if (!['auto', 'always', 'never'].includes(keyInBody)) fail('--key-in-body is auto, always or never')
+if (values.client !== 'socket' && values.client !== 'fetch') fail('--client is socket or fetch')
 const number = (name: string, value: string | undefined) => {
   if (value === undefined) return undefined
   const n = Number(value)
@@ -65,6 +69,7 @@ try {
     maxBodyBytes: number('max-body-bytes', values['max-body-bytes']),
     timeoutMs: number('timeout-ms', values['timeout-ms']),
     script: scriptPath ? { path: scriptPath, name: values['script-name'] } : undefined,
+    ...(values.client === 'fetch' && { client: fetchClient() }),
   })
   const script = scriptPath ? `, script ${values.prefix}/${values['script-name']} from ${scriptPath}` : ', no script (build the tracker or pass --script)'
   process.stdout.write(`relay: listening on ${server.url} -> ${values.upstream}, prefix ${values.prefix}${script}\n`)
