@@ -5,7 +5,8 @@ import { socketClient } from '../upstream/socket'
 /** The relay for `Bun.serve`: upstream connections pooled on Bun's sockets (see `upstream/socket.ts`). */
 export function bunRelay(options: RelayOptions) {
   const relay = createRelay({ client: socketClient(), ...options })
-  return Object.assign((request: Request, server: Server<unknown>) => relay(request, { address: server.requestIP(request)?.address }), { relay })
+  const handle = (request: Request, server: Server<unknown>) => relay(request, { address: server.requestIP(request)?.address })
+  return Object.assign(handle, { prefix: relay.prefix, handles: relay.handles })
 }
 
 /** A whole server that is only the relay: `serveRelay({ upstream, prefix, port })`. */

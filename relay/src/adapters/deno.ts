@@ -8,5 +8,6 @@ export interface DenoServeInfo {
 /** The relay as a `Deno.serve` handler: `Deno.serve(denoRelay({ upstream, prefix }))`. */
 export function denoRelay(options: RelayOptions) {
   const relay = createRelay(options)
-  return (request: Request, info: DenoServeInfo) => relay(request, { address: info.remoteAddr.hostname })
+  const handle = (request: Request, info: DenoServeInfo) => relay(request, { address: info.remoteAddr.hostname })
+  return Object.assign(handle, { prefix: relay.prefix, handles: relay.handles })
 }
