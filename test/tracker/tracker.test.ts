@@ -62,6 +62,28 @@ describe('customEvent', () => {
   })
 })
 
+describe('properties that are not JSON', () => {
+  test('a cycle or a BigInt is refused at the call, with a warning; nothing else is held up', async () => {
+    const { tracker, service, clock } = tracked({ logLevel: 'warn' })
+    tracker.configureLogging({ enableConsole: false })
+    const cycle: Record<string, unknown> = {}
+    cycle.self = cycle
+    tracker.customEvent('cyclic', cycle)
+    tracker.customEvent('big', { n: 10n as unknown })
+    tracker.groupIdentify('company', 'acme', cycle)
+    const id = tracker.getUserInfo().endUserId
+    expect(await tracker.identifyUser({ userProperties: cycle })).toBe(id)
+    tracker.captureError(new Error('with a bad context'), cycle)
+    tracker.customEvent('fine')
+    await clock.advance(1000)
+    expect(service.to('/customEvent/batch').flatMap((r) => r.body.events.map((e: { eventName: string }) => e.eventName))).toEqual(['fine'])
+    expect(service.to('/user')).toEqual([])
+    expect(service.to('/groupidentify')).toEqual([])
+    expect(service.to('/errors')[0].body.errors[0]).toMatchObject({ message: 'with a bad context' })
+    expect(tracker.viewLogs()).toHaveLength(5)
+  })
+})
+
 describe('addEvent', () => {
   test('an rrweb event goes into the recording as it is; anything else as an rrweb custom event', async () => {
     const { tracker, service, clock } = tracked()

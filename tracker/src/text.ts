@@ -12,4 +12,14 @@ export function toText(value: unknown): string {
   }
 }
 
+/** Whether `value` can be sent as JSON (a cycle or a BigInt cannot). */
+export function isJson(value: unknown): boolean {
+  try {
+    JSON.stringify(value)
+    return true
+  } catch {
+    return false
+  }
+}
+
 export { isErrorLike }
