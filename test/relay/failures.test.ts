@@ -70,6 +70,30 @@ for (const [clientName, makeClient] of Object.entries(CLIENTS)) {
       }
     })
 
+    test('a slow upload is the client\'s pace: the timeout waits for core, not for the body', async () => {
+      const relay = createRelay({ upstream: coreUrl, prefix: '/_sl', client: makeClient(), timeoutMs: 400 })
+      const sessionId = `${clientName}-slow-upload`
+      const head = new TextEncoder().encode(`{"sessionId":"${sessionId}","events":[{"eventName":"slow"}]`)
+      const { stream } = countedBody(8, 16 * 1024, (i) => (i === 0 ? Promise.resolve() : Bun.sleep(150)))
+      // JSON text, then 8 pieces of spaces 150 ms apart (1.2 s in all), then the closing brace.
+      const reader = stream.getReader()
+      let stage = 0
+      const body = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          if (stage === 0) return (stage = 1), controller.enqueue(head)
+          const { done, value } = await reader.read()
+          if (!done) return controller.enqueue(value)
+          controller.enqueue(new TextEncoder().encode('}'))
+          controller.close()
+        },
+      })
+      const res = await relay(
+        new Request('http://shop.test/_sl/api/ingestion/customEvent/batch', { method: 'POST', headers: { authorization: `Bearer ${core.key}` }, body, duplex: 'half' } as RequestInit),
+      )
+      expect(await res.json()).toEqual({ success: true, accepted: 1 })
+      expect(await core.database.db.rows(sql`select 1 from events where session_id = ${sessionId}`)).toHaveLength(1)
+    })
+
     test('a declared body over maxBodyBytes is 413 without contacting core', async () => {
       const before = tap.seen.length
       const relay = createRelay({ upstream: tap.url, prefix: '/_sl', client: makeClient(), maxBodyBytes: 1000 })

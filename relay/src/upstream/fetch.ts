@@ -10,17 +10,29 @@ import type { UpstreamClient } from './types'
 export function fetchClient(fetchImpl: typeof fetch = fetch): UpstreamClient {
   return async (request) => {
     const controller = new AbortController()
-    const timer = setTimeout(() => controller.abort(new UpstreamError('timeout', `core did not answer within ${request.timeoutMs} ms`)), request.timeoutMs)
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let answered = false
+    // The timeout restarts with each piece of a streamed body: a slow upload is the client's pace.
+    const arm = () => {
+      clearTimeout(timer)
+      if (answered) return
+      timer = setTimeout(() => controller.abort(new UpstreamError('timeout', `core did not answer within ${request.timeoutMs} ms`)), request.timeoutMs)
+    }
+    arm()
+    const body =
+      request.body instanceof ReadableStream
+        ? request.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ transform: (chunk, out) => (arm(), out.enqueue(chunk)), flush: arm }))
+        : request.body
     const onClientGone = () => controller.abort(new UpstreamError('aborted', 'the client went away'))
     request.signal?.addEventListener('abort', onClientGone, { once: true })
     if (request.signal?.aborted) onClientGone()
     // fetch sets Content-Length itself for bytes; a stream keeps the client's declared size.
-    const headers: [string, string][] = request.contentLength !== null && !(request.body instanceof Uint8Array) ? [...request.headers, ['content-length', String(request.contentLength)]] : request.headers
+    const headers: [string, string][] = request.contentLength !== null && body instanceof ReadableStream ? [...request.headers, ['content-length', String(request.contentLength)]] : request.headers
     try {
       const response = await fetchImpl(request.origin + request.target, {
         method: request.method,
         headers,
-        body: request.body as BodyInit | null,
+        body: body as BodyInit | null,
         signal: controller.signal,
         redirect: 'manual',
         // Required by the standard for a streamed request body.
@@ -34,6 +46,7 @@ export function fetchClient(fetchImpl: typeof fetch = fetch): UpstreamClient {
       if (cause instanceof UpstreamError) throw cause
       throw new UpstreamError('refused', `core could not be reached: ${(error as Error)?.message ?? error}`, { cause: error })
     } finally {
+      answered = true
       clearTimeout(timer)
     }
   }

@@ -194,10 +194,12 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
         if (done) {
           if (chunked) await write(conn, Buffer.from(`0${CRLF}${CRLF}`, 'latin1'))
           exchange.sent = true
+          if (!exchange.answered) arm(exchange)
           return
         }
         if (value.byteLength > 0) await write(conn, chunked ? Buffer.concat([Buffer.from(`${value.byteLength.toString(16)}${CRLF}`, 'latin1'), value, Buffer.from(CRLF, 'latin1')]) : value)
         if (gone()) break
+        if (!exchange.answered) arm(exchange)
       }
       // Core answered or the exchange failed before the body was through: stop reading the client.
       await reader.cancel().catch(() => {})
@@ -225,7 +227,16 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
     }
   }
 
-  /** Stops the timeout and the abort watch once the exchange is over or answered. */
+  /**
+   * (Re)starts the timeout: from the start, again after each piece of a streamed body (a slow
+   * upload is the client's pace, not core's), and once more when the request is all written.
+   */
+  function arm(exchange: Exchange): void {
+    exchange.timer?.()
+    exchange.timer = timeouts.after(exchange.request.timeoutMs, () => giveUp(exchange, new UpstreamError('timeout', `core did not answer within ${exchange.request.timeoutMs} ms`)))
+  }
+
+  /** Stops the timeout once the exchange is over or answered. */
   function settle(exchange: Exchange): void {
     exchange.timer?.()
     exchange.timer = undefined
@@ -330,7 +341,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
       const exchange: Exchange = { request, resolve, reject, conn: null, answered: false, sent: false, timer: undefined, onAbort: undefined, body: null }
       const { signal } = request
       if (signal?.aborted) return reject(new UpstreamError('aborted', 'the client went away'))
-      exchange.timer = timeouts.after(request.timeoutMs, () => giveUp(exchange, new UpstreamError('timeout', `core did not answer within ${request.timeoutMs} ms`)))
+      arm(exchange)
       if (signal) {
         exchange.onAbort = () => giveUp(exchange, new UpstreamError('aborted', 'the client went away'))
         signal.addEventListener('abort', exchange.onAbort, { once: true })
