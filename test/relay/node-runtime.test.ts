@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { join } from 'node:path'
+import { sql } from 'drizzle-orm'
+import type { Subprocess } from 'bun'
+import { startCore } from '../helpers/core'
+import { ROOT } from '../helpers/process'
+import { startTap } from './helpers'
+
+// The Node adapter under Node itself (node:http and undici's fetch), not Bun's emulation of them.
+const core = await startCore()
+const coreUrl = await core.listen()
+const tap = startTap(coreUrl)
+let node: Subprocess<'ignore', 'pipe', 'pipe'>
+let url: string
+
+beforeAll(async () => {
+  node = Bun.spawn(['node', '--import', 'tsx', join(import.meta.dir, 'fixtures/node-server.ts'), tap.url], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+  let output = ''
+  for await (const chunk of node.stdout) {
+    output += new TextDecoder().decode(chunk)
+    const found = output.match(/listening (http:\/\/\S+)/)?.[1]
+    if (found) {
+      url = found
+      break
+    }
+  }
+  if (!url) throw new Error(`the Node relay did not start: ${output}${await new Response(node.stderr).text()}`)
+})
+afterAll(async () => {
+  node?.kill()
+  await node?.exited
+  tap.close()
+  await core.close()
+})
+
+test('an event relayed by Node is stored, with the key in the body and the client address forwarded', async () => {
+  const before = tap.seen.length
+  const res = await fetch(`${url}/_sl/api/ingestion/customEvent`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${core.key}`, 'content-type': 'application/json', cookie: 'session=secret' },
+    body: JSON.stringify({ sessionId: 'node-runtime', eventName: 'from-node' }),
+  })
+  expect(await res.json()).toEqual({ success: true })
+  const [seen] = tap.seen.slice(before)
+  expect(seen.headers.authorization).toBeUndefined()
+  expect(seen.headers.cookie).toBeUndefined()
+  expect(seen.headers['x-forwarded-for']).toBe('127.0.0.1')
+  expect(JSON.parse(new TextDecoder().decode(seen.body)).apiKey).toBe(core.key)
+  expect(await core.database.db.rows(sql`select 1 from events where session_id = 'node-runtime'`)).toHaveLength(1)
+})
+
+test('a large body streams through Node, and unknown paths are 404', async () => {
+  const events = Array.from({ length: 200 }, (_, i) => ({ eventName: `n${i}`, eventProperties: { pad: 'p'.repeat(500) } }))
+  const res = await fetch(`${url}/_sl/api/ingestion/customEvent/batch`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${core.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ sessionId: 'node-runtime-large', events }),
+  })
+  expect(await res.json()).toEqual({ success: true, accepted: 200 })
+  const missing = await fetch(`${url}/_sl/api/internal/scan-findings`, { method: 'POST', body: '{}' })
+  expect(missing.status).toBe(404)
+  expect(await missing.json()).toMatchObject({ success: false, error: { code: 'not_found' } })
+})
