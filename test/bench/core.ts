@@ -176,6 +176,12 @@ export async function main(args: string[]): Promise<void> {
       const baseline = await load({ ...p1, url: rawUrl })
       return { rps: durable.requestsPerSecond, p50: durable.p50Ms, p99: durable.p99Ms, raw: baseline.requestsPerSecond }
     })
+    // Group commit trades latency for throughput: with more requests waiting, each commit carries more.
+    const wide = await medianOf(runs, async () => {
+      const durable = await load({ ...p1, connections: 256 })
+      const baseline = await load({ ...p1, url: rawUrl, connections: 256 })
+      return { rps: durable.requestsPerSecond, p99: durable.p99Ms, raw: baseline.requestsPerSecond }
+    })
 
     log('P2 customEvent/batch of 20 vs COPY')
     const p2 = { url: `${core.url}/api/ingestion/customEvent/batch`, headers: auth(core.key), bodies: batches, connections: 32, seconds }
@@ -215,9 +221,13 @@ export async function main(args: string[]): Promise<void> {
     const embeddedRss = (await peakRssMb(embedded.proc.pid)) ?? NaN
 
     const rows: Row[] = [
-      { name: 'P1 customEvent, durable (Postgres)', value: `${fmt(single.rps)} req/s, p50 ${fmt(single.p50, 2)} ms, p99 ${fmt(single.p99, 2)} ms`, target: 'p99 ≤ 10 ms', met: single.p99 <= 10 },
+      { name: 'P1 customEvent, durable (Postgres), 32 connections', value: `${fmt(single.rps)} req/s, p50 ${fmt(single.p50, 2)} ms, p99 ${fmt(single.p99, 2)} ms`, target: 'p99 ≤ 10 ms', met: single.p99 <= 10 },
       { name: 'P1 raw Bun.serve, parse only', value: `${fmt(single.raw)} req/s` },
       { name: 'P1 ratio to raw', value: fmt(single.rps / single.raw, 2), target: '≥ 0.50', met: single.rps / single.raw >= 0.5 },
+      {
+        name: 'P1 at 256 connections',
+        value: `${fmt(wide.rps)} req/s, p99 ${fmt(wide.p99, 2)} ms; raw ${fmt(wide.raw)} req/s; ratio ${fmt(wide.rps / wide.raw, 2)}`,
+      },
       { name: 'P2 customEvent/batch ×20, durable', value: `${fmt(batch.eventsPerSecond)} events/s, p99 ${fmt(batch.p99, 2)} ms` },
       { name: 'P2 COPY of the same rows', value: `${fmt(batch.copy)} rows/s` },
       { name: 'P2 ratio to COPY', value: fmt(batch.eventsPerSecond / batch.copy, 2), target: '≥ 0.75', met: batch.eventsPerSecond / batch.copy >= 0.75 },
