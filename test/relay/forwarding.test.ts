@@ -127,6 +127,13 @@ for (const [clientName, makeClient] of Object.entries(CLIENTS)) {
       expect(res.headers.get('access-control-allow-origin')).toBe('https://shop.test')
     })
 
+    test('CORS preflight goes to core and its answer comes back', async () => {
+      const res = await send('/api/ingestion/customEvent', { method: 'OPTIONS', headers: { origin: 'https://shop.test', 'access-control-request-method': 'POST' } })
+      expect(res.status).toBe(204)
+      expect(res.headers.get('access-control-allow-origin')).toBe('https://shop.test')
+      expect(lastSeen().method).toBe('OPTIONS')
+    })
+
     test('the query string goes upstream as sent, on the configured upstream only', async () => {
       await send('/health/simple?apiKey=k&x=%2F..%2F')
       expect(lastSeen().target).toBe('/health/simple?apiKey=k&x=%2F..%2F')
