@@ -23,6 +23,22 @@ const countRows = async (core: TestCore) => {
 }
 const usage = async (core: TestCore) => Number((await core.database.db.rows<{ events: string }>(sql`select sum(events)::text as events from usage_counters`))[0]?.events ?? 0)
 
+describe('every route', () => {
+  test('answers CORS preflight with 204 and a wrong method with 405', async () => {
+    const core = await startCore()
+    try {
+      for (const { path } of ROUTES) {
+        const preflight = await core.request(path, { method: 'OPTIONS', headers: { origin: 'https://shop.test', 'access-control-request-method': 'POST' } })
+        expect([path, preflight.status, preflight.headers.get('access-control-allow-origin')]).toEqual([path, 204, 'https://shop.test'])
+        const get = await core.request(path, { method: 'GET' })
+        expect([path, get.status]).toEqual([path, 405])
+      }
+    } finally {
+      await core.close()
+    }
+  })
+})
+
 describe('monthly quota on every route', () => {
   test('each route counts what it stores', async () => {
     const core = await startCore()
