@@ -63,7 +63,7 @@ export class ResponseParser {
 
   push(chunk: Uint8Array, headRequest: boolean): PushResult {
     this.any = true
-    let buffer = this.pending ? Buffer.concat([this.pending, chunk]) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    let buffer = this.pending ? Buffer.concat([this.pending, chunk]) : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
     this.pending = null
     const result: PushResult = { head: null, complete: null, body: [], done: false, keepAlive: false }
 
@@ -128,30 +128,44 @@ export class ResponseParser {
     return result
   }
 
-  /** Parses the status line and fields; null for an interim (1xx) answer. Sets the body framing. */
+  /**
+   * Parses the status line and fields; null for an interim (1xx) answer. Sets the body framing.
+   * Index arithmetic rather than split and regular expressions: this runs once per request.
+   */
   private parseHead(text: string, headRequest: boolean): ParsedHead | null {
-    const lines = text.split('\r\n')
-    const statusLine = /^HTTP\/1\.([01]) (\d{3})(?: (.*))?$/.exec(lines[0])
-    if (!statusLine) throw new Error('bad status line')
-    const status = Number(statusLine[2])
+    // "HTTP/1.1 200 OK"
+    const status = threeDigits(text, 9)
+    if (!text.startsWith('HTTP/1.') || (text[7] !== '0' && text[7] !== '1') || text[8] !== ' ' || status === -1) throw new Error('bad status line')
     if (status < 200) {
       if (status === 101) throw new Error('unexpected protocol switch')
       return null
     }
+    let lineEnd = text.indexOf('\r\n')
+    if (lineEnd === -1) lineEnd = text.length
+    if (lineEnd > 12 && text[12] !== ' ') throw new Error('bad status line')
+    const statusText = text.slice(13, lineEnd)
+
     let headers: [string, string][] = []
     let connection: string | null = null
     let length: number | null = null
     let chunked = false
-    let close = statusLine[1] === '0'
-    for (let i = 1; i < lines.length; i++) {
-      const line = lines[i]
-      const colon = line.indexOf(':')
-      if (colon <= 0) throw new Error('bad header line')
-      const name = line.slice(0, colon).trim().toLowerCase()
-      const value = line.slice(colon + 1).trim()
+    let close = text[7] === '0'
+    for (let at = lineEnd + 2; at < text.length; ) {
+      let end = text.indexOf('\r\n', at)
+      if (end === -1) end = text.length
+      const colon = text.indexOf(':', at)
+      // RFC 9112 §5.1: no whitespace between the field name and the colon.
+      if (colon <= at || colon > end || isSpace(text.charCodeAt(colon - 1))) throw new Error('bad header line')
+      const name = text.slice(at, colon).toLowerCase()
+      let from = colon + 1
+      let to = end
+      while (from < to && isSpace(text.charCodeAt(from))) from++
+      while (to > from && isSpace(text.charCodeAt(to - 1))) to--
+      const value = text.slice(from, to)
+      at = end + 2
       if (name === 'content-length') {
         const n = Number(value)
-        if (!Number.isSafeInteger(n) || n < 0 || (length !== null && length !== n)) throw new Error('bad content-length')
+        if (!Number.isSafeInteger(n) || n < 0 || value === '' || (length !== null && length !== n)) throw new Error('bad content-length')
         length = n
       } else if (name === 'transfer-encoding') {
         chunked = value.toLowerCase().split(',').pop()!.trim() === 'chunked'
@@ -177,6 +191,19 @@ export class ResponseParser {
       this.state = 'close'
       this.keepAlive = false
     }
-    return { status, statusText: statusLine[3] ?? '', headers, hasBody }
+    return { status, statusText, headers, hasBody }
   }
+}
+
+const isSpace = (code: number) => code === 32 || code === 9
+
+/** The number written by the three digits at `at`, or -1. */
+function threeDigits(text: string, at: number): number {
+  let value = 0
+  for (let i = at; i < at + 3; i++) {
+    const digit = text.charCodeAt(i) - 48
+    if (!(digit >= 0 && digit <= 9)) return -1
+    value = value * 10 + digit
+  }
+  return value
 }
