@@ -7,7 +7,7 @@ import type { IngestionPlugin } from '../plugin'
 import { endUsersSink, sessionsSink } from '../sessions/store'
 import { HeartbeatBody, SessionEndBody } from './model'
 import { presenceRows, type PresenceRows } from './service'
-import { hasLiveViewer, presenceSink } from './store'
+import { createLiveViewerReader, presenceSink } from './store'
 
 interface PresenceDeps {
   ingestion: IngestionPlugin
@@ -24,13 +24,14 @@ const writes = (rows: PresenceRows) => [
 ]
 
 export function presenceRoutes({ ingestion, writer, db, log }: PresenceDeps) {
+  const liveViewerOf = createLiveViewerReader(db)
   return new Elysia({ prefix: '/api/ingestion' })
     .use(ingestion)
     .post(
       '/heartbeat',
       async ({ body, caller, reply, request }) => {
         await commit(writer, caller, request, 0, writes(presenceRows(body, 'beat', caller, Date.now())))
-        const liveViewer = await readOrUnavailable(hasLiveViewer(db, caller.projectId, body.sessionId), log)
+        const liveViewer = await readOrUnavailable(liveViewerOf(caller.projectId, body.sessionId), log)
         return reply({ liveViewer })
       },
       { body: HeartbeatBody },

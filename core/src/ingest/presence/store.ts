@@ -11,12 +11,22 @@ import { LIVE_VIEWER_TTL_SECONDS, LIVE_WINDOW_SECONDS, lastChangePerWindow, type
 
 const liveSince = sql`now() - make_interval(secs => ${LIVE_WINDOW_SECONDS})`
 
+const sessionsOf = (changes: readonly PresenceChange[]) =>
+  jsonParam([...new Map(changes.map((c) => [`${c.projectId}\n${c.sessionId}`, { projectId: c.projectId, sessionId: c.sessionId }])).values()])
+
+/*
+ * The statements below find their rows one key at a time through the primary key (a lateral
+ * lookup, kept from being flattened into a join by `for update` or `offset 0`) and act on those
+ * rows by ctid. Joined plainly with json_to_recordset, whose row count the planner guesses at 100,
+ * sessions and presence are easily scanned whole, on every heartbeat commit.
+ */
+
 /**
- * Heartbeats and goodbyes of windows, then each touched session's end time: set when its last
- * live window said goodbye, cleared when a window beats again (a page restored from the back/forward
- * cache). Named to run after the sessions sink: its upsert has locked the session rows, so the
- * windows of one session change one commit at a time and "was that the last window?" is answered
- * right even when two windows leave at once through two processes.
+ * Heartbeats and goodbyes of windows, then the end time of their sessions: cleared when a window
+ * beats (a page back from the back/forward cache), set when the last live window said goodbye.
+ * Named to run after the sessions sink: its upsert has locked the session rows, so the windows of
+ * one session change one commit at a time, and "was that the last window?" is answered right even
+ * when two windows leave at once through two processes.
  */
 export const presenceSink: Sink<PresenceChange> = {
   name: 'sessions_presence',
@@ -33,29 +43,69 @@ export const presenceSink: Sink<PresenceChange> = {
           last_seen_at = excluded.last_seen_at,
           end_user_id = coalesce(excluded.end_user_id, p.end_user_id),
           url = coalesce(excluded.url, p.url)`)
-    }
-    if (ends.length > 0) {
       await tx.execute(sql`
-        delete from presence p using json_to_recordset(${jsonParam(ends)}::json) as e("projectId" uuid, "sessionId" text, "windowId" text)
-        where p.project_id = e."projectId" and p.session_id = e."sessionId" and p.window_id = e."windowId"`)
+        update sessions set ended_at = null where ctid = any(array(
+          select s.ctid from json_to_recordset(${sessionsOf(beats)}::json) as t("projectId" uuid, "sessionId" text)
+          cross join lateral (
+            select ctid from sessions where project_id = t."projectId" and session_id = t."sessionId" and ended_at is not null for update
+          ) s))`)
     }
-    const sessions = [...new Map(last.map((c) => [`${c.projectId}\n${c.sessionId}`, { projectId: c.projectId, sessionId: c.sessionId }])).values()]
-    const touched = sql`json_to_recordset(${jsonParam(sessions)}::json) as t("projectId" uuid, "sessionId" text)`
+    if (ends.length === 0) return
+    await tx.execute(sql`
+      delete from presence where ctid = any(array(
+        select p.ctid from json_to_recordset(${jsonParam(ends)}::json) as e("projectId" uuid, "sessionId" text, "windowId" text)
+        cross join lateral (
+          select ctid from presence where project_id = e."projectId" and session_id = e."sessionId" and window_id = e."windowId" for update
+        ) p))`)
+    const ending = sql`json_to_recordset(${sessionsOf(ends)}::json) as t("projectId" uuid, "sessionId" text)`
     // Windows that went quiet without a goodbye (a crash, a killed tab) are tidied with their session.
     await tx.execute(sql`
-      delete from presence p using ${touched}
-      where p.project_id = t."projectId" and p.session_id = t."sessionId" and p.last_seen_at < ${liveSince}`)
-    // Only rows whose end time changes are written; a repeated goodbye keeps the first end time.
+      delete from presence where ctid = any(array(
+        select p.ctid from ${ending}
+        cross join lateral (
+          select ctid from presence where project_id = t."projectId" and session_id = t."sessionId" and last_seen_at < ${liveSince} for update
+        ) p))`)
+    // A repeated goodbye keeps the first end time; a session with a window still live is not ended.
     await tx.execute(sql`
-      update sessions s set ended_at = case when x.live then null else coalesce(s.ended_at, now()) end
-      from (
-        select t."projectId", t."sessionId", exists (
-          select 1 from presence p where p.project_id = t."projectId" and p.session_id = t."sessionId" and p.last_seen_at >= ${liveSince}
-        ) as live
-        from ${touched}
-      ) x
-      where s.project_id = x."projectId" and s.session_id = x."sessionId" and (x.live = (s.ended_at is not null))`)
+      update sessions set ended_at = now() where ctid = any(array(
+        select s.ctid from ${ending}
+        cross join lateral (
+          select ctid from sessions where project_id = t."projectId" and session_id = t."sessionId" and ended_at is null
+            and not exists (select 1 from presence p where p.project_id = t."projectId" and p.session_id = t."sessionId")
+          for update
+        ) s))`)
   },
+}
+
+/**
+ * The heartbeat's `liveViewer`, read for many heartbeats at once: the writer answers a whole
+ * commit's heartbeats together, and their reads, made in the same turn of the event loop, become
+ * one query instead of one each.
+ */
+export function createLiveViewerReader(db: Database) {
+  let pending: { projectId: string; sessionId: string; resolve(watched: boolean): void; reject(error: unknown): void }[] = []
+  const keyOf = (r: { projectId: string; sessionId: string }) => `${r.projectId}\n${r.sessionId}`
+  const flush = async () => {
+    const batch = pending
+    pending = []
+    try {
+      const lookups = [...new Map(batch.map((r) => [keyOf(r), { projectId: r.projectId, sessionId: r.sessionId }])).values()]
+      const watched = await db.rows<{ projectId: string; sessionId: string }>(sql`
+        select t."projectId"::text as "projectId", t."sessionId"
+        from json_to_recordset(${jsonParam(lookups)}::json) as t("projectId" uuid, "sessionId" text)
+        cross join lateral (
+          select 1 from sessions where project_id = t."projectId" and session_id = t."sessionId" and live_viewer_until > now() offset 0
+        ) s`)
+      const keys = new Set(watched.map(keyOf))
+      for (const read of batch) read.resolve(keys.has(keyOf(read)))
+    } catch (error) {
+      for (const read of batch) read.reject(error)
+    }
+  }
+  return (projectId: string, sessionId: string): Promise<boolean> =>
+    new Promise((resolve, reject) => {
+      if (pending.push({ projectId, sessionId, resolve, reject }) === 1) setImmediate(flush)
+    })
 }
 
 /** Whether a dashboard viewer is registered for the session now (the heartbeat's `liveViewer`). */
