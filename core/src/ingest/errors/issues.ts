@@ -13,14 +13,19 @@ export interface IssueDelta {
   firstAt: number
   lastAt: number
   count: number
+  /** End users this commit added to the Issue. */
+  newUsers: number
   firstRelease: string | null
   lastRelease: string | null
 }
 
 const issueKey = (r: { projectId: string; fingerprint: string }) => `${r.projectId}\n${r.fingerprint}`
 
-/** One delta per Issue, in fingerprint order (the order commits lock Issues in). */
-export function issueDeltas(occurrences: readonly OccurrenceRow[]): IssueDelta[] {
+/**
+ * One delta per Issue, in fingerprint order (the order commits lock Issues in). `addedUsers` counts
+ * the end users newly recorded per Issue, by `projectId \n issueId`.
+ */
+export function issueDeltas(occurrences: readonly OccurrenceRow[], addedUsers: ReadonlyMap<string, number> = new Map()): IssueDelta[] {
   const deltas = new Map<string, IssueDelta>()
   for (const o of occurrences) {
     const seen = deltas.get(issueKey(o))
@@ -35,6 +40,7 @@ export function issueDeltas(occurrences: readonly OccurrenceRow[]): IssueDelta[]
         firstAt: o.timestamp,
         lastAt: o.timestamp,
         count: 1,
+        newUsers: addedUsers.get(`${o.projectId}\n${o.issueId}`) ?? 0,
         firstRelease: o.release,
         lastRelease: o.release,
       })

@@ -8,8 +8,9 @@ import type { OccurrenceRow } from './service'
 
 /**
  * Occurrences and their Issues, in one sink because an Issue may only count what was stored now:
- * occurrences already stored (a resend) return nothing from the insert and count nothing. Issues
- * are upserted in fingerprint order, so concurrent commits lock them in one order.
+ * occurrences already stored (a resend) return nothing from the insert and count nothing. Every
+ * commit takes its rows in the same order (occurrences, then Issue users, then Issues, each sorted
+ * by key), so concurrent commits never wait on each other in a circle.
  */
 export const errorEventsSink: Sink<OccurrenceRow> = {
   name: 'error_events',
@@ -29,19 +30,36 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
     const fresh = unique.filter((r) => stored.has(`${r.projectId}\n${r.contentHash}`))
     if (fresh.length === 0) return
 
+    // A user counts once per Issue: only the pairs this insert added (not one already stored, here or
+    // by a concurrent commit, which this insert waits for) add to `affected_users`.
+    const users = issueUsers(fresh)
+    const addedUsers = new Map<string, number>()
+    if (users.length > 0) {
+      const added = await tx.execute(sql`
+        insert into issue_end_users (project_id, issue_id, end_user_id, first_seen_at)
+        select u."projectId", u."issueId", u."endUserId", to_timestamp(u.at / 1000.0)
+        from json_to_recordset(${jsonParam(users)}::json) as u("projectId" uuid, "issueId" uuid, "endUserId" text, at float8)
+        on conflict do nothing
+        returning project_id::text as "projectId", issue_id::text as "issueId"`)
+      for (const { projectId, issueId } of rowsOf<{ projectId: string; issueId: string }>(added)) {
+        addedUsers.set(`${projectId}\n${issueId}`, (addedUsers.get(`${projectId}\n${issueId}`) ?? 0) + 1)
+      }
+    }
+
     // An occurrence of a resolved Issue reopens it as a regression; an ignored one stays ignored.
     await tx.execute(sql`
       insert into issues as i (project_id, issue_id, fingerprint, title, culprit, level, status, is_regression,
         first_seen_at, last_seen_at, occurrences, affected_users, first_release, last_release)
       select d."projectId", d."issueId", d.fingerprint, d.title, d.culprit, d.level, 'open', false,
-        to_timestamp(d."firstAt" / 1000.0), to_timestamp(d."lastAt" / 1000.0), d.count, 0, d."firstRelease", d."lastRelease"
-      from json_to_recordset(${jsonParam(issueDeltas(fresh))}::json) as d(
+        to_timestamp(d."firstAt" / 1000.0), to_timestamp(d."lastAt" / 1000.0), d.count, d."newUsers", d."firstRelease", d."lastRelease"
+      from json_to_recordset(${jsonParam(issueDeltas(fresh, addedUsers))}::json) as d(
         "projectId" uuid, "issueId" uuid, fingerprint text, title text, culprit text, level text,
-        "firstAt" float8, "lastAt" float8, count bigint, "firstRelease" text, "lastRelease" text)
+        "firstAt" float8, "lastAt" float8, count bigint, "newUsers" bigint, "firstRelease" text, "lastRelease" text)
       on conflict (project_id, fingerprint) do update set
         first_seen_at = least(i.first_seen_at, excluded.first_seen_at),
         last_seen_at = greatest(i.last_seen_at, excluded.last_seen_at),
         occurrences = i.occurrences + excluded.occurrences,
+        affected_users = i.affected_users + excluded.affected_users,
         title = case when excluded.last_seen_at >= i.last_seen_at then excluded.title else i.title end,
         culprit = case when excluded.last_seen_at >= i.last_seen_at then coalesce(excluded.culprit, i.culprit) else i.culprit end,
         level = case when excluded.last_seen_at >= i.last_seen_at then excluded.level else i.level end,
@@ -51,21 +69,6 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
         status = case when i.status = 'resolved' then 'open' else i.status end,
         is_regression = i.is_regression or i.status = 'resolved',
         resolved_at = case when i.status = 'resolved' then null else i.resolved_at end`)
-
-    const users = issueUsers(fresh)
-    if (users.length === 0) return
-    // Counted by what the insert added: a user already counted, here or by a concurrent commit, adds nothing.
-    await tx.execute(sql`
-      with added as (
-        insert into issue_end_users (project_id, issue_id, end_user_id, first_seen_at)
-        select u."projectId", u."issueId", u."endUserId", to_timestamp(u.at / 1000.0)
-        from json_to_recordset(${jsonParam(users)}::json) as u("projectId" uuid, "issueId" uuid, "endUserId" text, at float8)
-        on conflict do nothing
-        returning project_id, issue_id
-      )
-      update issues i set affected_users = i.affected_users + a.n
-      from (select project_id, issue_id, count(*) as n from added group by project_id, issue_id) a
-      where i.project_id = a.project_id and i.issue_id = a.issue_id`)
   },
 }
 
