@@ -98,13 +98,18 @@ describe('POST /api/ingestion/logs', () => {
     expect(await res.json()).toMatchObject({ success: false, error: { code: 'validation_failed', message: expect.any(String) }, path })
   })
 
-  test('not JSON, no key, wrong method', async () => {
+  test('not JSON, no key, too large, wrong method', async () => {
     const notJson = await core.post('/api/ingestion/logs', '{"level":')
     expect(notJson.status).toBe(400)
     expect(await notJson.json()).toMatchObject({ success: false, error: { code: 'invalid_json' } })
     const noKey = await core.post('/api/ingestion/logs', { level: 'log', message: 'x', timestampMs: 1, sessionId: 's' }, { key: null })
     expect(noKey.status).toBe(401)
     expect(await noKey.json()).toMatchObject({ success: false, error: { code: 'missing_api_key' } })
+    // Over the 1 MB limit of this route: refused whole (a message is cut only within a body that fits).
+    const huge = await core.post('/api/ingestion/logs', { level: 'log', message: 'x'.repeat(1024 * 1024 + 1), timestampMs: 1, sessionId: 'log-big' })
+    expect(huge.status).toBe(413)
+    expect(await huge.json()).toMatchObject({ success: false, error: { code: 'payload_too_large' } })
+    expect(await logsOf('log-big')).toEqual([])
     const get = await core.request('/api/ingestion/logs')
     expect(get.status).toBe(405)
     expect(await get.json()).toMatchObject({ success: false, error: { code: 'method_not_allowed' } })
