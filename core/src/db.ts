@@ -64,8 +64,14 @@ export function postgresDatabase(url: string, poolSize = 10): Database {
         begun.catch(() => {}) // its failure fails the statements after it, which is what is reported
         let result
         try {
-          // drizzle reads the type parsers from `options`, which a reserved connection shares with its pool.
-          const tx = drizzlePostgres(Object.assign(reserved, { options: client.options }) as unknown as typeof client) as unknown as Orm
+          // drizzle reads the type parsers from `options`, which a reserved connection shares with its
+          // pool. The writers' statements are few and fixed, so they are prepared once per connection.
+          const unsafe = reserved.unsafe.bind(reserved)
+          const connection = Object.assign(reserved, {
+            options: client.options,
+            unsafe: (query: string, params?: unknown[], options?: object) => unsafe(query, params as never, { ...options, prepare: true }),
+          })
+          const tx = drizzlePostgres(connection as unknown as typeof client) as unknown as Orm
           result = await fn(tx)
           await begun
         } catch (error) {
