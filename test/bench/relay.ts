@@ -4,7 +4,7 @@ import type { Subprocess } from 'bun'
 import { parseArgs, startCoreProcess, type CoreProcess } from './core'
 import { startPostgres, type PostgresServer } from './lib/postgres'
 import { fmt, median, table, type Row } from './lib/report'
-import { ensureDebianPackage, freePort, removeDir, tempDir, waitForHttp } from './lib/system'
+import { ensureDebianPackage, freePort, removeDir, run, tempDir, waitForHttp } from './lib/system'
 import { runWrk, type LoadOptions, type LoadResult } from './lib/wrk'
 
 /**
@@ -108,6 +108,19 @@ interface Scenario {
   load: Omit<LoadOptions, 'url'>
 }
 
+/** CPU time (user + system) a process and its children have used so far, in microseconds, from /proc. */
+async function cpuMicros(pid: number): Promise<number> {
+  const children = (await Bun.file(`/proc/${pid}/task/${pid}/children`).text().catch(() => '')).split(' ').filter(Boolean).map(Number)
+  const ticks = async (p: number) => {
+    const fields = (await Bun.file(`/proc/${p}/stat`).text()).split(') ')[1].split(' ')
+    return Number(fields[11]) + Number(fields[12]) // utime, stime (fields 14 and 15 of stat)
+  }
+  let total = 0
+  for (const p of [pid, ...children]) total += await ticks(p)
+  return (total * 1e6) / CLOCK_TICKS
+}
+const CLOCK_TICKS = Number((await run(['getconf', 'CLK_TCK']).catch(() => '100')).trim()) || 100
+
 async function measure(options: LoadOptions): Promise<LoadResult> {
   const result = await runWrk(options)
   if (result.failures > 0) throw new Error(`${options.url}: ${result.failures} failed requests; not a valid measurement`)
@@ -129,6 +142,7 @@ export async function main(args: string[]): Promise<void> {
     nginx = await startNginx(core.url)
     relay = await startRelayProcess(core.url, 'socket')
     relayFetch = await startRelayProcess(core.url, 'fetch')
+    const pids: Record<Route, number | null> = { direct: null, nginx: nginx.proc.pid, relay: relay.proc.pid, 'relay-fetch': relayFetch.proc.pid }
     const bases: Record<Route, string> = { direct: core.url, nginx: `${nginx.url}${PREFIX}`, relay: `${relay.url}${PREFIX}`, 'relay-fetch': `${relayFetch.url}${PREFIX}` }
 
     const events = Array.from({ length: 64 }, (_, i) => JSON.stringify({ sessionId: `relay-bench-${i % 8}`, eventName: 'page_view', eventProperties: { path: `/products/${i}`, n: i } }))
@@ -150,11 +164,17 @@ export async function main(args: string[]): Promise<void> {
       // Throughput with the machine saturated (32 connections), and latency under light load
       // (4 connections), where p99 shows what the hop adds rather than how long the queue is.
       const loaded: Record<Route, LoadResult[]> = { direct: [], nginx: [], relay: [], 'relay-fetch': [] }
+      // CPU the hop itself used per request (the proxy process, during the loaded runs).
+      const cpuPerRequest: Record<Route, number[]> = { direct: [], nginx: [], relay: [], 'relay-fetch': [] }
       const light: Record<Route, LoadResult[]> = { direct: [], nginx: [], relay: [], 'relay-fetch': [] }
       for (let run = 0; run < runs; run++) {
         for (const route of ROUTES.map((_, i, all) => all[(i + run) % all.length])) {
           const url = bases[route] + scenario.path
-          loaded[route].push(await measure({ ...scenario.load, url, connections: 32, durationSeconds: seconds }))
+          const pid = pids[route]
+          const before = pid ? await cpuMicros(pid) : 0
+          const result = await measure({ ...scenario.load, url, connections: 32, durationSeconds: seconds })
+          if (pid) cpuPerRequest[route].push(((await cpuMicros(pid)) - before) / (result.requestsPerSecond * seconds))
+          loaded[route].push(result)
           light[route].push(await measure({ ...scenario.load, url, connections: 4, durationSeconds: seconds }))
           const [a, b] = [loaded[route].at(-1)!, light[route].at(-1)!]
           log(`${scenario.name} run ${run + 1} ${route}: ${fmt(a.requestsPerSecond)} req/s, p99 ${fmt(a.p99Ms, 2)} ms; light load p50 ${fmt(b.p50Ms, 3)} ms, p99 ${fmt(b.p99Ms, 3)} ms`)
@@ -174,6 +194,10 @@ export async function main(args: string[]): Promise<void> {
       rows.push(
         { name: `${scenario.name}: relay / nginx req/s`, value: `${fmt(ratio, 2)}× (runs: ${ratios.map((r) => fmt(r, 2)).join(', ')})`, target: '≥ 0.90×', met: ratio >= 0.9 },
         { name: `${scenario.name}: relay with fetch / nginx req/s`, value: `${fmt(fetchRatio, 2)}×` },
+        {
+          name: `${scenario.name}: CPU per request of the hop`,
+          value: (['nginx', 'relay', 'relay-fetch'] as Route[]).map((route) => `${LABEL[route]} ${fmt(median(cpuPerRequest[route]), 1)} µs`).join(', '),
+        },
         { name: `${scenario.name}: p99 the relay adds over direct, light load`, value: `${addedP99 >= 0 ? '+' : ''}${fmt(addedP99, 3)} ms`, target: '≤ 1 ms', met: addedP99 <= 1 },
       )
     }
