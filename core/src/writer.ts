@@ -295,12 +295,16 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
   }
 }
 
-/** Waits for every write (none is left running into a rolled-back transaction), then throws the first error. */
+/**
+ * Waits for every write (none is left running into a rolled-back transaction), then throws the error
+ * that failed the transaction: pipelined statements after it fail only as "transaction aborted".
+ */
 async function allSettledOrThrow(writes: Promise<void>[]): Promise<void> {
-  const results = await Promise.allSettled(writes)
-  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
-  if (failed) throw failed.reason
+  const failed = (await Promise.allSettled(writes)).filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+  if (failed.length > 0) throw (failed.find((r) => sqlState(r.reason) !== TRANSACTION_ABORTED) ?? failed[0]).reason
 }
+
+const TRANSACTION_ABORTED = '25P02'
 
 const errorText = (error: unknown): string => {
   const cause = (error as { cause?: unknown })?.cause

@@ -158,4 +158,25 @@ describe('bounds and failures', () => {
     expect(failed).toEqual([[7, 'validation_failed']])
     expect(await stored()).toHaveLength(19)
   })
+
+  test('with several tables in a commit, the refused row is still found: later statements only report the aborted transaction', async () => {
+    // The second table's bad row fails while the first table is still writing row by row, whose next
+    // statement then fails only as "transaction aborted".
+    const first = probeSink()
+    const second: Sink<ProbeRow> = { name: 'writer_probe_second', write: (tx, rows) => probeSink().write(tx, rows.map((r) => ({ ...r, id: `${r.id}-2` }))) }
+    const w = writer({ lingerMs: 20 })
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) =>
+        w.write({
+          ...request(first),
+          writes: [
+            { sink: first, rows: [{ id: `m${i}` }] },
+            { sink: second, rows: [{ id: `m${i}`, value: i === 2 ? 'not-a-uuid' : crypto.randomUUID() }] },
+          ],
+        }),
+      ),
+    )
+    expect(results.map((r) => (r.status === 'rejected' ? r.reason.code : 'ok'))).toEqual(['ok', 'ok', 'validation_failed', 'ok', 'ok', 'ok'])
+    expect(await stored()).toHaveLength(10)
+  })
 })
