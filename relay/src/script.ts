@@ -2,7 +2,7 @@ import { errorResponse } from './errors'
 
 /**
  * The tracker's browser bundle served from the relay's own prefix, so the script is first-party
- * too. The bytes come from the operator (a string or bytes they loaded); the relay never reads the
+ * too. The operator hands it over as text, bytes or a file path; the relay never reaches for the
  * repository's tracker build itself.
  */
 
