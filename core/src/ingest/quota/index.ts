@@ -26,7 +26,11 @@ export function createQuota(now: () => number = Date.now): Quota {
       const month = monthOf(now())
       const verdicts: (ApiError | null)[] = requests.map(() => null)
       const byProject = new Map<string, number[]>()
-      requests.forEach((request, i) => byProject.set(request.projectId, [...(byProject.get(request.projectId) ?? []), i]))
+      requests.forEach((request, i) => {
+        const indexes = byProject.get(request.projectId)
+        if (indexes) indexes.push(i)
+        else byProject.set(request.projectId, [i])
+      })
 
       const deltas: UsageDelta[] = []
       for (const projectId of [...byProject.keys()].sort()) {
