@@ -7,9 +7,10 @@
 export type HeaderList = [name: string, value: string][]
 
 /**
- * Request fields that end at the relay. Names are lower case, as `Headers` iterates them.
+ * Fields that belong to one connection, dropped in both directions. Names are lower case, as
+ * `Headers` iterates them.
  */
-const REQUEST_DROPPED = new Set([
+const HOP_BY_HOP = [
   // RFC 9110 §7.6.1: Connection and the connection-specific fields a proxy must not forward.
   'connection',
   'proxy-connection',
@@ -18,8 +19,13 @@ const REQUEST_DROPPED = new Set([
   'transfer-encoding',
   'upgrade',
   // RFC 9110 §6.6.2: Trailer announces trailer fields of this message's framing, which the relay
-  // does not carry over (the body is re-framed upstream).
+  // does not carry over (the body is framed again on the next hop).
   'trailer',
+]
+
+/** Request fields that end at the relay. */
+const REQUEST_DROPPED = new Set([
+  ...HOP_BY_HOP,
   // RFC 9110 §11.7.2: Proxy-Authorization is consumed by the proxy it is meant for.
   'proxy-authorization',
   // RFC 9110 §7.2: Host names the relay's origin; the upstream connection gets its own Host.
@@ -41,15 +47,7 @@ const REQUEST_DROPPED = new Set([
 
 /** Response fields that end at the relay. */
 const RESPONSE_DROPPED = new Set([
-  // RFC 9110 §7.6.1: connection-specific fields of the upstream connection.
-  'connection',
-  'proxy-connection',
-  'keep-alive',
-  'te',
-  'transfer-encoding',
-  'upgrade',
-  // RFC 9110 §6.6.2: trailers are not carried over, so neither is their announcement.
-  'trailer',
+  ...HOP_BY_HOP,
   // RFC 9110 §11.7.1: Proxy-Authenticate is addressed to the client of the relay's own upstream hop.
   'proxy-authenticate',
   // Never returned: core sets no cookie, and the relay must not let anything set one on the site.
