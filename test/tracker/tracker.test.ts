@@ -275,6 +275,7 @@ describe('connection', () => {
       ingestionUrl: SERVICE_BASE,
       source: 'option',
       blocked: false,
+      reachable: true,
       transport: 'fetch',
       online: true,
       stopped: null,
@@ -291,6 +292,30 @@ describe('connection', () => {
     const status = tracker.getConnectionStatus()
     expect(status).toMatchObject({ blocked: true, transport: 'beacon', online: false, queued: 1 })
     expect(status.recommendations).toEqual(['Fetch is blocked: load the tracker through the relay (<prefix>/t.js)', 'Offline: data is kept until the browser is back online'])
+  })
+
+  test('getConnectionStatus: a blocklist that stops every request to the service (the probe too) shows as no answer, until one comes', async () => {
+    const { tracker, service, clock } = tracked({ enableAutomaticTracking: false })
+    service.reply(() => 'network-error')
+    tracker.customEvent('lost')
+    await clock.advance(EVENT_FLUSH_MS)
+    expect(tracker.getConnectionStatus()).toMatchObject({ blocked: false, reachable: false, transport: 'fetch', online: true })
+    expect(tracker.getConnectionStatus().recommendations).toEqual([
+      `No answer from ${SERVICE_BASE}: the service is down, or a blocker stops every request to it; through the relay (<prefix>/t.js) requests stay on the page's own origin`,
+    ])
+    service.reply(() => ({ status: 200, body: { success: true } }))
+    await clock.advance(60_000)
+    expect(service.to('/customEvent/batch')).toHaveLength(1)
+    expect(tracker.getConnectionStatus()).toMatchObject({ reachable: true, recommendations: [] })
+  })
+
+  test('getConnectionStatus: no answer from a first-party relay does not advise the relay', async () => {
+    const { tracker, service, clock } = tracked({ enableAutomaticTracking: false, ingestionUrl: undefined }, { url: 'http://shop.test/cart', scriptUrl: 'http://shop.test/_sl/t.js' })
+    service.reply(() => 'network-error')
+    tracker.customEvent('lost')
+    await clock.advance(EVENT_FLUSH_MS)
+    expect(tracker.getConnectionStatus()).toMatchObject({ ingestionUrl: 'http://shop.test/_sl', reachable: false })
+    expect(tracker.getConnectionStatus().recommendations).toEqual(['No answer from http://shop.test/_sl: the service is down, or a blocker stops every request to it'])
   })
 })
 

@@ -35,6 +35,8 @@ export interface TransportDeps {
  */
 export function createTransport({ base, apiKey, fetch, win, log }: TransportDeps) {
   let beacon = false
+  /** Whether the service answered the latest request or probe. */
+  let answering = true
   const online = () => win.navigator.onLine !== false
 
   const gzip = async (text: string): Promise<Uint8Array<ArrayBuffer> | null> => {
@@ -55,6 +57,7 @@ export function createTransport({ base, apiKey, fetch, win, log }: TransportDeps
       const headers: Record<string, string> = simple ? {} : { Authorization: 'Bearer ' + apiKey, 'Content-Type': 'application/json' }
       if (gzipped) headers['Content-Encoding'] = 'gzip'
       const response = await fetch(base + path, { method: 'POST', headers, body: gzipped ?? text })
+      answering = true
       return { status: response.status, data: await response.json().catch(() => null), retryAfter: response.headers.get('retry-after') }
     } catch {
       return { status: 0 }
@@ -65,9 +68,9 @@ export function createTransport({ base, apiKey, fetch, win, log }: TransportDeps
   async function reachable(): Promise<boolean> {
     try {
       await fetch(base + '/health/simple', { mode: 'no-cors' })
-      return true
+      return (answering = true)
     } catch {
-      return false
+      return (answering = false)
     }
   }
 
@@ -94,6 +97,13 @@ export function createTransport({ base, apiKey, fetch, win, log }: TransportDeps
     online,
     get blocked() {
       return beacon
+    },
+    /**
+     * False once a fetch and then the health probe got no answer while online: the service is down,
+     * or a blocklist stops every request to its origin (from the page the two look the same).
+     */
+    get answering() {
+      return answering
     },
     /** One attempt, by the way this page's sends currently go. */
     async send(path: string, body: object, unload = false): Promise<Answer> {

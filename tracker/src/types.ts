@@ -86,6 +86,11 @@ export interface ConnectionStatus {
   source: 'option' | 'script' | 'meta' | 'default'
   /** Fetch was seen failing while the service answered: sends go by beacon (sticky). */
   blocked: boolean
+  /**
+   * The service answered the latest request or probe. False after a fetch and the health probe both
+   * got no answer while online: the service is down, or a blocklist stops every request to its origin.
+   */
+  reachable: boolean
   transport: 'fetch' | 'beacon'
   online: boolean
   /** Why sending stopped, if it did. */
