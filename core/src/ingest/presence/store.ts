@@ -11,8 +11,13 @@ import { LIVE_VIEWER_TTL_SECONDS, LIVE_WINDOW_SECONDS, lastChangePerWindow, type
 
 const liveSince = sql`now() - make_interval(secs => ${LIVE_WINDOW_SECONDS})`
 
+/** The sessions of some changes, once each and sorted: rows are locked in the order they are looked up. */
 const sessionsOf = (changes: readonly PresenceChange[]) =>
-  jsonParam([...new Map(changes.map((c) => [`${c.projectId}\n${c.sessionId}`, { projectId: c.projectId, sessionId: c.sessionId }])).values()])
+  jsonParam(
+    [...new Map(changes.map((c) => [`${c.projectId}\n${c.sessionId}`, { projectId: c.projectId, sessionId: c.sessionId }])).entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, session]) => session),
+  )
 
 /*
  * The statements below find their rows one key at a time through the primary key (a lateral
@@ -24,13 +29,18 @@ const sessionsOf = (changes: readonly PresenceChange[]) =>
 /**
  * Heartbeats and goodbyes of windows, then the end time of their sessions: cleared when a window
  * beats (a page back from the back/forward cache), set when the last live window said goodbye.
- * Named to run after the sessions sink: its upsert has locked the session rows, so the windows of
- * one session change one commit at a time, and "was that the last window?" is answered right even
- * when two windows leave at once through two processes.
+ * Named to run after the sessions sink, which creates the session rows; it then locks those rows
+ * first, so the windows of one session change one commit at a time, and "was that the last
+ * window?" is answered right even when two windows leave at once through two processes.
  */
 export const presenceSink: Sink<PresenceChange> = {
   name: 'sessions_presence',
   async write(tx, changes) {
+    await tx.execute(sql`
+      select s.ctid from json_to_recordset(${sessionsOf(changes)}::json) as t("projectId" uuid, "sessionId" text)
+      cross join lateral (
+        select ctid from sessions where project_id = t."projectId" and session_id = t."sessionId" for no key update
+      ) s`)
     const last = lastChangePerWindow(changes)
     const beats = last.filter((c) => c.kind === 'beat')
     const ends = last.filter((c) => c.kind === 'end')

@@ -40,26 +40,15 @@ const knownSessions = knownRows<SessionTouch>()
 const knownEndUsers = knownRows<EndUserTouch>()
 
 /**
- * Creates or extends sessions: times widen, first-known fields stay, properties and windows merge. Every
- * touched session's row is locked until the commit ends, whether it is written or not.
+ * Creates or extends sessions: times widen, first-known fields stay, properties and windows merge. A
+ * touch that adds nothing is not written, and so takes no row lock: commits of a busy session do not
+ * queue behind each other. A sink that needs a session's row to itself locks it (presence does).
  */
 export const sessionsSink: Sink<SessionTouch> = {
   name: 'sessions',
   async write(tx, rows) {
-    const merged = mergeSessionTouches(rows)
-    const touches = merged.filter((t) => !sessionTouchIsKnown(t, knownSessions.get(sessionKey(t))))
+    const touches = mergeSessionTouches(rows).filter((t) => !sessionTouchIsKnown(t, knownSessions.get(sessionKey(t))))
     knownSessions.wrote(rows, touches)
-    // A touch that adds nothing still locks its row, as the upsert would have: sinks after this one
-    // may rely on the sessions of their commit being theirs alone (presence counting the last window).
-    const known = merged.filter((t) => !touches.includes(t))
-    if (known.length > 0) {
-      await tx.execute(sql`
-        select 1 from sessions s
-        join json_to_recordset(${jsonParam(known.map((t) => ({ projectId: t.projectId, sessionId: t.sessionId })))}::json) as t("projectId" uuid, "sessionId" text)
-          on s.project_id = t."projectId" and s.session_id = t."sessionId"
-        order by s.project_id, s.session_id
-        for no key update of s`)
-    }
     if (touches.length === 0) return
     await tx.execute(sql`
       insert into sessions as s (project_id, session_id, environment, end_user_id, started_at, last_activity_at,
