@@ -1,4 +1,4 @@
-import { sortedBy } from '../logs/rows'
+import { sortedBy } from '../shared/rows'
 import type { OccurrenceRow } from './service'
 
 /** What newly stored occurrences add to one Issue. */

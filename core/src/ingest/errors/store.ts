@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { rowsOf, type Database } from '../../db'
 import type { Sink } from '../../writer'
-import { sortedBy } from '../logs/rows'
+import { sortedBy } from '../shared/rows'
 import { jsonParam } from '../shared/values'
 import { issueDeltas, issueUsers } from './issues'
 import type { OccurrenceRow } from './service'

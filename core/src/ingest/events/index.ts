@@ -1,26 +1,21 @@
 import { randomUUID } from 'node:crypto'
 import { Elysia } from 'elysia'
+import type { Caller } from '../../http/auth'
 import type { Writer } from '../../writer'
 import type { IngestionPlugin } from '../plugin'
 import { endUsersSink, sessionsSink } from '../sessions/store'
-import { requestBytes } from '../shared/values'
+import { commit } from '../shared/write'
 import { CustomEventBatchBody, CustomEventBody } from './model'
 import { customEventRows, type CustomEventRows } from './service'
 import { eventsSink } from './store'
 
 export function eventRoutes({ ingestion, writer }: { ingestion: IngestionPlugin; writer: Writer }) {
-  const store = (caller: { projectId: string; monthlyLimit: number | null }, rows: CustomEventRows, request: Request) =>
-    writer.write({
-      projectId: caller.projectId,
-      monthlyLimit: caller.monthlyLimit,
-      items: rows.events.length,
-      bytes: requestBytes(request),
-      writes: [
-        { sink: eventsSink, rows: rows.events },
-        { sink: sessionsSink, rows: rows.sessions },
-        { sink: endUsersSink, rows: rows.endUsers },
-      ],
-    })
+  const store = (caller: Caller, rows: CustomEventRows, request: Request) =>
+    commit(writer, caller, request, rows.events.length, [
+      { sink: eventsSink, rows: rows.events },
+      { sink: sessionsSink, rows: rows.sessions },
+      { sink: endUsersSink, rows: rows.endUsers },
+    ])
 
   return new Elysia({ prefix: '/api/ingestion' })
     .use(ingestion)

@@ -4,7 +4,7 @@ import type { Caller } from '../../http/auth'
 import type { Writer } from '../../writer'
 import type { IngestionPlugin } from '../plugin'
 import { sessionsSink } from '../sessions/store'
-import { requestBytes } from '../shared/values'
+import { commit } from '../shared/write'
 import { AuthIdentifyBody, IdentifyBody } from './model'
 import { identifyRows } from './service'
 import { identitySink } from './store'
@@ -13,16 +13,10 @@ export function identityRoutes({ ingestion, writer }: { ingestion: IngestionPlug
   /** Stores the identify and answers with the person the end user is (itself, unless it was aliased). */
   const identify = async (body: IdentifyBody, authFields: string[] | null, caller: Caller, request: Request) => {
     const rows = identifyRows(body, authFields, caller, Date.now(), randomUUID)
-    await writer.write({
-      projectId: caller.projectId,
-      monthlyLimit: caller.monthlyLimit,
-      items: 1,
-      bytes: requestBytes(request),
-      writes: [
-        { sink: identitySink, rows: [rows.identify] },
-        { sink: sessionsSink, rows: rows.sessions },
-      ],
-    })
+    await commit(writer, caller, request, 1, [
+      { sink: identitySink, rows: [rows.identify] },
+      { sink: sessionsSink, rows: rows.sessions },
+    ])
     return rows.identify.canonical ?? rows.identify.endUserId
   }
 

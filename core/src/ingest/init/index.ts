@@ -5,6 +5,7 @@ import type { ClientLocator } from '../geo/locator'
 import type { IngestionPlugin } from '../plugin'
 import { clientFacts } from '../sessions/client'
 import { endUsersSink, sessionsSink } from '../sessions/store'
+import { commit } from '../shared/write'
 import { InitBody } from './model'
 import { initRows } from './service'
 
@@ -15,17 +16,11 @@ export function initRoutes({ ingestion, writer, locator }: { ingestion: Ingestio
     async ({ body, caller, reply, request, server, set }) => {
       set.headers.deprecation = 'true'
       const rows = initRows(body, caller, clientFacts(request, server, locator), Date.now(), randomUUID)
-      await writer.write({
-        projectId: caller.projectId,
-        monthlyLimit: caller.monthlyLimit,
-        // Opens a session; what the session records is counted as it arrives.
-        items: 0,
-        bytes: 1024,
-        writes: [
-          { sink: sessionsSink, rows: [rows.session] },
-          { sink: endUsersSink, rows: [rows.endUser] },
-        ],
-      })
+      // Opens a session; what the session records is counted as it arrives (0 items here).
+      await commit(writer, caller, request, 0, [
+        { sink: sessionsSink, rows: [rows.session] },
+        { sink: endUsersSink, rows: [rows.endUser] },
+      ])
       return reply({ sessionId: body.sessionId, endUserId: rows.endUserId })
     },
     { body: InitBody },

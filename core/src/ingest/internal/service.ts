@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { ApiError } from '../../errors'
-import { MESSAGE_LIMIT_BYTES, truncateUtf8 } from '../logs/text'
-import { contentHash } from '../logs/rows'
+import { MESSAGE_LIMIT_BYTES, truncateUtf8 } from '../shared/text'
+import { contentHash } from '../shared/rows'
 import { stripNul } from '../shared/values'
 import type { ScanFindingsBody } from './model'
 

@@ -1,10 +1,10 @@
 import type { Caller } from '../../http/auth'
 import type { EndUserTouch, SessionTouch } from '../sessions/service'
 import { clampTimestamp } from '../shared/values'
-import { sessionTouches } from '../presence/touch'
+import { sessionTouches } from '../sessions/touch'
 import type { LogBatchBody } from './model'
-import { contentHash } from './rows'
-import { MESSAGE_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES, truncateUtf8 } from './text'
+import { contentHash } from '../shared/rows'
+import { MESSAGE_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES, truncateUtf8 } from '../shared/text'
 
 export interface LogRow {
   projectId: string

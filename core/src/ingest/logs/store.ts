@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { Sink } from '../../writer'
 import { jsonParam } from '../shared/values'
-import { sortedBy } from './rows'
+import { sortedBy } from '../shared/rows'
 import type { LogRow } from './service'
 
 /** Log lines; a content hash already stored makes the row a no-op, so a resent batch is stored once. */

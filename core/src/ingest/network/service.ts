@@ -1,6 +1,6 @@
 import type { Caller } from '../../http/auth'
-import { MESSAGE_LIMIT_BYTES, optionalText, truncateUtf8 } from '../logs/text'
-import { sessionTouches } from '../presence/touch'
+import { MESSAGE_LIMIT_BYTES, optionalText, truncateUtf8 } from '../shared/text'
+import { sessionTouches } from '../sessions/touch'
 import type { EndUserTouch, SessionTouch } from '../sessions/service'
 import { clampTimestamp } from '../shared/values'
 import type { NetworkBatchBody } from './model'

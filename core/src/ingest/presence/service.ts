@@ -1,8 +1,8 @@
 import type { Caller } from '../../http/auth'
-import { optionalText } from '../logs/text'
+import { optionalText } from '../shared/text'
 import type { EndUserTouch, SessionTouch } from '../sessions/service'
 import type { HeartbeatBody, SessionEndBody } from './model'
-import { sessionTouches } from './touch'
+import { sessionTouches } from '../sessions/touch'
 
 /** A session is live while any of its windows has beaten within this many seconds. */
 export const LIVE_WINDOW_SECONDS = 90

@@ -1,7 +1,7 @@
 import type { Database } from '../../db'
 import { ApiError } from '../../errors'
 import type { Logger } from '../../log'
-import { readOrUnavailable } from '../logs/rows'
+import { readOrUnavailable } from '../shared/write'
 import { createSourceMapCache, type LoadedSourceMap, type SourceMapCache } from './cache'
 import { pickSourceMap } from './service'
 import { sourceMapJson, storedSourceMaps } from './store'

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { Database } from '../../db'
 import type { Sink } from '../../writer'
-import { sortedBy } from '../logs/rows'
+import { sortedBy } from '../shared/rows'
 import { jsonParam } from '../shared/values'
 import type { SourceMapCandidate, SourceMapUpload } from './service'
 

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Writer } from '../../writer'
-import { commit } from '../logs/rows'
+import { commit } from '../shared/write'
 import type { IngestionPlugin } from '../plugin'
 import { endUsersSink, sessionsSink } from '../sessions/store'
 import { SpanBatchBody } from './model'

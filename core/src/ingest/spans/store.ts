@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { Sink } from '../../writer'
-import { sortedBy } from '../logs/rows'
+import { sortedBy } from '../shared/rows'
 import { jsonParam } from '../shared/values'
 import type { SpanRow } from './service'
 

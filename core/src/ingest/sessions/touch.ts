@@ -1,5 +1,5 @@
 import type { Caller } from '../../http/auth'
-import type { EndUserTouch, SessionTouch } from '../sessions/service'
+import type { EndUserTouch, SessionTouch } from './service'
 
 /** One item of a request seen in a session (a log line, an error report, a heartbeat...). */
 export interface Sighting {

@@ -1,4 +1,4 @@
-import { stripNul } from '../shared/values'
+import { stripNul } from './values'
 
 /** WIRE.md: log messages over 32 KB are truncated, not rejected. The other free texts follow suit. */
 export const MESSAGE_LIMIT_BYTES = 32 * 1024

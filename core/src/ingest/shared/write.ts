@@ -1,0 +1,20 @@
+import { ApiError } from '../../errors'
+import type { Caller } from '../../http/auth'
+import type { Logger } from '../../log'
+import type { SinkRows, Writer } from '../../writer'
+import { requestBytes } from './values'
+
+/** Hands one request's rows to the writer; resolves once they are committed (a 200 means stored). */
+export const commit = (writer: Writer, caller: Caller, request: Request, items: number, writes: SinkRows[]): Promise<void> =>
+  writer.write({ projectId: caller.projectId, monthlyLimit: caller.monthlyLimit, items, bytes: requestBytes(request), writes })
+
+/** A read a route needs before answering: if the database fails it, the answer is 503 like a failed write. */
+export async function readOrUnavailable<T>(read: Promise<T>, log: Logger): Promise<T> {
+  try {
+    return await read
+  } catch (error) {
+    if (error instanceof ApiError) throw error
+    log.error('read failed', { error: String((error as Error)?.message ?? error).slice(0, 300) })
+    throw new ApiError('storage_unavailable', 'storage is unavailable; retry later', { retryAfterSeconds: 2 })
+  }
+}
