@@ -1,42 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { postgresDatabase } from '@sightline/core/db'
+import { coreWithBreakableDatabase } from '../helpers/breakable-database'
 import { memoryLogger, startCore, type TestCore } from '../helpers/core'
-import { createTestDatabase, engine, type TestDatabase } from '../helpers/database'
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy'
-
-/**
- * A core whose database can be taken away: on Postgres, through a TCP proxy that drops every
- * connection; embedded, by closing PGlite under it.
- */
-async function coreWithBreakableDatabase(): Promise<{ core: TestCore; breakDatabase(): void; repair(): void; close(): Promise<void> }> {
-  const own = await createTestDatabase()
-  if (engine === 'embedded') {
-    const core = await startCore({ database: own })
-    return {
-      core,
-      breakDatabase: () => void own.db.close(),
-      repair: () => {},
-      close: () => core.close(),
-    }
-  }
-  const target = new URL(own.url!)
-  const proxy: TcpProxy = startTcpProxy({ host: target.hostname, port: Number(target.port) })
-  const proxied = new URL(own.url!)
-  proxied.port = String(proxy.port)
-  const db = postgresDatabase(proxied.toString())
-  const core = await startCore({ database: { db, close: () => db.close() }, writer: { failFastMs: 200 } })
-  return {
-    core,
-    breakDatabase: () => proxy.stop(),
-    repair: () => proxy.resume(),
-    async close() {
-      await core.close().catch(() => {})
-      await db.close().catch(() => {})
-      proxy.close()
-      await own.close()
-    },
-  }
-}
+import { engine } from '../helpers/database'
 
 describe('health probes', () => {
   let core: TestCore

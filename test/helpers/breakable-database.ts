@@ -12,7 +12,7 @@ export interface BreakableCore {
   close(): Promise<void>
 }
 
-/** A core whose database can be taken away (see `health.test.ts` for the probes' side of it). */
+/** A core whose database can be taken away: the outage tests of health, durability and every route. */
 export async function coreWithBreakableDatabase(options: Omit<StartCoreOptions, 'database'> = {}): Promise<BreakableCore> {
   const own = await createTestDatabase()
   if (engine === 'embedded') {
