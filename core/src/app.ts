@@ -48,9 +48,10 @@ export function createApp(deps: AppDeps) {
     serve: { maxRequestBodySize: Number.MAX_SAFE_INTEGER },
   })
     .use(errorHandler(deps.log, () => routes))
+    // Before the routes it logs, preflight (a route of the CORS plugin) included.
+    .use(requestLog(deps.log))
     // Internal routes are for the operator's tools, not for browsers: no CORS.
     .use(cors((path) => routes.has(path) && !path.startsWith('/api/internal/')))
-    .use(requestLog(deps.log))
     .use(bodyParser(deps.config))
     .use(
       healthRoutes({

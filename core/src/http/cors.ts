@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import { ApiError } from '../errors'
 
 const ALLOWED_METHODS = 'POST, GET, OPTIONS'
 const ALLOWED_HEADERS = 'Authorization, Content-Type, Content-Encoding'
@@ -11,30 +12,33 @@ export const isPublicPath = (path: string) => path.startsWith('/api/ingestion/')
 /**
  * CORS as WIRE.md says: the request's Origin is reflected (no credentials are ever allowed, so this
  * grants nothing a page could not already do), and every public path answers preflight with 204.
+ * Preflight is a route like any other, so it is logged like any other.
  */
 export function cors(isKnownPath: (path: string) => boolean) {
-  return new Elysia({ name: 'http/cors' }).onRequest(({ request, set }) => {
-    const path = pathOf(request.url)
-    if (!isPublicPath(path)) return
-    const origin = request.headers.get('origin')
-    if (request.method === 'OPTIONS' && isKnownPath(path)) {
-      return new Response(null, {
-        status: 204,
-        headers: {
-          'access-control-allow-origin': origin ?? '*',
-          'access-control-allow-methods': ALLOWED_METHODS,
-          'access-control-allow-headers': ALLOWED_HEADERS,
-          'access-control-max-age': '86400',
-          vary: 'Origin',
-        },
+  return new Elysia({ name: 'http/cors' })
+    .onRequest(({ request, set }) => {
+      if (request.method === 'OPTIONS') return
+      const path = pathOf(request.url)
+      if (!isPublicPath(path)) return
+      set.headers.vary = 'Origin'
+      const origin = request.headers.get('origin')
+      if (origin) {
+        set.headers['access-control-allow-origin'] = origin
+        set.headers['access-control-expose-headers'] = EXPOSED_HEADERS
+      }
+    })
+    .options('/*', ({ request, path, set }) => {
+      if (!isPublicPath(path) || !isKnownPath(path)) throw new ApiError('not_found', `no route for ${path}`)
+      set.status = 204
+      Object.assign(set.headers, {
+        'access-control-allow-origin': request.headers.get('origin') ?? '*',
+        'access-control-allow-methods': ALLOWED_METHODS,
+        'access-control-allow-headers': ALLOWED_HEADERS,
+        'access-control-max-age': '86400',
+        vary: 'Origin',
       })
-    }
-    set.headers.vary = 'Origin'
-    if (origin) {
-      set.headers['access-control-allow-origin'] = origin
-      set.headers['access-control-expose-headers'] = EXPOSED_HEADERS
-    }
-  })
+      return null
+    })
 }
 
 /** The path of a request URL without allocating a URL object (this runs on every request). */
