@@ -61,7 +61,9 @@ export function createQuota(now: () => number = Date.now): Quota {
     },
   }
 
-  const reached = (projectId: string, monthlyLimit: number | null) => isOverLimit(seen.get(keyOf(projectId, monthOf(now()))), monthlyLimit)
+  // Every request asks, most of them for unlimited projects: those are answered without a lookup.
+  const reached = (projectId: string, monthlyLimit: number | null) =>
+    monthlyLimit !== null && isOverLimit(seen.get(keyOf(projectId, monthOf(now()))), monthlyLimit)
 
   return {
     gate,
