@@ -18,7 +18,7 @@ import { logRoutes } from './ingest/logs'
 import { networkRoutes } from './ingest/network'
 import { ingestion } from './ingest/plugin'
 import { presenceRoutes } from './ingest/presence'
-import { replayRoutes } from './ingest/replay'
+import { replayBodyReaders, replayRoutes } from './ingest/replay'
 import { sourceMapRoutes } from './ingest/sourcemaps'
 import { createSourceMapResolver } from './ingest/sourcemaps/resolver'
 import { spanRoutes } from './ingest/spans'
@@ -52,7 +52,7 @@ export function createApp(deps: AppDeps) {
     .use(requestLog(deps.log))
     // Internal routes are for the operator's tools, not for browsers: no CORS.
     .use(cors((path) => routes.has(path) && !path.startsWith('/api/internal/')))
-    .use(bodyParser(deps.config))
+    .use(bodyParser(deps.config, replayBodyReaders()))
     .use(
       healthRoutes({
         db: deps.db,

@@ -11,15 +11,19 @@ export interface BodyLimits {
 
 const LARGE_BODY_PATHS = new Set(['/api/ingestion/events', '/api/ingestion/sourcemaps'])
 
-/** Paths whose route may store the JSON body as received (see `rawBodyOf`). */
-const RAW_KEPT_PATHS = new Set(['/api/ingestion/events'])
-const rawBodies = new WeakMap<Request, Uint8Array>()
-
 /**
- * The decoded bytes of a JSON body, on paths that keep them: replay chunks are stored as sent, and
- * re-encoding a megabyte of parsed events would cost more than parsing it did.
+ * A route's own reader of its JSON body (replay chunks are stored as the bytes they came as, so their
+ * route reads what it needs of them without parsing them whole, and decides when to do the work).
+ * It throws an `ApiError` (`invalid_json`) for what is not JSON.
  */
-export const rawBodyOf = (request: Request): Uint8Array | undefined => rawBodies.get(request)
+export type BodyReader = (body: SentBody) => Promise<unknown>
+
+export interface SentBody {
+  /** The bytes as sent, at most the route's limit (413 past it). */
+  read(): Promise<Uint8Array>
+  /** What `read` gave, inflated when it was sent compressed (with the same limit). */
+  decode(sent: Uint8Array): Uint8Array
+}
 
 export const bodyLimitFor = (path: string, limits: BodyLimits): number =>
   LARGE_BODY_PATHS.has(path) ? limits.maxUploadBodyBytes : limits.maxBodyBytes
@@ -105,16 +109,16 @@ async function parseMultipart(bytes: Uint8Array, contentType: string): Promise<R
  * Every body is JSON whatever its Content-Type (beacons send text/plain), except multipart uploads.
  * Size is checked before reading when Content-Length allows, and again after inflating.
  */
-export function bodyParser(limits: BodyLimits) {
+export function bodyParser(limits: BodyLimits, readers: Record<string, BodyReader> = {}) {
   return new Elysia({ name: 'http/body' }).onParse({ as: 'global' }, async ({ request, path, query }) => {
     const limit = bodyLimitFor(path, limits)
     const contentType = request.headers.get('content-type') ?? ''
     const compression = compressionOf(request.headers.get('content-encoding'), query.compression)
     const declared = request.headers.get('content-length')
 
-    const keepRaw = RAW_KEPT_PATHS.has(path) && !contentType.startsWith('multipart/')
+    const reader = contentType.startsWith('multipart/') || !Object.hasOwn(readers, path) ? undefined : readers[path]
     // The hot path: a plain JSON body of known size is parsed natively, straight from the socket.
-    if (compression === null && declared !== null && !contentType.startsWith('multipart/') && !keepRaw) {
+    if (compression === null && declared !== null && !contentType.startsWith('multipart/') && !reader) {
       if (Number(declared) > limit) throw tooLarge(limit)
       if (declared === '0') throw new ApiError('invalid_json', 'the body is empty; send a JSON object')
       try {
@@ -124,9 +128,9 @@ export function bodyParser(limits: BodyLimits) {
       }
     }
 
-    let bytes = await readCapped(request, limit)
-    if (compression) bytes = inflate(bytes, compression, limit)
-    if (keepRaw) rawBodies.set(request, bytes)
+    const decode = (sent: Uint8Array) => (compression ? inflate(sent, compression, limit) : sent)
+    if (reader) return reader({ read: () => readCapped(request, limit), decode })
+    const bytes = decode(await readCapped(request, limit))
     return contentType.startsWith('multipart/form-data') ? parseMultipart(bytes, contentType) : parseJson(bytes)
   })
 }

@@ -205,6 +205,52 @@ describe('POST /api/ingestion/events', () => {
     expect(stored.packed).toBeLessThan(stored.raw / 8)
   })
 
+  const sendText = (text: string | Uint8Array, headers: Record<string, string> = {}) =>
+    core.request('/api/ingestion/events', { method: 'POST', headers: { authorization: `Bearer ${core.key}`, 'content-type': 'application/json', ...headers }, body: typeof text === 'string' ? text : new Uint8Array(text) })
+  const storedText = async (sessionId: string) => new TextDecoder().decode(Bun.zstdDecompressSync(bytesOf((await chunksOf(sessionId))[0].data)))
+
+  test('the chunk is stored as the bytes it came as: spacing, escapes, member order, fields the server does not read', async () => {
+    const text = `{ "events" : [ {"type":4,"timestamp":${t0},"data":{"href":"https://s.test/caf\\u00e9"}} ,\n {"timestamp":${t0 + 5},"data":{"source":1,"text":"\\"hi\\""},"type":3} ],\n "sessionId":"rp-raw", "extra": {"a":[1, 2.50]} }`
+    const res = await sendText(text)
+    expect(await res.json()).toEqual({ success: true, accepted: 2, dropped: 0 })
+    expect(await storedText('rp-raw')).toBe(text)
+    expect((await sessionOf('rp-raw')).entry_url).toBe('https://s.test/caf\u00e9')
+  })
+
+  test('dropped items and a key in the body are cut out of those bytes; what is kept stays as sent', async () => {
+    const kept = [`{ "type" : 3, "timestamp" : ${t0}, "data" : { "x" : 1 } }`, `{"type":3,"timestamp":${t0 + 1},"data":null}`]
+    const text = `{"sessionId":"rp-cut", "apiKey":"${core.key}","events":[ ${kept[0]}, {"type":3,"timestamp":-1,"data":{}}, "junk", ${kept[1]} ], "seq": 7}`
+    const res = await core.request('/api/ingestion/events', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: text })
+    expect(await res.json()).toEqual({ success: true, accepted: 2, dropped: 2 })
+    expect(await storedText('rp-cut')).toBe(`{"sessionId":"rp-cut","events":[${kept.join(',')}],"seq": 7}`)
+    expect((await chunksOf('rp-cut'))[0].seq).toBe(7)
+  })
+
+  test('a body that is not JSON is refused with 400 invalid_json, sent plain or gzipped; JSON that is not an object fails validation', async () => {
+    for (const text of ['{"sessionId":"rp-bad","events":[', '{"sessionId":"rp-bad","events":[1,]}', '{"sessionId":"rp-bad","events":[]} trailing', '']) {
+      for (const body of [text, gzipSync(text)]) {
+        const res = await sendText(body, body instanceof Uint8Array ? { 'content-encoding': 'gzip' } : {})
+        expect(res.status).toBe(400)
+        expect((await res.json()).error.code).toBe('invalid_json')
+      }
+    }
+    const array = await sendText('[{"type":3,"timestamp":1,"data":1}]')
+    expect(array.status).toBe(400)
+    expect((await array.json()).error.code).toBe('validation_failed')
+    expect(await chunksOf('rp-bad')).toHaveLength(0)
+  })
+
+  test('more than 100,000 events are refused at /events once the key is known (401 first without one)', async () => {
+    const text = `{"sessionId":"rp-many","events":[${Array(100_001).fill('0').join(',')}]}`
+    const res = await sendText(text)
+    expect(res.status).toBe(400)
+    expect(await res.json()).toMatchObject({ error: { code: 'validation_failed' }, path: '/events' })
+    const keyless = await core.request('/api/ingestion/events', { method: 'POST', body: text })
+    expect(keyless.status).toBe(401)
+    expect((await sendText(`{"sessionId":"rp-many","events":[${Array(100_000).fill('0').join(',')}]}`)).status).toBe(200)
+    expect(await chunksOf('rp-many')).toHaveLength(0)
+  })
+
   test.each([
     [{ events: [] }, '/sessionId'],
     [{ sessionId: 'ok' }, '/events'],

@@ -2,10 +2,10 @@ import { t } from 'elysia'
 import { Id, OptionalEndUserId, Properties } from '../shared/model'
 
 /**
- * POST /events (fielded). Items of `events` are checked one by one in the service, so that a bad
- * item is dropped and counted instead of failing the chunk; the array itself is checked there too
- * (`eventsOf`): declared as an array here, the validator would walk and copy every one of a 1 MB
- * chunk's thousands of items only to learn nothing.
+ * POST /events (fielded). `events` is not parsed: the body reader (intake.ts) scans it, keeps its
+ * valid items as they came and counts the others (a bad item is dropped, never fatal), and hands the
+ * route a `ReceivedChunk` in its place, which the route checks (`receivedChunkOf`). Declared as an
+ * array here, the validator would walk every one of a 1 MB chunk's thousands of items to learn nothing.
  */
 export const ReplayBody = t.Object({
   sessionId: Id,

@@ -1,32 +1,40 @@
 import { ApiError } from '../../errors'
 import type { Caller } from '../../http/auth'
+import { parseJson } from '../../http/body'
 import type { ClientFacts } from '../sessions/client'
 import type { EndUserTouch, SessionTouch } from '../sessions/service'
 import { clampTimestamp, stripNul } from '../shared/values'
 import type { ReplayBody } from './model'
+import { HAS_DATA, IS_OBJECT, JsonSyntaxError, scanReplayBody, type ScannedBody, type ScannedEvents } from './scan'
 
 /** rrweb's event types: 0 DomContentLoaded, 1 Load, 2 FullSnapshot, 3 IncrementalSnapshot, 4 Meta, 5 Custom, 6 Plugin. */
 const FULL_SNAPSHOT = 2
 const META = 4
 const MAX_EVENT_TYPE = 6
+export const MAX_EVENTS = 100_000
 
-export interface RrwebEvent {
-  type: number
-  timestamp: number
-  data: unknown
+/**
+ * An `/events` body scanned (see scan.ts), or, when it is JSON but not an object, parsed, for the
+ * route's validation to say what is wrong with it. Past `MAX_EVENTS` items only the count is kept.
+ */
+export function scanBody(bytes: Uint8Array): ScannedBody | { fields: unknown; events: undefined } {
+  if (bytes.byteLength === 0) return { fields: parseJson(bytes), events: undefined }
+  try {
+    return scanReplayBody(bytes, MAX_EVENTS + 1) ?? { fields: parseJson(bytes), events: undefined }
+  } catch (error) {
+    if (error instanceof JsonSyntaxError) throw new ApiError('invalid_json', 'the body is not valid JSON')
+    throw error
+  }
 }
 
-export function isRrwebEvent(value: unknown): value is RrwebEvent {
-  if (typeof value !== 'object' || value === null) return false
-  const { type, timestamp, data } = value as Partial<RrwebEvent>
-  return (
-    Number.isInteger(type) && type! >= 0 && type! <= MAX_EVENT_TYPE && typeof timestamp === 'number' && Number.isFinite(timestamp) && timestamp >= 0 && data !== undefined
-  )
-}
+/** An rrweb event: an object with an integer `type` of rrweb's, a finite `timestamp` ≥ 0 and `data` (any value). */
+const isRrwebEvent = (type: number, timestamp: number, flags: number) =>
+  flags === (IS_OBJECT | HAS_DATA) && Number.isInteger(type) && type >= 0 && type <= MAX_EVENT_TYPE && Number.isFinite(timestamp) && timestamp >= 0
 
 /** What the chunk says about itself; the events are stored as they came, in the order they came. */
 export interface ReplayChunk {
-  events: RrwebEvent[]
+  /** Which items of the events are valid rrweb events, in order. */
+  kept: Uint32Array
   /** Type and timestamp of each kept event, in order: what identifies the chunk (see `timelineHash`). */
   timeline: Float64Array
   dropped: number
@@ -37,41 +45,98 @@ export interface ReplayChunk {
   entryUrl: string | null
 }
 
-const MAX_EVENTS = 100_000
-
-/** The body's `events`, which must be an array (see the model). */
-export function eventsOf(events: unknown): unknown[] {
-  if (!Array.isArray(events)) throw new ApiError('validation_failed', '/events: Expected array', { path: '/events' })
-  if (events.length > MAX_EVENTS) throw new ApiError('validation_failed', `/events: Expected at most ${MAX_EVENTS} items`, { path: '/events' })
-  return events
-}
-
 /** Keeps the valid rrweb events of a chunk and reads what the session needs from them. */
-export function readChunk(items: readonly unknown[]): ReplayChunk {
-  const events: RrwebEvent[] = []
-  const timeline = new Float64Array(items.length * 2)
+export function readChunk(events: ScannedEvents): ReplayChunk {
+  const kept = new Uint32Array(events.count)
+  const timeline = new Float64Array(events.count * 2)
+  let n = 0
   let first = Infinity
   let last = -Infinity
   let hasFullSnapshot = false
   let entryUrl: string | null = null
   let entryAt = Infinity
-  for (const item of items) {
-    if (!isRrwebEvent(item)) continue
-    timeline[events.length * 2] = item.type
-    timeline[events.length * 2 + 1] = item.timestamp
-    events.push(item)
-    if (item.timestamp < first) first = item.timestamp
-    if (item.timestamp > last) last = item.timestamp
-    if (item.type === FULL_SNAPSHOT) hasFullSnapshot = true
-    if (item.type === META && item.timestamp < entryAt) {
-      const href = (item.data as { href?: unknown } | null)?.href
+  for (let k = 0; k < events.count; k++) {
+    const type = events.type[k]
+    const timestamp = events.timestamp[k]
+    if (!isRrwebEvent(type, timestamp, events.flags[k])) continue
+    kept[n] = k
+    timeline[n * 2] = type
+    timeline[n * 2 + 1] = timestamp
+    n++
+    if (timestamp < first) first = timestamp
+    if (timestamp > last) last = timestamp
+    if (type === FULL_SNAPSHOT) hasFullSnapshot = true
+    if (type === META && timestamp < entryAt) {
+      const href = (events.item(k) as { data: { href?: unknown } | null }).data?.href
       if (typeof href === 'string' && href !== '') {
         entryUrl = href
-        entryAt = item.timestamp
+        entryAt = timestamp
       }
     }
   }
-  return { events, timeline: timeline.subarray(0, events.length * 2), dropped: items.length - events.length, firstTimestamp: first, lastTimestamp: last, hasFullSnapshot, entryUrl }
+  return { kept: kept.subarray(0, n), timeline: timeline.subarray(0, n * 2), dropped: events.count - n, firstTimestamp: first, lastTimestamp: last, hasFullSnapshot, entryUrl }
+}
+
+/**
+ * The JSON a chunk is stored as: the body as it came when it can be (every event kept, no key in it),
+ * else the same bytes without the dropped events, without the key, and without an `events` member
+ * that a later one replaced.
+ */
+export function storedJson(events: ScannedEvents, chunk: ReplayChunk): Uint8Array {
+  const { bytes, members } = events
+  if (chunk.dropped === 0 && !members.some((m) => m.key === 'apiKey')) return bytes
+  const eventsMember = members.findLastIndex((m) => m.key === 'events')
+  const kept = Array.from(chunk.kept, (k) => bytes.subarray(events.start[k], events.end[k]))
+  // Each member kept, as the pieces it is written in.
+  const written = members.flatMap((m, i) => {
+    if (i === eventsMember) return [[EVENTS_OPEN, ...joined(kept.map((item) => [item])), ARRAY_CLOSE]]
+    return m.key === 'apiKey' || m.key === 'events' ? [] : [[bytes.subarray(m.start, m.end)]]
+  })
+  return Buffer.concat([OBJECT_OPEN, ...joined(written), OBJECT_CLOSE])
+}
+
+const [COMMA, EVENTS_OPEN, ARRAY_CLOSE, OBJECT_OPEN, OBJECT_CLOSE] = [',', '"events":[', ']', '{', '}'].map((text) => Buffer.from(text))
+/** The pieces of each item, with a comma between items. */
+const joined = (items: Uint8Array[][]) => items.flatMap((pieces, i) => (i === 0 ? pieces : [COMMA, ...pieces]))
+
+/** The compressed chunk, as `encodeChunk` makes it. */
+export interface EncodedChunk {
+  contentHash: string
+  rawBytes: number
+  data: Uint8Array
+}
+
+/**
+ * What the body reader made of `events` before the route runs: the chunk's facts and its stored
+ * form, and nothing of the body's bytes.
+ */
+export class ReceivedChunk {
+  constructor(
+    /** Items in `events`. */
+    readonly items: number,
+    readonly accepted: number,
+    readonly dropped: number,
+    readonly firstTimestamp: number,
+    readonly lastTimestamp: number,
+    readonly hasFullSnapshot: boolean,
+    readonly entryUrl: string | null,
+    /** Null when no event was kept. */
+    readonly encoded: EncodedChunk | null,
+  ) {}
+
+  static of(items: number, chunk: ReplayChunk | null, encoded: EncodedChunk | null): ReceivedChunk {
+    if (!chunk) return new ReceivedChunk(items, 0, items, NaN, NaN, false, null, null)
+    return new ReceivedChunk(items, chunk.kept.length, chunk.dropped, chunk.firstTimestamp, chunk.lastTimestamp, chunk.hasFullSnapshot, chunk.entryUrl, encoded)
+  }
+}
+
+/** The body's `events`, which must have been an array (see the model) of at most `MAX_EVENTS` items. */
+export function receivedChunkOf(body: ReplayBody): ReceivedChunk {
+  const chunk = body.events
+  if (Array.isArray(chunk)) throw new Error('/events bodies are read by replayBodyReaders(), which the app gives to its body parser')
+  if (!(chunk instanceof ReceivedChunk)) throw new ApiError('validation_failed', '/events: Expected array', { path: '/events' })
+  if (chunk.items > MAX_EVENTS) throw new ApiError('validation_failed', `/events: Expected at most ${MAX_EVENTS} items`, { path: '/events' })
+  return chunk
 }
 
 export interface ReplayChunkRow {
@@ -84,23 +149,6 @@ export interface ReplayChunkRow {
   lastTimestamp: number
   eventCount: number
   hasFullSnapshot: boolean
-  rawBytes: number
-  data: Uint8Array
-}
-
-/**
- * The JSON a chunk is stored as: the body as it came when it can be (every event kept, no key in it),
- * else the body re-encoded with only its valid events and without the key.
- */
-export function storedJson(body: ReplayBody, chunk: ReplayChunk, raw: Uint8Array | undefined): Uint8Array {
-  if (raw && chunk.dropped === 0 && body.apiKey === undefined) return raw
-  const { apiKey: _key, ...rest } = body
-  return Buffer.from(JSON.stringify({ ...rest, events: chunk.events }))
-}
-
-/** The encoded chunk, as `encodeChunk` in the route makes it. */
-export interface EncodedChunk {
-  contentHash: string
   rawBytes: number
   data: Uint8Array
 }
@@ -119,10 +167,11 @@ const shortText = (value: unknown): string | null => (typeof value === 'string' 
  * session and end user. Client times more than a day ahead are clamped for the columns; the events
  * themselves are stored untouched, so that they replay as recorded.
  */
-export function replayRows(body: ReplayBody, chunk: ReplayChunk, encoded: EncodedChunk | null, caller: Caller, client: ClientFacts, receivedAt: number): ReplayRows {
+export function replayRows(body: ReplayBody, chunk: ReceivedChunk, caller: Caller, client: ClientFacts, receivedAt: number): ReplayRows {
   const endUserId = body.endUserId ?? null
   const windowId = body.windowId ?? ''
-  const kept = chunk.events.length > 0
+  const { encoded } = chunk
+  const kept = encoded !== null
   const firstAt = kept ? clampTimestamp(chunk.firstTimestamp, receivedAt) : receivedAt
   const lastAt = kept ? clampTimestamp(chunk.lastTimestamp, receivedAt) : receivedAt
   const properties = body.automaticProperties ?? null
@@ -143,7 +192,7 @@ export function replayRows(body: ReplayBody, chunk: ReplayChunk, encoded: Encode
   }
   return {
     chunks:
-      kept && encoded
+      encoded
         ? [
             {
               projectId: caller.projectId,
@@ -153,7 +202,7 @@ export function replayRows(body: ReplayBody, chunk: ReplayChunk, encoded: Encode
               seq: body.seq ?? null,
               firstTimestamp: session.firstAt,
               lastTimestamp: session.lastAt,
-              eventCount: chunk.events.length,
+              eventCount: chunk.accepted,
               hasFullSnapshot: chunk.hasFullSnapshot,
               rawBytes: encoded.rawBytes,
               data: encoded.data,

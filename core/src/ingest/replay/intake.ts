@@ -1,0 +1,32 @@
+import type { BodyReader } from '../../http/body'
+import { encodeChunk, timelineHash } from './encode'
+import type { Gate } from './gate'
+import { MAX_EVENTS, readChunk, ReceivedChunk, scanBody, storedJson } from './service'
+
+/**
+ * Reads an `/events` body into what the route needs, in the gate's turn: inflated, scanned (not
+ * parsed, see scan.ts), its valid events counted and its stored form compressed. The body's bytes
+ * are let go of here, before the route waits for the commit: a request holds only the compressed
+ * chunk from then on, and the megabyte it came as is garbage while it is still young.
+ *
+ * `events` becomes a `ReceivedChunk` for the route (`receivedChunkOf`); the other fields are parsed
+ * as usual and validated by the route's model.
+ */
+export function replayBodyReader(gate: Gate): BodyReader {
+  return async (body) => {
+    const sent = await body.read()
+    return gate.run(sent.byteLength, async () => {
+      const { fields, events } = scanBody(body.decode(sent))
+      if (!events) return fields
+      let received: ReceivedChunk
+      if (events.count > MAX_EVENTS) received = ReceivedChunk.of(events.count, null, null)
+      else {
+        const chunk = readChunk(events)
+        const encoded = chunk.kept.length > 0 ? await encodeChunk(storedJson(events, chunk), timelineHash(chunk.timeline)) : null
+        received = ReceivedChunk.of(events.count, chunk, encoded)
+      }
+      ;(fields as Record<string, unknown>).events = received
+      return fields
+    })
+  }
+}
