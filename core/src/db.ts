@@ -8,6 +8,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
+import { adoptDrizzleParsers, drizzleClient, embeddedStartOptions, preparingClient, StatementCache } from './pglite'
 import * as schema from '@sightline/schema'
 
 export type Orm = PgDatabase<PgQueryResultHKT, typeof schema>
@@ -110,7 +111,11 @@ export async function openEmbeddedDatabase(dataDir: string): Promise<Database> {
   mkdirSync(dataDir, { recursive: true })
   const releaseLock = lockDataDir(dataDir)
   try {
-    const pg = await PGlite.create(join(dataDir, 'pglite'))
+    const pg = await PGlite.create(join(dataDir, 'pglite'), embeddedStartOptions())
+    // A first start runs initdb in a second PGlite and leaves it as garbage, most of a gigabyte,
+    // which the collector only frees once that instance's last callbacks have run.
+    await Bun.sleep(0)
+    Bun.gc(true)
     return embeddedDatabase(pg, releaseLock)
   } catch (error) {
     releaseLock()
@@ -118,14 +123,18 @@ export async function openEmbeddedDatabase(dataDir: string): Promise<Database> {
   }
 }
 
-/** Wraps an open PGlite (in memory in tests, on disk in production). */
+/** Wraps an open PGlite (in memory in tests, on disk in production). See pglite.ts for the clients. */
 export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}): Database {
-  const orm = drizzlePglite(pg, { schema }) as unknown as Orm
+  adoptDrizzleParsers(pg)
+  const orm = drizzlePglite({ client: drizzleClient(pg) as unknown as PGlite, schema }) as unknown as Orm
+  // The writers' transactions (raw SQL, a few statements again and again) prepare their statements.
+  const statements = new StatementCache()
+  const writers = drizzlePglite({ client: drizzleClient(pg, (tx) => preparingClient(pg, tx, statements)) as unknown as PGlite }) as unknown as Orm
   return {
     kind: 'embedded',
     orm,
     rows: async (query, executor = orm) => rowsOf(await executor.execute(query)),
-    transaction: (fn) => orm.transaction(fn),
+    transaction: (fn) => writers.transaction(fn),
     async listen(channel, onMessage, onConnect) {
       const unlisten = await pg.listen(channel, onMessage)
       onConnect?.()
