@@ -2,6 +2,7 @@ import { createApp } from './app'
 import { ConfigError, loadConfig } from './config'
 import { DatabaseInUseError, openDatabase } from './db'
 import { createLogger } from './log'
+import { startMemoryGuard } from './memory'
 import { ensureDefaultProject, type CreatedProject } from './projects/service'
 import { startServices } from './services'
 
@@ -33,6 +34,7 @@ async function main(): Promise<void> {
   const app = createApp({ config, db, log, ...services }).listen({ port: config.port, hostname: config.host })
   if (created) printWelcome(created, app.server!.port!)
   log.info('listening', { url: `http://${config.host}:${app.server!.port}`, database: db.kind })
+  startMemoryGuard()
 
   const shutdown = async (signal: string) => {
     log.info('shutting down', { signal })

@@ -6,15 +6,12 @@ import { clientFacts } from '../sessions/client'
 import { endUsersSink, sessionsSink } from '../sessions/store'
 import { createGate } from './gate'
 import { replayBodyReader } from './intake'
-import { memoryGuard } from './memory'
 import { ReplayBody } from './model'
 import { receivedChunkOf, replayRows } from './service'
 import { replayChunksSink } from './store'
 
 /** Bytes a request holds while queued besides its chunk: its session and end-user touches. */
 const TOUCH_BYTES = 1024
-
-const collectGarbage = memoryGuard({ floorBytes: 160 * 1024 * 1024, headroomBytes: 64 * 1024 * 1024, minIntervalMs: 250 })
 
 /**
  * `/events` bodies are read by the replay feature itself (see intake.ts), a few at a time;
@@ -45,7 +42,6 @@ export function replayRoutes({ ingestion, writer, locator }: { ingestion: Ingest
           { sink: endUsersSink, rows: rows.endUsers },
         ],
       })
-      collectGarbage()
       return reply({ accepted: chunk.accepted, dropped: chunk.dropped })
     },
     { body: ReplayBody },
