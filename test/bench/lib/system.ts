@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -45,6 +45,16 @@ export async function peakRssMb(pid: number): Promise<number | null> {
   const status = await Bun.file(`/proc/${pid}/status`).text().catch(() => '')
   const kb = Number(status.match(/VmHWM:\s+(\d+) kB/)?.[1])
   return Number.isFinite(kb) && kb > 0 ? Math.round(kb / 102.4) / 10 : null
+}
+
+/** Starts a new peak for `peakRssMb` (Linux: `clear_refs`); false when this process may not. */
+export function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5')
+    return true
+  } catch {
+    return false
+  }
 }
 
 export async function waitForHttp(url: string, timeoutMs = 20_000): Promise<void> {
