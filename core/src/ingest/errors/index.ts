@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Writer } from '../../writer'
-import { singleOrBatch } from '../shared/validate'
+import { asBatch } from '../shared/validate'
 import { commit } from '../shared/write'
 import type { IngestionPlugin } from '../plugin'
 import { endUsersSink, sessionsSink } from '../sessions/store'
@@ -17,10 +17,9 @@ interface ErrorDeps {
 }
 
 export function errorRoutes({ ingestion, writer, sourceMaps }: ErrorDeps) {
-  const parse = singleOrBatch('errors', ErrorReportBody, ErrorBatchBody)
+  const parse = asBatch('errors', ErrorReportBody, ErrorBatchBody)
   return new Elysia({ prefix: '/api/ingestion' }).use(ingestion).post('/errors', async ({ body, caller, reply, request }) => {
-    const form = parse(body)
-    const batch = 'batch' in form ? form.batch : { sessionId: form.single.sessionId, endUserId: form.single.endUserId, errors: [form.single] }
+    const batch = parse(body)
     const reported = batch.errors.map(reportedFrames)
     // One source map lookup per release in the batch, not per report.
     const releases = [...new Set(batch.errors.map((report) => report.release ?? null))]

@@ -2,17 +2,16 @@ import { Elysia } from 'elysia'
 import type { Writer } from '../../writer'
 import type { IngestionPlugin } from '../plugin'
 import { endUsersSink, sessionsSink } from '../sessions/store'
-import { singleOrBatch } from '../shared/validate'
+import { asBatch } from '../shared/validate'
 import { LogBatchBody, LogEntryBody } from './model'
 import { commit } from '../shared/write'
 import { logRows } from './service'
 import { logsSink } from './store'
 
 export function logRoutes({ ingestion, writer }: { ingestion: IngestionPlugin; writer: Writer }) {
-  const parse = singleOrBatch('logs', LogEntryBody, LogBatchBody)
+  const parse = asBatch('logs', LogEntryBody, LogBatchBody)
   return new Elysia({ prefix: '/api/ingestion' }).use(ingestion).post('/logs', async ({ body, caller, reply, request }) => {
-    const form = parse(body)
-    const batch = 'batch' in form ? form.batch : { sessionId: form.single.sessionId, endUserId: form.single.endUserId, logs: [form.single] }
+    const batch = parse(body)
     const rows = logRows(batch, caller, Date.now())
     await commit(writer, caller, request, rows.logs.length, [
       { sink: logsSink, rows: rows.logs },

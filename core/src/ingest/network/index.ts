@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Writer } from '../../writer'
-import { singleOrBatch } from '../shared/validate'
+import { asBatch } from '../shared/validate'
 import { commit } from '../shared/write'
 import type { IngestionPlugin } from '../plugin'
 import { endUsersSink, sessionsSink } from '../sessions/store'
@@ -9,10 +9,9 @@ import { networkRows } from './service'
 import { networkErrorsSink } from './store'
 
 export function networkRoutes({ ingestion, writer }: { ingestion: IngestionPlugin; writer: Writer }) {
-  const parse = singleOrBatch('errors', NetworkEntryBody, NetworkBatchBody)
+  const parse = asBatch('errors', NetworkEntryBody, NetworkBatchBody)
   return new Elysia({ prefix: '/api/ingestion' }).use(ingestion).post('/network', async ({ body, caller, reply, request }) => {
-    const form = parse(body)
-    const batch = 'batch' in form ? form.batch : { sessionId: form.single.sessionId, endUserId: form.single.endUserId, errors: [form.single] }
+    const batch = parse(body)
     const rows = networkRows(batch, caller, Date.now())
     await commit(writer, caller, request, rows.errors.length, [
       { sink: networkErrorsSink, rows: rows.errors },

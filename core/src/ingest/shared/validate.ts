@@ -35,12 +35,23 @@ function mostSpecific(error: ValueError | undefined): ValueError | undefined {
   return best
 }
 
-/** One item or `{..., [batchKey]: [items]}`: the batch form is the one that carries the array. */
-export function singleOrBatch<S extends TSchema, B extends TSchema>(batchKey: string, single: S, batch: B) {
+/** The fields a one-item form shares with its batch form. */
+interface Item {
+  sessionId: string
+  endUserId?: string | null
+}
+
+/**
+ * One item or `{..., [batchKey]: [items]}`, answered in the batch form: the form that carries the
+ * array is a batch, and one item becomes a batch of one under its own session and end user.
+ */
+export function asBatch<S extends TSchema, B extends TSchema>(batchKey: string, single: S, batch: B) {
   const checkSingle = validator(single)
   const checkBatch = validator(batch)
-  return (body: unknown): { single: Static<S> } | { batch: Static<B> } => {
+  return (body: unknown): Static<B> => {
     const isBatch = body !== null && typeof body === 'object' && !Array.isArray(body) && batchKey in body
-    return isBatch ? { batch: checkBatch(body) } : { single: checkSingle(body) }
+    if (isBatch) return checkBatch(body)
+    const item = checkSingle(body) as Item
+    return { sessionId: item.sessionId, endUserId: item.endUserId, [batchKey]: [item] } as Static<B>
   }
 }
