@@ -1,12 +1,10 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
+import { describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { memoryLogger } from '../helpers/core'
-import { builtTracker } from '../tracker/helpers/build'
-import { eventually, startE2eCore, type E2eCore } from '../tracker/helpers/e2e'
+import { eventually } from '../tracker/helpers/e2e'
 import { blockedFrom, closedAfterEach, openBrowser } from './browser'
 import { coreRequests, decodeHanded } from './delivery'
 import { nextHeartbeat, trackerStarted } from './journey'
+import { e2eSuite } from './suite'
 import { startShop, type Hit } from './shop'
 
 /**
@@ -17,14 +15,8 @@ import { startShop, type Hit } from './shop'
  * tests: with one, Playwright answers every preflight itself and the servers would never see it.
  */
 
-const coreLog = memoryLogger('info')
-let e2e: E2eCore
-let script: string
-beforeAll(async () => {
-  e2e = await startE2eCore({ log: coreLog.log, env: { TRUSTED_PROXIES: '127.0.0.1' } })
-  script = join(await builtTracker(), 't.js')
-}, 60_000)
-afterAll(() => e2e.close())
+const suite = e2eSuite()
+const { coreLog } = suite
 
 const open = closedAfterEach()
 
@@ -32,11 +24,11 @@ const byMethod = (hits: Hit[]) => hits.reduce<Record<string, number>>((count, hi
 
 describe('beacons through the relay, in headless Chromium', () => {
   test('the unload beacons arrive with no preflight, even from another origin; a fetch with the key header is preflighted', async () => {
-    const www = open(startShop({ key: e2e.core.key, core: e2e.base, script, tracker: { via: 'relay' } }))
-    const app = open(startShop({ key: e2e.core.key, core: e2e.base, script, tracker: { via: 'cross-origin relay', relayOrigin: www.url } }))
-    const browser = open(await openBrowser({ block: [e2e.base] }))
+    const www = open(startShop({ key: suite.e2e.core.key, core: suite.e2e.base, script: suite.script, tracker: { via: 'relay' } }))
+    const app = open(startShop({ key: suite.e2e.core.key, core: suite.e2e.base, script: suite.script, tracker: { via: 'cross-origin relay', relayOrigin: www.url } }))
+    const browser = open(await openBrowser({ block: [suite.e2e.base] }))
     const { page } = browser
-    await blockedFrom(page, e2e.base)
+    await blockedFrom(page, suite.e2e.base)
     const fromNow = coreLog.lines.length
 
     // The page's clock stands still: no batch is flushed by its timer, so all of it leaves by beacon
@@ -56,10 +48,10 @@ describe('beacons through the relay, in headless Chromium', () => {
     await page.goto('about:blank')
 
     await eventually(async () => {
-      expect(await e2e.rows(sql`select event_name from events where session_id = ${sessionId} order by event_name`)).toEqual([{ event_name: '$pageview' }, { event_name: 'left_by_beacon' }])
-      expect(await e2e.rows(sql`select message from logs where session_id = ${sessionId}`)).toEqual([{ message: 'seen just before leaving' }])
-      expect(await e2e.rows(sql`select has_full_snapshot from replay_chunks where session_id = ${sessionId}`)).toEqual([{ has_full_snapshot: true }])
-      expect((await e2e.rows<{ ended_at: unknown }>(sql`select ended_at from sessions where session_id = ${sessionId}`))[0].ended_at).not.toBeNull()
+      expect(await suite.e2e.rows(sql`select event_name from events where session_id = ${sessionId} order by event_name`)).toEqual([{ event_name: '$pageview' }, { event_name: 'left_by_beacon' }])
+      expect(await suite.e2e.rows(sql`select message from logs where session_id = ${sessionId}`)).toEqual([{ message: 'seen just before leaving' }])
+      expect(await suite.e2e.rows(sql`select has_full_snapshot from replay_chunks where session_id = ${sessionId}`)).toEqual([{ has_full_snapshot: true }])
+      expect((await suite.e2e.rows<{ ended_at: unknown }>(sql`select ended_at from sessions where session_id = ${sessionId}`))[0].ended_at).not.toBeNull()
     })
     const handed = (await browser.handed(app.url)).map((request) => ({ via: request.via, path: decodeHanded(request).path }))
     expect(handed).toEqual([

@@ -1,13 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
+import { afterAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { decodeChunk } from '@sightline/core/ingest/replay/encode'
-import { memoryLogger } from '../helpers/core'
-import { builtTracker } from '../tracker/helpers/build'
-import { eventually, startE2eCore, type E2eCore } from '../tracker/helpers/e2e'
+import { eventually } from '../tracker/helpers/e2e'
 import { blockedFrom, closedAfterEach, openBrowser } from './browser'
 import { coreRequests, counts, decodeHanded, deliveryTable, missing, perKind, produced, storedTextContaining, stored, type DeliveryColumn } from './delivery'
 import { SECRET_NOTE, SECRET_WORDS, shopJourney } from './journey'
+import { e2eSuite } from './suite'
 import { startShop } from './shop'
 
 /**
@@ -16,16 +14,9 @@ import { startShop } from './shop'
  * page produced; the same page sending to core directly loses it all, and says so.
  */
 
-const coreLog = memoryLogger('info')
-let e2e: E2eCore
-let script: string
-beforeAll(async () => {
-  // The relay runs on loopback: core believes its X-Forwarded-For, as an operator would configure it.
-  e2e = await startE2eCore({ log: coreLog.log, env: { TRUSTED_PROXIES: '127.0.0.1' } })
-  script = join(await builtTracker(), 't.js')
-}, 60_000)
-afterAll(async () => {
-  await e2e.close()
+const suite = e2eSuite()
+const { coreLog } = suite
+afterAll(() => {
   if (columns.length) console.log(`\nDelivery in headless Chromium, core's origin on the blocklist:\n\n${deliveryTable(columns)}\n`)
 })
 
@@ -42,16 +33,16 @@ function coreRequestsFromNow() {
 
 describe('a shop visit in headless Chromium, core on the blocklist', () => {
   test('through the relay: 100% of what the page produced is stored, the typed note nowhere', async () => {
-    const shop = open(startShop({ key: e2e.core.key, core: e2e.base, script, tracker: { via: 'relay' } }))
-    const browser = open(await openBrowser({ block: [e2e.base] }))
-    await blockedFrom(browser.page, e2e.base)
+    const shop = open(startShop({ key: suite.e2e.core.key, core: suite.e2e.base, script: suite.script, tracker: { via: 'relay' } }))
+    const browser = open(await openBrowser({ block: [suite.e2e.base] }))
+    await blockedFrom(browser.page, suite.e2e.base)
     const requests = coreRequestsFromNow()
 
     const { status } = await shopJourney(browser, shop.url, async () => {
       // On the checkout page, after the periodic heartbeat: the window is present there, the session live.
       const [sessionId] = produced(await browser.handed(shop.url)).sessions
       await eventually(async () => {
-        const presence = await e2e.rows(sql`select p.url, s.ended_at from presence p join sessions s using (project_id, session_id) where p.session_id = ${sessionId}`)
+        const presence = await suite.e2e.rows(sql`select p.url, s.ended_at from presence p join sessions s using (project_id, session_id) where p.session_id = ${sessionId}`)
         expect(presence).toEqual([{ url: `${shop.url}/checkout`, ended_at: null }])
       })
     })
@@ -69,23 +60,23 @@ describe('a shop visit in headless Chromium, core on the blocklist', () => {
     const beats = handed.map(decodeHanded).filter((request) => request.path === '/heartbeat')
     expect(beats.map((request) => new URL(request.body.url).pathname)).toEqual(['/', '/cart', '/checkout', '/checkout'])
 
-    let got = await stored(e2e, page.sessions, requests())
+    let got = await stored(suite.e2e, page.sessions, requests())
     await eventually(async () => {
-      got = await stored(e2e, page.sessions, requests())
+      got = await stored(suite.e2e, page.sessions, requests())
       expect(missing(page.ledger, got)).toEqual(NOTHING_MISSING)
     })
     expect(counts(got)).toEqual(sent)
     columns.push({ label: 'through the relay', sent: page.ledger, stored: got })
 
     // The session: entered on the home page, ended when the browser left.
-    const [session] = await e2e.rows<{ entry_url: string; ended_at: unknown; user_agent: string }>(sql`select entry_url, ended_at, user_agent from sessions where session_id = ${sessionId}`)
+    const [session] = await suite.e2e.rows<{ entry_url: string; ended_at: unknown; user_agent: string }>(sql`select entry_url, ended_at, user_agent from sessions where session_id = ${sessionId}`)
     expect(session.entry_url).toBe(`${shop.url}/`)
     expect(session.ended_at).not.toBeNull()
     expect(session.user_agent).toContain('HeadlessChrome')
-    expect(await e2e.rows(sql`select 1 from presence where session_id = ${sessionId}`)).toEqual([])
+    expect(await suite.e2e.rows(sql`select 1 from presence where session_id = ${sessionId}`)).toEqual([])
 
     // Events: page views (pushState and full loads), navigations, the shop's own events, clicks.
-    const events = await e2e.rows<{ event_name: string; properties: any }>(sql`select event_name, properties from events where session_id = ${sessionId} order by timestamp, event_name`)
+    const events = await suite.e2e.rows<{ event_name: string; properties: any }>(sql`select event_name, properties from events where session_id = ${sessionId} order by timestamp, event_name`)
     const named = (name: string) => events.filter((e) => e.event_name === name).map((e) => e.properties)
     expect(named('$pageview').map((p) => p.path)).toEqual(['/', '/products/wool-socks', '/products/rain-hat', '/cart', '/checkout'])
     expect(named('$navigation').map((p) => [p.type, new URL(p.to).pathname])).toEqual([['push', '/products/wool-socks'], ['push', '/products/rain-hat']])
@@ -94,14 +85,14 @@ describe('a shop visit in headless Chromium, core on the blocklist', () => {
     expect(named('$click').length).toBeGreaterThanOrEqual(7)
 
     // The uncaught error, grouped into an Issue; the console error as a log; the shop's API call as a span.
-    const errors = await e2e.rows<{ name: string; message: string; handled: boolean; title: string; occurrences: number }>(sql`
+    const errors = await suite.e2e.rows<{ name: string; message: string; handled: boolean; title: string; occurrences: number }>(sql`
       select e.name, e.message, e.handled, i.title, i.occurrences::int as occurrences from error_events e join issues i using (project_id, issue_id) where e.session_id = ${sessionId}`)
     expect(errors).toEqual([{ name: 'TypeError', message: 'coupon service returned no discount', handled: false, title: expect.stringContaining('coupon service returned no discount'), occurrences: 1 }])
-    expect(await e2e.rows(sql`select level, message from logs where session_id = ${sessionId}`)).toEqual([{ level: 'error', message: 'payment widget failed to load: timeout after 3000 ms' }])
-    expect(await e2e.rows(sql`select name from spans where session_id = ${sessionId}`)).toEqual([{ name: 'GET /api/stock' }])
+    expect(await suite.e2e.rows(sql`select level, message from logs where session_id = ${sessionId}`)).toEqual([{ level: 'error', message: 'payment widget failed to load: timeout after 3000 ms' }])
+    expect(await suite.e2e.rows(sql`select name from spans where session_id = ${sessionId}`)).toEqual([{ name: 'GET /api/stock' }])
 
     // Replay: a full snapshot per page load, incremental chunks, no chunk missing from the tab's sequence.
-    const chunks = await e2e.rows<{ seq: number; has_full_snapshot: boolean; data: Uint8Array }>(sql`select seq, has_full_snapshot, data from replay_chunks where session_id = ${sessionId} order by seq`)
+    const chunks = await suite.e2e.rows<{ seq: number; has_full_snapshot: boolean; data: Uint8Array }>(sql`select seq, has_full_snapshot, data from replay_chunks where session_id = ${sessionId} order by seq`)
     expect(chunks.map((c) => c.seq)).toEqual(chunks.map((_, i) => i))
     expect(chunks.filter((c) => c.has_full_snapshot)).toHaveLength(3)
     expect(chunks.some((c) => !c.has_full_snapshot)).toBe(true)
@@ -116,8 +107,8 @@ describe('a shop visit in headless Chromium, core on the blocklist', () => {
     // The note is nowhere: not in what left the page, not in any table, not in any replay chunk. The
     // same search finds what is meant to be there, so it does read what it searches.
     expect(page.texts.filter((text) => SECRET_WORDS.some((word) => text.toLowerCase().includes(word.toLowerCase())))).toEqual([])
-    expect(await storedTextContaining(e2e, SECRET_WORDS)).toEqual([])
-    expect(await storedTextContaining(e2e, ['add_to_cart', 'gift-note'])).toEqual(expect.arrayContaining([expect.stringMatching(/^public\.events row/), expect.stringMatching(/^replay chunk/)]))
+    expect(await storedTextContaining(suite.e2e, SECRET_WORDS)).toEqual([])
+    expect(await storedTextContaining(suite.e2e, ['add_to_cart', 'gift-note'])).toEqual(expect.arrayContaining([expect.stringMatching(/^public\.events row/), expect.stringMatching(/^replay chunk/)]))
 
     // Everything went through the relay: no CORS preflight, beacons as plain POSTs, every answer a
     // success, and core saw nothing the relay did not send it. (A fetch cut short by a full page load
@@ -130,13 +121,13 @@ describe('a shop visit in headless Chromium, core on the blocklist', () => {
   })
 
   test('control: the same page sending to core directly loses everything, and getConnectionStatus says so', async () => {
-    const shop = open(startShop({ key: e2e.core.key, core: e2e.base, script, tracker: { via: 'direct', ingestionUrl: e2e.base } }))
-    const browser = open(await openBrowser({ block: [e2e.base] }))
-    await blockedFrom(browser.page, e2e.base)
+    const shop = open(startShop({ key: suite.e2e.core.key, core: suite.e2e.base, script: suite.script, tracker: { via: 'direct', ingestionUrl: suite.e2e.base } }))
+    const browser = open(await openBrowser({ block: [suite.e2e.base] }))
+    await blockedFrom(browser.page, suite.e2e.base)
     const requests = coreRequestsFromNow()
 
     const { status } = await shopJourney(browser, shop.url)
-    expect(status).toMatchObject({ ingestionUrl: e2e.base, source: 'option', blocked: false, reachable: false, online: true })
+    expect(status).toMatchObject({ ingestionUrl: suite.e2e.base, source: 'option', blocked: false, reachable: false, online: true })
     expect(status.recommendations).toEqual([expect.stringMatching(/^No answer from .*: the service is down, or a blocker stops every request to it; through the relay/)])
 
     const handed = await browser.handed(shop.url)
@@ -144,7 +135,7 @@ describe('a shop visit in headless Chromium, core on the blocklist', () => {
     expect(counts(page.ledger)).toMatchObject({ logs: 1, 'error reports': 1, spans: 1, heartbeats: 4, 'session ends': 3 })
     // Time enough for anything that got through (the relay's deliveries land within a second).
     await Bun.sleep(1500)
-    const got = await stored(e2e, page.sessions, requests())
+    const got = await stored(suite.e2e, page.sessions, requests())
     expect(counts(got)).toEqual(perKind(() => 0))
     expect(requests()).toEqual([])
     expect(shop.relayed().filter((hit) => hit.path.startsWith('/_sl/api/'))).toEqual([])
@@ -152,17 +143,17 @@ describe('a shop visit in headless Chromium, core on the blocklist', () => {
   })
 
   test('without the blocklist the direct setup delivers everything: the loss above is the blocklist', async () => {
-    const shop = open(startShop({ key: e2e.core.key, core: e2e.base, script, tracker: { via: 'direct', ingestionUrl: e2e.base } }))
+    const shop = open(startShop({ key: suite.e2e.core.key, core: suite.e2e.base, script: suite.script, tracker: { via: 'direct', ingestionUrl: suite.e2e.base } }))
     const browser = open(await openBrowser())
     const requests = coreRequestsFromNow()
 
     const { status } = await shopJourney(browser, shop.url)
-    expect(status).toMatchObject({ ingestionUrl: e2e.base, blocked: false, reachable: true, recommendations: [] })
+    expect(status).toMatchObject({ ingestionUrl: suite.e2e.base, blocked: false, reachable: true, recommendations: [] })
     const handed = await browser.handed(shop.url)
     const page = produced(handed)
-    let got = await stored(e2e, page.sessions, requests())
+    let got = await stored(suite.e2e, page.sessions, requests())
     await eventually(async () => {
-      got = await stored(e2e, page.sessions, requests())
+      got = await stored(suite.e2e, page.sessions, requests())
       expect(counts(got)).toEqual(counts(page.ledger))
     })
     expect(missing(page.ledger, got)).toEqual(NOTHING_MISSING)

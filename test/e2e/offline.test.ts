@@ -1,14 +1,12 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
+import { describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { decodeChunk } from '@sightline/core/ingest/replay/encode'
 import { REPLAY_FLUSH_MS } from '@sightline/tracker/queue'
-import { builtTracker } from '../tracker/helpers/build'
-import { eventually, startE2eCore, type E2eCore } from '../tracker/helpers/e2e'
+import { eventually } from '../tracker/helpers/e2e'
 import { blockedFrom, closedAfterEach, openBrowser } from './browser'
-import { memoryLogger } from '../helpers/core'
 import { coreRequests, counts, missing, perKind, produced, stored } from './delivery'
 import { connectionStatus, trackerStarted } from './journey'
+import { e2eSuite } from './suite'
 import { startShop } from './shop'
 
 /**
@@ -17,28 +15,22 @@ import { startShop } from './shop'
  * the relay, each item once.
  */
 
-const coreLog = memoryLogger('info')
-let e2e: E2eCore
-let script: string
-beforeAll(async () => {
-  e2e = await startE2eCore({ log: coreLog.log, env: { TRUSTED_PROXIES: '127.0.0.1' } })
-  script = join(await builtTracker(), 't.js')
-}, 60_000)
-afterAll(() => e2e.close())
+const suite = e2eSuite()
+const { coreLog } = suite
 
 const open = closedAfterEach()
 
 describe('offline, then a reload, in headless Chromium', () => {
   test('nothing produced offline is lost, and nothing is stored twice', async () => {
-    const shop = open(startShop({ key: e2e.core.key, core: e2e.base, script, tracker: { via: 'relay' } }))
-    const browser = open(await openBrowser({ block: [e2e.base] }))
+    const shop = open(startShop({ key: suite.e2e.core.key, core: suite.e2e.base, script: suite.script, tracker: { via: 'relay' } }))
+    const browser = open(await openBrowser({ block: [suite.e2e.base] }))
     const { page, context } = browser
-    await blockedFrom(page, e2e.base)
+    await blockedFrom(page, suite.e2e.base)
     await page.clock.install()
     await page.goto(`${shop.url}/`)
     await trackerStarted(page)
     const sessionId = await page.evaluate(() => window.shop.tracker().then((tracker) => tracker.getSessionId()))
-    await eventually(async () => expect(await e2e.rows(sql`select event_name from events where session_id = ${sessionId}`)).toEqual([{ event_name: '$pageview' }]))
+    await eventually(async () => expect(await suite.e2e.rows(sql`select event_name from events where session_id = ${sessionId}`)).toEqual([{ event_name: '$pageview' }]))
     const handedOnline = (await browser.handed(shop.url)).length
 
     // Offline: two products (pushState), one added to the cart, a console error, a replay flush.
@@ -67,19 +59,19 @@ describe('offline, then a reload, in headless Chromium', () => {
 
     const visit = produced(await browser.handed(shop.url))
     expect(visit.sessions).toEqual([sessionId])
-    let got = await stored(e2e, visit.sessions, coreRequests(coreLog.lines))
+    let got = await stored(suite.e2e, visit.sessions, coreRequests(coreLog.lines))
     await eventually(async () => {
-      got = await stored(e2e, visit.sessions, coreRequests(coreLog.lines))
+      got = await stored(suite.e2e, visit.sessions, coreRequests(coreLog.lines))
       expect(missing(visit.ledger, got)).toEqual(perKind(() => []))
     })
     expect(counts(got)).toEqual(counts(visit.ledger))
 
     // What the page produced offline, by name: every event, the log, every replay chunk of the tab.
-    const events = await e2e.rows<{ event_name: string; path: string | null }>(sql`select event_name, properties->>'path' as path from events where session_id = ${sessionId} order by timestamp, event_name`)
+    const events = await suite.e2e.rows<{ event_name: string; path: string | null }>(sql`select event_name, properties->>'path' as path from events where session_id = ${sessionId} order by timestamp, event_name`)
     expect(events.filter((e) => e.event_name === '$pageview').map((e) => e.path)).toEqual(['/', '/products/wool-socks', '/products/rain-hat', '/products/rain-hat'])
     expect(events.filter((e) => e.event_name === 'add_to_cart')).toHaveLength(1)
-    expect(await e2e.rows(sql`select message from logs where session_id = ${sessionId}`)).toEqual([{ message: 'checked out while offline' }])
-    const chunks = await e2e.rows<{ seq: number; data: Uint8Array }>(sql`select seq, data from replay_chunks where session_id = ${sessionId} order by seq`)
+    expect(await suite.e2e.rows(sql`select message from logs where session_id = ${sessionId}`)).toEqual([{ message: 'checked out while offline' }])
+    const chunks = await suite.e2e.rows<{ seq: number; data: Uint8Array }>(sql`select seq, data from replay_chunks where session_id = ${sessionId} order by seq`)
     expect(chunks.map((c) => c.seq)).toEqual(chunks.map((_, i) => i))
 
     // Nothing twice: one row per event uuid and per chunk, and no replay event in two chunks.
