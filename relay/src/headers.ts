@@ -120,7 +120,9 @@ export function upstreamHeaders(incoming: Headers, client: ClientInfo, url: { pr
       if (name === 'connection') connection = value
       else if (name === 'x-forwarded-for') forwardedFor = value
       else if (name === 'host') host = value
-    } else if (!(dropAuthorization && name === 'authorization')) {
+    } else if (name !== 'authorization' || (!dropAuthorization && bearerToken(value) !== null)) {
+      // Authorization goes on only as the Bearer key: any other scheme is the site's own (browsers
+      // replay HTTP Basic or Digest credentials on every same-origin request, beacons included).
       list.push([name, value])
     }
   })

@@ -127,6 +127,16 @@ for (const [clientName, makeClient] of Object.entries(CLIENTS)) {
       expect(res.headers.get('access-control-allow-origin')).toBe('https://shop.test')
     })
 
+    test("the site's own credentials stay behind: a browser replays HTTP Basic auth on every same-origin request, beacons too", async () => {
+      const sessionId = `${clientName}-basic`
+      const beacon = JSON.stringify({ apiKey: core.key, sessionId, eventName: 'beacon' })
+      const res = await post('/api/ingestion/customEvent', beacon, { authorization: 'Basic c2l0ZTpzZWNyZXQ=', 'content-type': 'text/plain;charset=UTF-8' })
+      expect(res.status).toBe(200)
+      expect(lastSeen().headers.authorization).toBeUndefined()
+      expect(text(lastSeen().body)).toBe(beacon)
+      expect(await events(sessionId)).toEqual([{ event_name: 'beacon' }])
+    })
+
     test('CORS preflight goes to core and its answer comes back', async () => {
       const res = await send('/api/ingestion/customEvent', { method: 'OPTIONS', headers: { origin: 'https://shop.test', 'access-control-request-method': 'POST' } })
       expect(res.status).toBe(204)
