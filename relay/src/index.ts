@@ -77,7 +77,13 @@ export function createRelay(options: RelayOptions): Relay {
     let bytes: Uint8Array
     if (declared === null) {
       const mayMove = shouldMoveKey(mode, { ...facts, contentLength: 1 })
-      const first = await readUpTo(body, mayMove && mode === 'always' ? maxBodyBytes : KEY_IN_BODY_MAX_BYTES)
+      const limit = mayMove && mode === 'always' ? maxBodyBytes : Math.min(KEY_IN_BODY_MAX_BYTES, maxBodyBytes)
+      const first = await readUpTo(body, limit)
+      if (first.rest && limit === maxBodyBytes) {
+        // Already past the limit: refused before core is contacted.
+        await first.rest.cancel().catch(() => {})
+        throw new UpstreamError('too_large', `the body is over the limit of ${maxBodyBytes} bytes`)
+      }
       if (first.rest) return streamed(first.rest)
       bytes = first.bytes
     } else if (declared <= KEY_IN_BODY_MAX_BYTES || shouldMoveKey(mode, facts)) {

@@ -103,6 +103,16 @@ for (const [clientName, makeClient] of Object.entries(CLIENTS)) {
       expect(tap.seen.length).toBe(before)
     })
 
+    test('under a maxBodyBytes below 64 KB, a body of undeclared size past it is 413 without contacting core', async () => {
+      const before = tap.seen.length
+      const relay = createRelay({ upstream: tap.url, prefix: '/_sl', client: makeClient(), maxBodyBytes: 1000 })
+      const { stream } = countedBody(1, 5000)
+      const res = await relay(new Request('http://shop.test/_sl/api/ingestion/customEvent', { method: 'POST', headers: { authorization: `Bearer ${core.key}` }, body: stream, duplex: 'half' } as RequestInit))
+      expect(res.status).toBe(413)
+      expect(await errorOf(res)).toMatchObject({ error: { code: 'payload_too_large' } })
+      expect(tap.seen.length).toBe(before)
+    })
+
     test('a streamed body that passes maxBodyBytes is cut off with 413; core stores nothing', async () => {
       const relay = createRelay({ upstream: coreUrl, prefix: '/_sl', client: makeClient(), maxBodyBytes: 200_000 })
       const { stream, state } = countedBody(100, 10_000)
