@@ -82,11 +82,41 @@ const isOutputTooLarge = (error: unknown) =>
 
 export function parseJson(bytes: Uint8Array): unknown {
   if (bytes.byteLength === 0) throw new ApiError('invalid_json', 'the body is empty; send a JSON object')
+  let value: unknown
   try {
-    return JSON.parse(new TextDecoder().decode(bytes))
+    value = JSON.parse(new TextDecoder().decode(bytes))
   } catch {
     throw new ApiError('invalid_json', 'the body is not valid JSON')
   }
+  return shallowEnough(value, bytes.byteLength)
+}
+
+/**
+ * Deeper than any real payload, and far from where the database's JSON parser runs out of stack:
+ * Postgres refuses a jsonb value some thousands of levels deep, and the embedded one fails worse
+ * (an internal error), which would fail every request of the commit with it, not only this one.
+ */
+export const MAX_JSON_DEPTH = 512
+
+/** The parsed body, unless it nests arrays and objects deeper than MAX_JSON_DEPTH (400). */
+export function shallowEnough<T>(value: T, sizeBytes = Infinity): T {
+  // Each level takes a byte: small bodies, the common case, are not walked.
+  if (sizeBytes <= MAX_JSON_DEPTH) return value
+  const values: unknown[] = [value]
+  const depths: number[] = [1]
+  while (values.length > 0) {
+    const node = values.pop()
+    const depth = depths.pop()!
+    // Only what JSON makes: a route's own reader may put class instances (typed arrays) in the body.
+    const children = Array.isArray(node) ? node : Object.getPrototypeOf(node) === Object.prototype ? Object.values(node as object) : []
+    for (const child of children) {
+      if (child === null || typeof child !== 'object') continue
+      if (depth >= MAX_JSON_DEPTH) throw new ApiError('validation_failed', `the body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`, { path: '/' })
+      values.push(child)
+      depths.push(depth + 1)
+    }
+  }
+  return value
 }
 
 /** Multipart fields as a plain object; a repeated field becomes an array. */
@@ -121,15 +151,17 @@ export function bodyParser(limits: BodyLimits, readers: Record<string, BodyReade
     if (compression === null && declared !== null && !contentType.startsWith('multipart/') && !reader) {
       if (Number(declared) > limit) throw tooLarge(limit)
       if (declared === '0') throw new ApiError('invalid_json', 'the body is empty; send a JSON object')
+      let parsed: unknown
       try {
-        return await request.json()
+        parsed = await request.json()
       } catch {
         throw new ApiError('invalid_json', 'the body is not valid JSON')
       }
+      return shallowEnough(parsed, Number(declared))
     }
 
     const decode = (sent: Uint8Array) => (compression ? inflate(sent, compression, limit) : sent)
-    if (reader) return reader({ read: () => readCapped(request, limit), decode })
+    if (reader) return shallowEnough(await reader({ read: () => readCapped(request, limit), decode }))
     const bytes = decode(await readCapped(request, limit))
     return contentType.startsWith('multipart/form-data') ? parseMultipart(bytes, contentType) : parseJson(bytes)
   })

@@ -82,6 +82,22 @@ describe('POST /api/ingestion/customEvent', () => {
     expect(event.properties).toEqual({ text: 'ab' })
   })
 
+  test('properties nested deeper than 512 levels are refused with 400 before the database, which would fail the requests committed with them', async () => {
+    // Valid JSON that Postgres refuses ("stack depth limit exceeded") and the embedded database fails on.
+    const nested = (depth: number, name: string) => `{"sessionId":"ce-deep","eventName":"${name}","eventProperties":{"a":${'['.repeat(depth)}${']'.repeat(depth)}}}`
+    const [refused, alongside] = await Promise.all([
+      core.post('/api/ingestion/customEvent', nested(20_000, 'deep')),
+      core.post('/api/ingestion/customEvent', { sessionId: 'ce-deep', eventName: 'alongside' }),
+    ])
+    expect(refused.status).toBe(400)
+    expect(await refused.json()).toMatchObject({ success: false, error: { code: 'validation_failed' }, path: '/' })
+    expect(alongside.status).toBe(200)
+    // The body object, eventProperties, then 510 arrays: 512 levels are stored, 513 are not.
+    expect((await core.post('/api/ingestion/customEvent', nested(510, 'at-limit'))).status).toBe(200)
+    expect((await core.post('/api/ingestion/customEvent', nested(511, 'over-limit'))).status).toBe(400)
+    expect((await eventsOf('ce-deep')).map((e) => e.event_name).sort()).toEqual(['alongside', 'at-limit'])
+  })
+
   test('a resend with the same uuid is stored once', async () => {
     const body = { sessionId: 'ce-5', eventName: 'once', uuid: '0190a4b4-2222-7000-8000-000000000002' }
     for (let i = 0; i < 3; i++) expect((await core.post('/api/ingestion/customEvent', body)).status).toBe(200)
