@@ -106,10 +106,14 @@ interface Pending {
 
 const rowCount = (request: WriteRequest) => request.writes.reduce((n, w) => n + w.rows.length, 0)
 
-/** SQLSTATE classes that mean "this data", not "this database": 22 data exception, 23 integrity. */
+/**
+ * SQLSTATE classes that mean "this data", not "this database": 22 data exception, 23 integrity, and
+ * 54 program limit exceeded (a JSON value nested deeper than the server's stack, an index row too
+ * large), which the same rows meet again on every retry.
+ */
 export function isDataError(error: unknown): boolean {
   const code = sqlState(error)
-  return code !== undefined && (code.startsWith('22') || code.startsWith('23'))
+  return code !== undefined && (code.startsWith('22') || code.startsWith('23') || code.startsWith('54'))
 }
 
 /** Deadlock or serialization failure: the same commit may succeed if tried again. */
@@ -238,7 +242,7 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
       if (isDataError(error)) {
         if (batch.length === 1) {
           log.warn('rows refused by the database', { error: errorText(error) })
-          batch[0].reject(new ApiError('validation_failed', 'a value in this request cannot be stored (invalid text or out-of-range number)'))
+          batch[0].reject(new ApiError('validation_failed', 'a value in this request cannot be stored (invalid text, an out-of-range number or a value over a database limit)'))
           return
         }
         const half = Math.ceil(batch.length / 2)

@@ -159,6 +159,17 @@ describe('bounds and failures', () => {
     expect(await stored()).toHaveLength(19)
   })
 
+  test('a row over a database limit (an index entry too large) is refused like bad data: only its request fails, and the writer stays open', async () => {
+    const sink = probeSink()
+    const w = writer({ lingerMs: 20 })
+    // Incompressible text far over a btree entry's maximum: Postgres answers 54000, program limit exceeded.
+    const huge = Buffer.from(crypto.getRandomValues(new Uint8Array(12_000))).toString('base64')
+    const results = await Promise.allSettled([w.write(request(sink, { id: 'l1' })), w.write(request(sink, { id: huge })), w.write(request(sink, { id: 'l2' }))])
+    expect(results.map((r) => (r.status === 'rejected' ? r.reason.code : 'ok'))).toEqual(['ok', 'validation_failed', 'ok'])
+    await w.write(request(sink, { id: 'l3' }))
+    expect((await stored()).map((r) => r.id)).toEqual(['l1', 'l2', 'l3'])
+  })
+
   test('with several tables in a commit, the refused row is still found: later statements only report the aborted transaction', async () => {
     // The second table's bad row fails while the first table is still writing row by row, whose next
     // statement then fails only as "transaction aborted".
