@@ -104,6 +104,13 @@ describe('parseStack', () => {
     // At most 100 frames are kept, the innermost.
     expect(parseStack('    at f (https://x/a.js:1:1)\n'.repeat(500))).toHaveLength(100)
   })
+
+  test('a stack is whatever the client sent: a long run of spaces in a frame line takes linear time, not seconds', () => {
+    const started = performance.now()
+    expect(parseStack(`    at f${' '.repeat(64 * 1024)}x`)).toEqual([{ filename: `f${' '.repeat(64 * 1024)}x`, function: '', lineno: null, colno: null }])
+    expect(parseStack(`Error\n    at${' '.repeat(64 * 1024)}`)).toEqual([])
+    expect(performance.now() - started).toBeLessThan(1000)
+  })
 })
 
 describe('grouping', () => {
