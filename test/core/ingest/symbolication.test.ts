@@ -208,6 +208,16 @@ describe('symbolication of a minified bundle', () => {
     expect(res.status).toBe(200)
     expect((await send(v1.v8, 'shop@1.0.0')).frames[0].mapped?.source).toBe('../src/renamed-checkout.ts')
   })
+
+  test('a map whose mappings point past its `sources` (a broken build) leaves the frames as reported; the report is stored', async () => {
+    // "ACAA": generated column 0 maps to source index 1 of a map that lists one source.
+    const broken = { version: 3, sources: ['../src/checkout.ts'], names: [], mappings: 'ACAA' }
+    const upload = await core.post('/api/ingestion/sourcemaps', { release: 'shop@broken', files: [{ name: 'app.js.map', content: broken }] })
+    expect(upload.status).toBe(200)
+    const { frames } = await send('TypeError: coupon x is too short\n    at e (https://shop.example/assets/app.js:1:1)', 'shop@broken')
+    expect(frames).toEqual([expect.objectContaining({ filename: 'https://shop.example/assets/app.js', function: 'e', lineno: 1, colno: 1 })])
+    expect(frames[0].mapped).toBeUndefined()
+  })
 })
 
 describe('source map cache', () => {

@@ -55,7 +55,8 @@ export function symbolicate(frames: readonly ReportedFrame[], lookup: (file: Fra
     if (!loaded) return null
     // Stack columns are 1-based; trace-mapping's are 0-based.
     const position = originalPositionFor(loaded.map, { line: frame.lineno, column: Math.max((frame.colno ?? 1) - 1, 0) })
-    if (position.source === null) return null
+    // Undefined, not null, when the mapping names a source index the map does not list (a broken build).
+    if (position.source == null) return null
     return { loaded, source: position.source, line: position.line, column: position.column, name: position.name }
   })
   return frames.map((frame, i) => {
