@@ -109,6 +109,35 @@ describe('privacy-first (the default)', () => {
   })
 })
 
+describe('text in attributes', () => {
+  test("placeholders, titles, labels, alt text and the values of buttons, checkboxes and options are masked with their element", async () => {
+    const html = `<div class="public"><input id="shown" placeholder="VISIBLE-PLACEHOLDER"></div>
+      <input id="search" placeholder="SECRET-PLACEHOLDER" title="SECRET-TITLE" aria-label="SECRET-ARIA">
+      <img alt="SECRET-ALT" src="/x.png">
+      <select id="plan"><option value="SECRET-OPTION-VALUE" label="SECRET-OPTION-LABEL">a</option></select>
+      <input type="submit" value="SECRET-SUBMIT">
+      <input id="consent" type="checkbox" value="SECRET-CHECKBOX">`
+    const t = tracked({ redactionStrategy: { mode: 'privacy-first', unredactSelectors: ['.public'] } }, { html })
+    const doc = t.win.document
+    t.tracker.start()
+    await settle()
+    // What changes later goes by mutation and input events.
+    doc.getElementById('search')!.setAttribute('placeholder', 'SECRET-LATER-PLACEHOLDER')
+    const option = doc.createElement('option')
+    option.value = 'SECRET-ADDED-OPTION'
+    doc.getElementById('plan')!.appendChild(option)
+    const consent = doc.getElementById('consent') as HTMLInputElement
+    consent.checked = true
+    consent.dispatchEvent(new t.win.Event('change', { bubbles: true }))
+    await settle()
+    await t.clock.advance(3000)
+    const everything = t.service.sent.map((request) => request.text).join('\n')
+    expect(everything.match(/SECRET-[A-Z-]+/g)).toBeNull()
+    expect(everything).toContain('VISIBLE-PLACEHOLDER')
+    expect(everything).toContain('*'.repeat('SECRET-PLACEHOLDER'.length))
+  })
+})
+
 describe('visibility-first', () => {
   test('only redactSelectors, passwords and card fields are masked', async () => {
     const t = tracked({ redactionStrategy: { mode: 'visibility-first', redactSelectors: ['.private', '#notes'] } }, { html: PAGE })

@@ -3,6 +3,22 @@ import type { Redaction } from './redaction'
 import type { RecordedEvent } from './replay'
 
 const META = 4 // rrweb's EventType.Meta, which precedes every full snapshot
+const FULL_SNAPSHOT = 2
+const INCREMENTAL = 3
+const MUTATION = 0 // rrweb's IncrementalSource.Mutation
+const INPUT = 5 // rrweb's IncrementalSource.Input
+
+/**
+ * Attributes that hold text a person reads, or a control's value. rrweb's mask functions see text
+ * nodes and most input values only: not these, nor the values of buttons, checkboxes, radios and options.
+ */
+const TEXT_ATTRIBUTES = ['value', 'placeholder', 'title', 'alt', 'label', 'aria-label', 'aria-description', 'aria-placeholder', 'aria-valuetext', 'aria-roledescription', 'srcdoc']
+
+interface Serialized {
+  id: number
+  attributes?: Record<string, unknown>
+  childNodes?: Serialized[]
+}
 
 /** A full snapshot every 10 minutes keeps long replays seekable. */
 export const CHECKOUT_MS = 10 * 60 * 1000
@@ -20,9 +36,27 @@ export interface Recording {
  */
 export function startRecording(redaction: Redaction, emit: (event: RecordedEvent) => void): Recording {
   const mask = (text: string, el: HTMLElement | null) => (redaction.masked(el) ? text.replace(/\S/g, '*') : text)
+  const element = (id: number) => record.mirror.getNode(id) as HTMLElement | null
+  const maskAttributes = (attributes: Record<string, unknown> | undefined, id: number) => {
+    for (const name of TEXT_ATTRIBUTES) {
+      const value = attributes?.[name]
+      if (typeof value === 'string') attributes![name] = mask(value, element(id))
+    }
+  }
+  const maskTree = (node: Serialized): void => {
+    maskAttributes(node.attributes, node.id)
+    node.childNodes?.forEach(maskTree)
+  }
   const stop = record({
     emit(event) {
       if (event.type === META) redaction.apply()
+      // The same rules for text in attributes, on the serialized copy (the page is not touched).
+      const data = event.data as { source?: number; node?: Serialized; adds?: { node: Serialized }[]; attributes?: Serialized[]; id: number; text?: string }
+      if (event.type === FULL_SNAPSHOT) maskTree(data.node!)
+      else if (event.type === INCREMENTAL && data.source === MUTATION) {
+        data.adds!.forEach((add) => maskTree(add.node))
+        data.attributes!.forEach((change) => maskAttributes(change.attributes, change.id))
+      } else if (event.type === INCREMENTAL && data.source === INPUT && typeof data.text === 'string') data.text = mask(data.text, element(data.id))
       emit(event as RecordedEvent)
     },
     maskAllInputs: true,
