@@ -98,6 +98,17 @@ describe('POST /api/ingestion/customEvent', () => {
     expect((await eventsOf('ce-deep')).map((e) => e.event_name).sort()).toEqual(['alongside', 'at-limit'])
   })
 
+  test('text cut inside an emoji (a lone surrogate, as String.slice leaves it) is stored with U+FFFD in its place, not refused', async () => {
+    // JSON.stringify writes a lone surrogate as an escape such as \ud83d; Postgres refuses that in json.
+    const body = '{"sessionId":"ce-half","events":[{"eventName":"ok"},{"eventName":"half \\ud83d","eventProperties":{"name":"Jo \\ud83d","\\ude00":"low first","kept":"\\\\ud83d"}}]}'
+    const res = await core.post('/api/ingestion/customEvent/batch', body)
+    expect(res.status).toBe(200)
+    const stored = await eventsOf('ce-half')
+    expect(stored.map((e) => e.event_name).sort()).toEqual(['half \uFFFD', 'ok'])
+    // An escaped backslash before "ud83d" is text, not a surrogate, and stays as sent.
+    expect(stored.find((e) => e.event_name !== 'ok')?.properties).toEqual({ name: 'Jo \uFFFD', '\uFFFD': 'low first', kept: '\\ud83d' })
+  })
+
   test('a resend with the same uuid is stored once', async () => {
     const body = { sessionId: 'ce-5', eventName: 'once', uuid: '0190a4b4-2222-7000-8000-000000000002' }
     for (let i = 0; i < 3; i++) expect((await core.post('/api/ingestion/customEvent', body)).status).toBe(200)

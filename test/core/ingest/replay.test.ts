@@ -136,6 +136,14 @@ describe('POST /api/ingestion/events', () => {
     expect(decodeChunk(bytesOf(chunk.data))).toEqual(good)
   })
 
+  test('a half emoji (lone surrogate) in automaticProperties does not cost the chunk: stored, with U+FFFD in the session', async () => {
+    const body = `{"sessionId":"rp-half","events":[${JSON.stringify(move(t0, 1))}],"automaticProperties":{"title":"Sale \\ud83d"}}`
+    const res = await core.post('/api/ingestion/events', body)
+    expect(res.status).toBe(200)
+    expect(await chunksOf('rp-half')).toHaveLength(1)
+    expect((await sessionOf('rp-half')).automatic_properties).toEqual({ title: 'Sale \uFFFD' })
+  })
+
   test('a key sent in the body is not stored with the chunk', async () => {
     const events = [full(t0), move(t0 + 1, 2)]
     const res = await core.post('/api/ingestion/events', { sessionId: 'rp-key', apiKey: core.key, events }, { key: null })

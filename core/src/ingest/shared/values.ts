@@ -10,14 +10,20 @@ export function clampTimestamp(timestampMs: number | undefined | null, receivedA
 export const stripNul = (text: string): string => (text.includes('\0') ? text.replaceAll('\0', '') : text)
 
 const ESCAPED_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g
+/** JSON.stringify writes a paired surrogate as the character and a lone one as an escape: these are all lone. */
+const ESCAPED_SURROGATE = /(?<!\\)((?:\\\\)*)\\ud[89a-f][0-9a-f]{2}/g
 
 /**
  * A batch of rows as the one JSON parameter of a `json_to_recordset` statement: one statement text
- * whatever the row count, the same on both drivers. NUL escapes are removed (see stripNul).
+ * whatever the row count, the same on both drivers. NUL escapes are removed (see stripNul). A lone
+ * surrogate (text a browser cut inside an emoji) becomes U+FFFD, as TextEncoder makes it: Postgres
+ * refuses it in json, which would refuse the whole request.
  */
 export function jsonParam(rows: unknown): string {
-  const json = JSON.stringify(rows)
-  return json.includes('\\u0000') ? json.replace(ESCAPED_NUL, '$1') : json
+  let json = JSON.stringify(rows)
+  if (json.includes('\\u0000')) json = json.replace(ESCAPED_NUL, '$1')
+  if (json.includes('\\ud')) json = json.replace(ESCAPED_SURROGATE, '$1\\ufffd')
+  return json
 }
 
 /** Byte estimate of a request for the writer's bounds, from Content-Length when there is one. */
