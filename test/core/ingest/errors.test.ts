@@ -151,6 +151,15 @@ describe('POST /api/ingestion/errors', () => {
     expect(await rows(sql`select message from error_events where content_hash = ${uuid}`)).toEqual([{ message: 'first words' }])
   })
 
+  test('the same error twice in one millisecond (from a loop) is two occurrences; a resend of the batch adds none', async () => {
+    const occurrence = report({ sessionId: 'err-twice', timestampMs: 1_700_000_000_456, fingerprint: ['loop'] })
+    const twice = { sessionId: 'err-twice', errors: [occurrence, occurrence] }
+    const [issueId] = (await send(twice)).issues
+    expect((await send(twice)).accepted).toBe(2)
+    expect(await rows(sql`select 1 from error_events where session_id = 'err-twice'`)).toHaveLength(2)
+    expect((await issue(issueId)).occurrences).toBe(2)
+  })
+
   test('without a stack: the masked message groups; with a fingerprint of the client: that groups', async () => {
     const bare = (message: string, extra: object = {}) => report({ sessionId: 'err-6', stack: undefined, message, ...extra })
     const [a] = (await send(bare('Request 4411 to https://api.example/orders/4411 failed'))).issues

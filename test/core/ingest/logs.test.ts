@@ -70,6 +70,14 @@ describe('POST /api/ingestion/logs', () => {
     expect((await logsOf('log-2b')).map((l) => [l.message, l.end_user_id])).toEqual([['c', 'user-c']])
   })
 
+  test('the same line twice in one millisecond (a loop that warns) is two lines; a resend of the batch adds none', async () => {
+    const timestampMs = Date.now()
+    const line = { level: 'warn', message: 'price missing', url: 'https://shop.example/cart', timestampMs }
+    const batch = { sessionId: 'log-twice', logs: [line, line, { ...line, message: 'other' }, line] }
+    for (let i = 0; i < 2; i++) expect(await (await core.post('/api/ingestion/logs', batch)).json()).toEqual({ success: true, accepted: 4 })
+    expect((await logsOf('log-twice')).map((l) => l.message)).toEqual(['other', 'price missing', 'price missing', 'price missing'])
+  })
+
   test('a message over 32 KB is truncated on a character boundary, not refused; NUL dropped', async () => {
     const message = 'é'.repeat(40_000) + 'tail'
     const res = await core.post('/api/ingestion/logs', { level: 'log', message, timestampMs: Date.now(), sessionId: 'log-3', url: 'x\u0000y' })

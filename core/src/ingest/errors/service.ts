@@ -1,5 +1,5 @@
 import type { Caller } from '../../http/auth'
-import { contentHash } from '../shared/rows'
+import { requestContentHasher } from '../shared/rows'
 import { MESSAGE_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES, truncateUtf8 } from '../shared/text'
 import { sessionTouches } from '../sessions/touch'
 import type { EndUserTouch, SessionTouch } from '../sessions/service'
@@ -78,6 +78,7 @@ const firstLine = (text: string) => text.split('\n', 1)[0]
  * frames, symbolicated where a map was found; a single report comes here as a batch of one.
  */
 export function errorRows(body: ErrorBatchBody, frames: readonly Frame[][], caller: Caller, receivedAt: number): ErrorRows {
+  const contentHash = requestContentHasher()
   const occurrences = body.errors.map((report, i): OccurrenceRow => {
     const sessionId = report.sessionId ?? body.sessionId
     const name = truncateUtf8(report.name, 1024).trim() || 'Error'

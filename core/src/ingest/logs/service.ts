@@ -3,7 +3,7 @@ import type { EndUserTouch, SessionTouch } from '../sessions/service'
 import { clampTimestamp } from '../shared/values'
 import { sessionTouches } from '../sessions/touch'
 import type { LogBatchBody } from './model'
-import { contentHash } from '../shared/rows'
+import { requestContentHasher } from '../shared/rows'
 import { MESSAGE_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES, truncateUtf8 } from '../shared/text'
 
 export interface LogRow {
@@ -27,6 +27,7 @@ export interface LogRows {
 
 /** A batch of log lines as rows; a single entry comes here as a batch of one. */
 export function logRows(body: LogBatchBody, caller: Caller, receivedAt: number): LogRows {
+  const contentHash = requestContentHasher()
   const logs = body.logs.map((entry): LogRow => {
     const sessionId = entry.sessionId ?? body.sessionId
     const message = truncateUtf8(entry.message, MESSAGE_LIMIT_BYTES)
