@@ -69,6 +69,12 @@ describe('admin command line', () => {
     const unknownProject = await admin('key', 'list', '--project', '00000000-0000-0000-0000-000000000000')
     expect(unknownProject.exitCode).toBe(1)
     expect(JSON.parse(unknownProject.stderr)).toEqual({ error: { code: 'not_found', message: expect.stringContaining('no project') } })
+    // A mistyped environment is not rotated into being: the keys of the real one would stay valid.
+    const keysBefore = (await admin('key', 'list', '--project', projectId)).json
+    const mistyped = await admin('key', 'rotate', '--project', projectId, '--env', 'produciton')
+    expect(mistyped.exitCode).toBe(1)
+    expect(JSON.parse(mistyped.stderr)).toEqual({ error: { code: 'not_found', message: expect.stringContaining('no environment "produciton"') } })
+    expect((await admin('key', 'list', '--project', projectId)).json).toEqual(keysBefore)
     const badFlag = await admin('key', 'list', '--frobnicate', 'x')
     expect(badFlag.exitCode).toBe(2)
     expect(badFlag.stderr).toContain('frobnicate')

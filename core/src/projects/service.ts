@@ -25,6 +25,14 @@ async function requireProject(orm: Orm, projectId: string) {
   return project
 }
 
+/** Rotation replaces the keys of an environment that exists: a mistyped name must not pass for a rotation. */
+async function requireEnvironment(orm: Orm, projectId: string, environment: string): Promise<void> {
+  const environments = await store.listEnvironments(orm, projectId)
+  if (!environments.includes(environment)) {
+    throw new ApiError('not_found', `project ${projectId} has no environment "${environment}" (it has ${environments.join(', ') || 'none'}); "key create" starts a new one`)
+  }
+}
+
 function requireEnvironmentName(name: string): void {
   if (!isValidEnvironmentName(name)) {
     throw new ApiError('validation_failed', `environment names are 1-32 of a-z, 0-9, _ and -, starting with a letter (got "${name}")`)
@@ -97,9 +105,9 @@ export async function createKey(db: Database, projectId: string, environment: st
 export async function rotateKey(db: Database, projectId: string, environment: string) {
   requireEnvironmentName(environment)
   await requireProject(db.orm, projectId)
+  await requireEnvironment(db.orm, projectId, environment)
   const { key, revoked } = await db.orm.transaction(async (tx) => {
     const revoked = await store.revokeKeys(tx, projectId, { environment })
-    await store.insertEnvironment(tx, projectId, environment)
     return { key: await issueKey(tx, projectId, environment), revoked }
   })
   await db.notify(KEYS_CHANNEL, projectId)
