@@ -61,7 +61,7 @@ export function createApp(deps: AppDeps) {
       }),
     )
     .use(eventRoutes(shared))
-    .use(initRoutes(shared))
+    .use(initRoutes({ ...shared, db: deps.db, log: deps.log }))
     .use(replayRoutes(shared))
     .use(identityRoutes(shared))
     .use(groupRoutes(shared))

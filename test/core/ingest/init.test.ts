@@ -46,6 +46,17 @@ describe('POST /api/ingestion/init (deprecated)', () => {
     }
   })
 
+  test('again without endUserId (a retry, the next page of the session): the end user of the session is answered, no other is made', async () => {
+    const first = await (await core.post('/api/ingestion/init', { sessionId: 'init-4', endUserId: null })).json()
+    const again = await (await core.post('/api/ingestion/init', { sessionId: 'init-4' })).json()
+    expect(again.endUserId).toBe(first.endUserId)
+    // A session another route opened with its end user: init answers that one.
+    await core.post('/api/ingestion/customEvent', { sessionId: 'init-5', endUserId: 'ce-user', eventName: 'first' })
+    expect((await (await core.post('/api/ingestion/init', { sessionId: 'init-5', endUserId: null })).json()).endUserId).toBe('ce-user')
+    const made = await core.database.db.rows<{ n: number }>(sql`select count(*)::int as n from end_users where end_user_id not in ('init-user', 'someone-else', 'ce-user')`)
+    expect(made[0].n).toBe(3) // init-2, init-3 and init-4
+  })
+
   test('calling it again keeps what the session already knows', async () => {
     await core.post('/api/ingestion/init', { sessionId: 'init-1', endUserId: 'someone-else', entryURL: 'https://shop.test/later' })
     const [session] = await core.database.db.rows<{ end_user_id: string; entry_url: string }>(sql`select end_user_id, entry_url from sessions where session_id = 'init-1'`)
