@@ -75,6 +75,13 @@ describe('admin command line', () => {
     expect(mistyped.exitCode).toBe(1)
     expect(JSON.parse(mistyped.stderr)).toEqual({ error: { code: 'not_found', message: expect.stringContaining('no environment "produciton"') } })
     expect((await admin('key', 'list', '--project', projectId)).json).toEqual(keysBefore)
+    // A prefix that begins several keys revokes none of them.
+    await admin('key', 'create', '--project', projectId, '--env', 'staging')
+    const ambiguous = await admin('key', 'revoke', '--project', projectId, '--key-prefix', 'sl_env_')
+    expect(ambiguous.exitCode).toBe(1)
+    expect(JSON.parse(ambiguous.stderr)).toEqual({ error: { code: 'validation_failed', message: expect.stringContaining('begins 2 active keys') } })
+    const staging = (await admin('key', 'list', '--project', projectId)).json.filter((k: { environment: string; active: boolean }) => k.environment === 'staging' && k.active)
+    expect(staging).toHaveLength(2)
     const badFlag = await admin('key', 'list', '--frobnicate', 'x')
     expect(badFlag.exitCode).toBe(2)
     expect(badFlag.stderr).toContain('frobnicate')

@@ -117,7 +117,16 @@ export async function rotateKey(db: Database, projectId: string, environment: st
 export async function revokeKey(db: Database, projectId: string, prefix: string) {
   await requireProject(db.orm, projectId)
   if (prefix.length < 6) throw new ApiError('validation_failed', 'give at least 6 characters of the key prefix')
-  const revoked = await store.revokeKeys(db.orm, projectId, { prefix })
+  // One key: every key of an environment starts alike (`sl_live_`), so a short prefix would take all
+  // of them, and the environment's ingestion with them. Rotation is the way to replace them all.
+  const revoked = await db.orm.transaction(async (tx) => {
+    const matched = await store.revokeKeys(tx, projectId, { prefix })
+    if (matched.length > 1) {
+      const prefixes = matched.map((k) => k.keyPrefix).join(', ')
+      throw new ApiError('validation_failed', `${prefix} begins ${matched.length} active keys (${prefixes}); give enough of the prefix to name one`)
+    }
+    return matched
+  })
   if (revoked.length === 0) throw new ApiError('not_found', `no active key starting with ${prefix} in project ${projectId}`)
   await db.notify(KEYS_CHANNEL, projectId)
   return { projectId, revoked: revoked.map((k) => k.keyPrefix) }
