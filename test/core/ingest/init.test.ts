@@ -63,6 +63,14 @@ describe('POST /api/ingestion/init (deprecated)', () => {
     expect(session).toEqual({ end_user_id: 'init-user', entry_url: 'https://shop.test/start' })
   })
 
+  test('a very long entry URL or referrer (state in the query or hash) is cut to 2048 characters, not refused', async () => {
+    const long = `https://shop.test/search?filters=${'x'.repeat(10_000)}`
+    const res = await core.post('/api/ingestion/init', { sessionId: 'init-long', endUserId: 'init-long-user', entryURL: long, referrer: long })
+    expect(res.status).toBe(200)
+    const [session] = await core.database.db.rows<{ entry_url: string; referrer: string }>(sql`select entry_url, referrer from sessions where session_id = 'init-long'`)
+    expect(session).toEqual({ entry_url: long.slice(0, 2048), referrer: long.slice(0, 2048) })
+  })
+
   test('validation', async () => {
     const res = await core.post('/api/ingestion/init', { endUserId: 'x' })
     expect(res.status).toBe(400)

@@ -1,7 +1,8 @@
 import { t } from 'elysia'
 import { Id, OptionalEndUserId } from '../shared/model'
 
-const OptionalText = t.Optional(t.Union([t.String({ maxLength: 8192 }), t.Null()]))
+/** No length limit: the service cuts what it keeps (a URL can carry kilobytes of state), the body limit bounds the rest. */
+const OptionalText = t.Optional(t.Union([t.String(), t.Null()]))
 
 /** POST /init (fielded, deprecated). */
 export const InitBody = t.Object({
