@@ -156,6 +156,16 @@ describe('POST /api/ingestion/customEvent/batch', () => {
     expect(await eventsOf('batch-1')).toHaveLength(3)
   })
 
+  test('an event name longer than 1 KB is cut (with an ellipsis), not a reason to refuse the batch', async () => {
+    const long = 'checkout step: '.repeat(100)
+    const res = await core.post('/api/ingestion/customEvent/batch', { sessionId: 'batch-long', events: [{ eventName: 'before' }, { eventName: long }] })
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ success: true, accepted: 2 })
+    const names = (await eventsOf('batch-long')).map((e) => e.event_name)
+    expect(names).toContain('before')
+    expect(names).toContain(`${long.slice(0, 1021)}…`)
+  })
+
   test('the failing item is named by its path', async () => {
     const res = await core.post('/api/ingestion/customEvent/batch', { sessionId: 's', events: [{ eventName: 'ok' }, { eventName: '' }] })
     expect(res.status).toBe(400)

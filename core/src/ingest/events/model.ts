@@ -1,7 +1,8 @@
 import { t } from 'elysia'
 import { EpochMs, Id, OptionalEndUserId, Properties, Uuid } from '../shared/model'
 
-const EventName = t.String({ minLength: 1, maxLength: 256 })
+/** Any length: a long name is cut by the service (EVENT_NAME_LIMIT_BYTES), never a reason to refuse a batch. */
+const EventName = t.String({ minLength: 1 })
 
 /** POST /customEvent (fielded). */
 export const CustomEventBody = t.Object({

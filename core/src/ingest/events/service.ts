@@ -1,6 +1,7 @@
 import type { Caller } from '../../http/auth'
 import type { EndUserTouch, SessionTouch } from '../sessions/service'
-import { clampTimestamp, stripNul } from '../shared/values'
+import { truncateUtf8 } from '../shared/text'
+import { clampTimestamp } from '../shared/values'
 import type { CustomEventBatchBody } from './model'
 
 export interface EventRow {
@@ -13,6 +14,9 @@ export interface EventRow {
   properties: Record<string, unknown> | null
   timestamp: number
 }
+
+/** Event names are kept to this many UTF-8 bytes (names are indexed; 256 characters of any script fit). */
+export const EVENT_NAME_LIMIT_BYTES = 1024
 
 export interface CustomEventRows {
   events: EventRow[]
@@ -32,7 +36,7 @@ export function customEventRows(body: CustomEventBatchBody, caller: Caller, rece
     environment: caller.environment,
     sessionId: body.sessionId,
     endUserId,
-    eventName: stripNul(event.eventName),
+    eventName: truncateUtf8(event.eventName, EVENT_NAME_LIMIT_BYTES),
     properties: event.eventProperties ?? null,
     timestamp: clampTimestamp(event.timestamp, receivedAt),
   }))
