@@ -71,6 +71,23 @@ describe('session model', () => {
     expect(again.identity.nextSeq()).toBe(1)
   })
 
+  test('a tab whose page is shown is taken: a copy of its storage (a duplicated tab) starts a window of its own', () => {
+    const shown = setup()
+    shown.identity.nextSeq()
+    shown.identity.holdTab()
+    const copyOf = (stores: typeof shown.stores) => ({ ...stores, tab: webStorage(() => null) })
+    const tabCopy = copyOf(shown.stores)
+    tabCopy.tab.set('sl_wid', shown.identity.windowId)
+    tabCopy.tab.set('sl_seq', '1')
+    tabCopy.tab.set('sl_shown', '1')
+    const duplicate = setup(tabCopy)
+    expect(duplicate.identity.windowId).not.toBe(shown.identity.windowId)
+    expect(duplicate.identity.nextSeq()).toBe(0)
+    // Left (pagehide) before the next page loads in the tab: a reload, the same window.
+    shown.identity.releaseTab()
+    expect(setup(shown.stores).identity.windowId).toBe(shown.identity.windowId)
+  })
+
   test('endUserId lives in localStorage and a cookie: either one restores the other', () => {
     const first = setup()
     const cookieOnly = setup({ local: memoryStore(), tab: memoryStore(), cookie: first.stores.cookie })

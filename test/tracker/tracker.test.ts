@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { SDK_VERSION, ServiceTracker } from '@sightline/tracker'
-import { EVENT_FLUSH_MS } from '@sightline/tracker/queue'
+import { EVENT_FLUSH_MS, REPLAY_FLUSH_MS } from '@sightline/tracker/queue'
 import trackerPackage from '../../tracker/package.json'
 import { settle } from './helpers/clock'
 import { storageOf } from './helpers/dom'
 import { SERVICE_BASE } from './helpers/service'
-import { KEY, closeAll, replayEvents, tracked } from './helpers/tracker'
+import { KEY, closeAll, pageHide, replayEvents, tracked } from './helpers/tracker'
 
 afterEach(closeAll)
 
@@ -117,11 +117,39 @@ describe('identity', () => {
     expect(first.tracker.isPreexistingUser()).toBe(false)
     await first.tracker.identifyUser({ userProperties: { email: 'b@example.com' } })
     const before = first.tracker.getUserInfo()
+    pageHide(first.win) // a reload leaves the page first
     const storage = storageOf(first.win)
     await first.close()
     const again = tracked({}, { storage, clock: first.clock })
     expect(again.tracker.isPreexistingUser()).toBe(true)
     expect(again.tracker.getUserInfo()).toEqual({ ...before, preexistingUser: true })
+  })
+
+  test('a duplicated tab (a copy of a shown page\'s sessionStorage) gets a window of its own; its opener keeps its own', async () => {
+    const first = tracked({ enableAutomaticTracking: false })
+    first.tracker.start()
+    await first.clock.advance(REPLAY_FLUSH_MS)
+    const opener = first.tracker.getUserInfo()
+    const copy = tracked({ enableAutomaticTracking: false }, { storage: storageOf(first.win), clock: first.clock, service: first.service })
+    copy.tracker.start()
+    await first.clock.advance(REPLAY_FLUSH_MS)
+    const duplicate = copy.tracker.getUserInfo()
+    expect(duplicate.windowId).not.toBe(opener.windowId)
+    expect(duplicate).toMatchObject({ endUserId: opener.endUserId, sessionId: opener.sessionId })
+    expect(first.tracker.getUserInfo().windowId).toBe(opener.windowId)
+    // Each window's chunks count from 0, and no window id and seq is sent twice.
+    const chunks = first.service.to('/events').map((r) => [r.body.windowId, r.body.seq])
+    expect(chunks.filter(([windowId]) => windowId === duplicate.windowId).map(([, seq]) => seq)).toEqual([0])
+    expect(new Set(chunks.map((chunk) => chunk.join('#'))).size).toBe(chunks.length)
+  })
+
+  test('a tracker started again in the same page (init with another key) keeps the window', async () => {
+    const { tracker, win, service, clock } = tracked()
+    const windowId = tracker.getUserInfo().windowId
+    const again = ServiceTracker.init('sl_dev_other_key', { ingestionUrl: SERVICE_BASE, logLevel: 'none' }, { window: win, fetch: service.fetch, clock, scriptUrl: null })
+    expect(again).not.toBe(tracker)
+    expect(again.getUserInfo().windowId).toBe(windowId)
+    again.stop()
   })
 
   test('logout: sends what is queued as the old user, then a new anonymous user in a new session', async () => {

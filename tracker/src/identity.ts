@@ -17,7 +17,7 @@ export const isLive = (session: Session | null, now: number): boolean =>
   !!session && now - session.last < SESSION_IDLE_MS && now - session.start < SESSION_MAX_MS
 
 const VALID_ID = /^[A-Za-z0-9._:-]{1,128}$/
-const KEYS = { user: 'sl_uid', attributes: 'sl_user', session: 'sl_session', window: 'sl_wid', seq: 'sl_seq' }
+const KEYS = { user: 'sl_uid', attributes: 'sl_user', session: 'sl_session', window: 'sl_wid', seq: 'sl_seq', shown: 'sl_shown' }
 
 export interface IdentityStores {
   local: KeyValue
@@ -44,6 +44,14 @@ export function createIdentity({ local, tab, cookie }: IdentityStores, now: () =
   const userStores = [local, cookie]
   const user = keptId(userStores, KEYS.user)
   let endUserId = user.id
+  // A duplicated tab (the browser's "Duplicate", a `window.open`) starts with a copy of its opener's
+  // sessionStorage, window id and chunk sequence included, and its replay would interleave with the
+  // opener's. A page marks its tab while it is shown (`holdTab`, until `pagehide`): one that finds the
+  // mark at load is such a copy, and starts a window of its own.
+  if (tab.get(KEYS.shown) !== null) {
+    tab.remove(KEYS.window)
+    tab.remove(KEYS.seq)
+  }
   const windowId = keptId([tab], KEYS.window).id
   const saveSession = (session: Session) => local.set(KEYS.session, JSON.stringify(session))
   const newSession = (at: number): Session => {
@@ -86,6 +94,9 @@ export function createIdentity({ local, tab, cookie }: IdentityStores, now: () =
       local.remove(KEYS.attributes)
       newSession(now())
     },
+    /** This page is the one shown in the tab (from load or `pageshow` to `pagehide`). */
+    holdTab: () => tab.set(KEYS.shown, '1'),
+    releaseTab: () => tab.remove(KEYS.shown),
     /** The next replay chunk number of this tab; it continues across page loads of the tab. */
     nextSeq(): number {
       const seq = Number(tab.get(KEYS.seq)) || 0

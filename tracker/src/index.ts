@@ -151,6 +151,7 @@ export class ServiceTracker {
     this.#stopRunning()
     this.#messages.flush()
     for (const undo of this.#lifecycle.splice(0)) undo()
+    this.#identity.releaseTab()
   }
 
   customEvent(eventName: string, properties?: Properties): void {
@@ -350,12 +351,21 @@ export class ServiceTracker {
     if (this.#lifecycle.length) return
     const { document } = this.#win
     const drain = () => void this.#delivery.drain()
+    const identity = this.#identity
     this.#lifecycle = [
-      listen(this.#win, 'pagehide', () => this.#hide(true)),
+      listen(this.#win, 'pagehide', () => {
+        identity.releaseTab()
+        this.#hide(true)
+      }),
       listen(document, 'visibilitychange', () => (document.visibilityState === 'hidden' ? this.#hide(false) : drain())),
       listen(this.#win, 'online', drain),
-      listen<PageTransitionEvent>(this.#win, 'pageshow', (event) => event.persisted && drain()),
+      listen<PageTransitionEvent>(this.#win, 'pageshow', (event) => {
+        if (!event.persisted) return
+        identity.holdTab()
+        drain()
+      }),
     ]
+    identity.holdTab()
   }
 
   /**
