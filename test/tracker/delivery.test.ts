@@ -68,6 +68,19 @@ describe('delivery', () => {
     expect(service.sent.at(-1)!.body).toEqual({ sessionId: 's', events: [{ n: 'a' }] })
   })
 
+  test('a Retry-After longer than the longest backoff: kept in the outbox, not in memory, and sent once the service answers', async () => {
+    let down = true
+    const { service, clock, delivery, outbox, parcel } = setup((request) => (down ? { status: 503, headers: { 'retry-after': '3600' } } : { status: 200, body: { success: true } }))
+    await delivery.deliver(parcel('a'))
+    expect(clock.pending()).toEqual([])
+    expect(outbox.all()).toEqual([parcel('a')])
+    down = false
+    await delivery.deliver(parcel('b'))
+    await settle()
+    expect(service.sent.map((r) => r.body.events[0].n)).toEqual(['a', 'b', 'a'])
+    expect(outbox.size()).toBe(0)
+  })
+
   test(`after ${MAX_ATTEMPTS} failed attempts the parcel is persisted, with its body unchanged`, async () => {
     const { clock, delivery, outbox, parcel } = setup(() => ({ status: 502 }))
     await delivery.deliver(parcel('a'))

@@ -89,8 +89,10 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
       return answer.local ? outbox.put(parcel) : drop('too_large', parcel)
     }
     if (status && status < 500 && status !== 408) return drop('rejected_' + status, parcel)
-    if (unload || attempt + 1 >= MAX_ATTEMPTS) return outbox.put(parcel)
     const wait = retryDelay(attempt, random(), retryAfterMs(answer.retryAfter, clock.now()))
+    // A Retry-After past the longest backoff (a proxy asking for an hour) would hold every parcel of
+    // that time in memory; the bounded outbox keeps them instead, until the service answers again.
+    if (unload || attempt + 1 >= MAX_ATTEMPTS || wait > RETRY_MAX_MS) return outbox.put(parcel)
     const timer = clock.setTimeout(() => {
       waiting.delete(parcel.id)
       void deliver(parcel, false, attempt + 1)
