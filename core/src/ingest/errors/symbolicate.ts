@@ -2,7 +2,7 @@ import { originalPositionFor } from '@jridgewell/trace-mapping'
 import type { LoadedSourceMap } from '../sourcemaps/cache'
 import type { FrameFile } from '../sourcemaps/resolver'
 import { isInApp } from './fingerprint'
-import { enclosingFunctionName } from './scope'
+import { functionScopes, type FunctionScopes } from './scope'
 
 /** A frame as the client reported it (or as its stack said), innermost first. */
 export interface ReportedFrame {
@@ -64,11 +64,23 @@ export function symbolicate(frames: readonly ReportedFrame[], lookup: (file: Fra
     if (!at) return { ...frame }
     const lines = at.loaded.sourceLines(at.source)
     // Dependencies' frames do not take part in grouping: their names are not worth a scan of their sources.
-    const text = isInApp(at.source) ? at.loaded.sourceText(at.source) : null
-    const declared = text ? enclosingFunctionName(text, at.line, at.column) : null
+    const declared = isInApp(at.source) ? (scopesOf(at.loaded, at.source)?.nameAt(at.line, at.column) ?? null) : null
     const fn = declared ?? traced[i + 1]?.name ?? frame.function
     return { ...frame, mapped: { source: at.source, line: at.line, column: at.column + 1, function: fn, sourcemap: at.loaded.name, ...context(lines, at.line) } }
   })
+}
+
+/** The function scopes of each original source, made once per parsed map and let go of with it. */
+const scopes = new WeakMap<LoadedSourceMap, Map<string, FunctionScopes | null>>()
+
+function scopesOf(loaded: LoadedSourceMap, source: string): FunctionScopes | null {
+  let bySource = scopes.get(loaded)
+  if (!bySource) scopes.set(loaded, (bySource = new Map()))
+  if (!bySource.has(source)) {
+    const text = loaded.sourceText(source)
+    bySource.set(source, text ? functionScopes(text) : null)
+  }
+  return bySource.get(source)!
 }
 
 function context(lines: readonly string[] | null, line: number): Pick<MappedPosition, 'preContext' | 'contextLine' | 'postContext'> {
