@@ -1,14 +1,15 @@
 import { t } from 'elysia'
 import { EpochMs, Id, OptionalEndUserId, Properties, Uuid } from '../shared/model'
 import { Release } from '../sourcemaps/model'
+import { MAX_FILENAME_CHARS, MAX_FUNCTION_CHARS } from './stack'
 
 const OptionalText = t.Optional(t.Union([t.String(), t.Null()]))
 const Position = t.Optional(t.Union([t.Integer({ minimum: 0, maximum: 2 ** 31 - 1 }), t.Null()]))
 
 /** A ready frame, innermost first as in `stack`; `inApp` and `debugId` are optional hints. */
 export const ReportFrame = t.Object({
-  filename: t.String({ maxLength: 4096 }),
-  function: t.Optional(t.Union([t.String({ maxLength: 1024 }), t.Null()])),
+  filename: t.String({ maxLength: MAX_FILENAME_CHARS }),
+  function: t.Optional(t.Union([t.String({ maxLength: MAX_FUNCTION_CHARS }), t.Null()])),
   lineno: Position,
   colno: Position,
   inApp: t.Optional(t.Boolean()),

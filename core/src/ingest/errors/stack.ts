@@ -21,6 +21,9 @@ export interface StackFrame {
 }
 
 export const MAX_FRAMES = 100
+/** A frame's file and function are at most this long, parsed or sent ready (model.ts). */
+export const MAX_FILENAME_CHARS = 4096
+export const MAX_FUNCTION_CHARS = 1024
 
 export function parseStack(stack: string, maxFrames = MAX_FRAMES): StackFrame[] {
   const lines = stack.split('\n')
@@ -30,7 +33,8 @@ export function parseStack(stack: string, maxFrames = MAX_FRAMES): StackFrame[] 
   const frames: StackFrame[] = []
   for (const line of lines) {
     const frame = v8 ? parseV8Line(line) : parseAtSignLine(line)
-    if (frame) frames.push(frame)
+    // A stack is whatever the client sent: one "frame" may be a megabyte long, and would be an Issue's culprit.
+    if (frame) frames.push({ ...frame, filename: frame.filename.slice(0, MAX_FILENAME_CHARS), function: frame.function.slice(0, MAX_FUNCTION_CHARS) })
     if (frames.length >= maxFrames) break
   }
   return frames
