@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import type { AutomaticTrackingOptions } from '@sightline/tracker'
 import { TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
-import { settle } from './helpers/clock'
+import { fakeClock, settle } from './helpers/clock'
 import { SERVICE_BASE } from './helpers/service'
 import { closeAll, tracked, type Tracked } from './helpers/tracker'
 
@@ -170,6 +170,23 @@ describe('network and spans', () => {
       ['GET', 'http://127.0.0.1:1/refused', null, 'network'],
     ])
     expect(errors[0]).toMatchObject({ statusText: 'Internal Server Error', errorMessage: 'HTTP 500 Internal Server Error', sessionId: t.tracker.getSessionId(), endUserId: t.tracker.getUserInfo().endUserId, requestId: expect.any(String), duration: expect.any(Number) })
+  })
+
+  test('a page clock stepped back while a request is out: the span ends where it began, the duration is 0', async () => {
+    // A time sync may move Date.now() back; the service refuses a span that ends before it starts.
+    const clock = fakeClock()
+    let step = 0
+    const t = tracked({ automaticTrackingOptions: only({ network: true, spans: true }) }, { clock: { ...clock, now: () => clock.now() + step } })
+    t.tracker.start()
+    await settle()
+    const request = t.win.fetch(`${apiBase}/fail`)
+    step = -5000
+    await request
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    const [span] = t.service.to('/spans/batch').flatMap((r) => r.body.spans)
+    expect(span.endTimeMs).toBe(span.startTimeMs)
+    const [error] = t.service.to('/network').flatMap((r) => r.body.errors)
+    expect(error).toMatchObject({ duration: 0, startTimeMs: span.startTimeMs, timestampMs: span.startTimeMs })
   })
 
   test('XMLHttpRequest too', async () => {

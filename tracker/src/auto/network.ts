@@ -45,7 +45,9 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
   const describe = (method: string, rawUrl: string, start: number, status: number | null, statusText: string | null, failure?: { name?: string; message?: string }) => {
     const url = withoutQuery(rawUrl, win.location.href)
     if (context.isOwnRequest(url)) return
-    const end = context.now()
+    // The page's clock may have been set back meanwhile (a time sync); the service refuses a span
+    // that ends before it starts.
+    const end = Math.max(context.now(), start)
     const failed = status === null || status >= 400
     const slow = end - start > SLOW_REQUEST_MS
     const name = `${method} ${url.replace(/^[a-z]+:\/\/[^/]+/i, '')}`
