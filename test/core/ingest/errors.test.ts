@@ -160,6 +160,13 @@ describe('POST /api/ingestion/errors', () => {
     expect((await issue(issueId)).occurrences).toBe(2)
   })
 
+  test('an error name of any length is stored cut to 1 KB, not refused with its batch', async () => {
+    const answer = await send({ sessionId: 'err-long', errors: [report({ sessionId: 'err-long', name: 'E'.repeat(5000) }), report({ sessionId: 'err-long' })] })
+    expect(answer.accepted).toBe(2)
+    const names = await rows<{ name: string }>(sql`select name from error_events where session_id = 'err-long' order by length(name)`)
+    expect(names.map(({ name }) => [name.slice(0, 3), Buffer.byteLength(name)])).toEqual([['Typ', 9], ['EEE', 1024]])
+  })
+
   test('without a stack: the masked message groups; with a fingerprint of the client: that groups', async () => {
     const bare = (message: string, extra: object = {}) => report({ sessionId: 'err-6', stack: undefined, message, ...extra })
     const [a] = (await send(bare('Request 4411 to https://api.example/orders/4411 failed'))).issues

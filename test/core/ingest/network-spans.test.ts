@@ -133,6 +133,17 @@ describe('POST /api/ingestion/spans/batch', () => {
     expect(await rows(sql`select 1 from sessions where session_id = 'span-1'`)).toHaveLength(1)
   })
 
+  test('a span or span event name of any length (a long URL path) is stored cut to 1 KB, not refused with its batch', async () => {
+    const long = 'GET /items/' + 'x'.repeat(5000)
+    const body = { spans: [span('4444444444444444', { traceId: 'c'.repeat(32), name: long, events: [{ name: long, timeMs: 1_700_000_000_050 }] })] }
+    expect(await (await core.post('/api/ingestion/spans/batch', body)).json()).toEqual({ success: true, accepted: 1 })
+    const [stored] = await rows<{ name: string; events: { name: string }[] }>(sql`select name, events from spans where trace_id = ${'c'.repeat(32)}`)
+    expect([stored.name, stored.events[0].name].map((name) => [name.slice(0, 11), Buffer.byteLength(name), name.endsWith('…')])).toEqual([
+      ['GET /items/', 1024, true],
+      ['GET /items/', 1024, true],
+    ])
+  })
+
   test('spans without a session are stored without one', async () => {
     const res = await core.post('/api/ingestion/spans/batch', { spans: [span('1111111111111111', { traceId: 'a'.repeat(32) })] })
     expect(res.status).toBe(200)

@@ -18,7 +18,8 @@ export const ReportFrame = t.Object({
 
 const reportFields = {
   endUserId: OptionalEndUserId,
-  name: t.String({ maxLength: 1024 }),
+  /** Any length, cut to 1 KB (see the service): a page may name its errors as it likes. */
+  name: t.String(),
   message: t.String(),
   stack: OptionalText,
   frames: t.Optional(t.Union([t.Array(ReportFrame, { maxItems: 500 }), t.Null()])),

@@ -10,7 +10,8 @@ export const Span = t.Object({
   spanId: SpanId,
   /** Absent, null or "" for a root span. */
   parentSpanId: t.Optional(t.Union([SpanId, t.Literal(''), t.Null()])),
-  name: t.String({ minLength: 1, maxLength: 1024 }),
+  /** Any length: a name past 1 KB is cut by the service, not refused (it often holds a URL path). */
+  name: t.String({ minLength: 1 }),
   kind: t.Optional(t.Union([t.Literal('internal'), t.Literal('server'), t.Literal('client'), t.Literal('producer'), t.Literal('consumer')])),
   startTimeMs: EpochMs,
   endTimeMs: EpochMs,
@@ -21,7 +22,7 @@ export const Span = t.Object({
     }),
   ),
   attributes: Properties,
-  events: t.Optional(t.Array(t.Object({ name: t.String({ maxLength: 1024 }), timeMs: EpochMs, attributes: Properties }), { maxItems: 1000 })),
+  events: t.Optional(t.Array(t.Object({ name: t.String(), timeMs: EpochMs, attributes: Properties }), { maxItems: 1000 })),
 })
 
 /** POST /spans/batch. */

@@ -1,10 +1,13 @@
 import type { Caller } from '../../http/auth'
 import { ApiError } from '../../errors'
-import { MESSAGE_LIMIT_BYTES, optionalText } from '../shared/text'
+import { MESSAGE_LIMIT_BYTES, optionalText, truncateUtf8 } from '../shared/text'
 import { sessionTouches } from '../sessions/touch'
 import type { EndUserTouch, SessionTouch } from '../sessions/service'
-import { clampTimestamp, stripNul } from '../shared/values'
+import { clampTimestamp } from '../shared/values'
 import type { SpanBatchBody } from './model'
+
+/** Span and span event names are cut past this; a client span's name holds a URL path. */
+export const NAME_LIMIT_BYTES = 1024
 
 export interface SpanRow {
   projectId: string
@@ -50,7 +53,7 @@ export function spanRows(body: SpanBatchBody, caller: Caller, receivedAt: number
       parentSpanId: span.parentSpanId ? span.parentSpanId.toLowerCase() : null,
       sessionId,
       endUserId,
-      name: stripNul(span.name),
+      name: truncateUtf8(span.name, NAME_LIMIT_BYTES),
       kind: span.kind ?? 'internal',
       startTime,
       endTime: startTime + durationMs,
@@ -58,7 +61,7 @@ export function spanRows(body: SpanBatchBody, caller: Caller, receivedAt: number
       statusCode: span.status?.code ?? 'unset',
       statusMessage: optionalText(span.status?.message, MESSAGE_LIMIT_BYTES),
       attributes: span.attributes ?? null,
-      events: span.events?.length ? span.events.map((e) => ({ ...e, name: stripNul(e.name) })) : null,
+      events: span.events?.length ? span.events.map((e) => ({ ...e, name: truncateUtf8(e.name, NAME_LIMIT_BYTES) })) : null,
     }
   })
   const sightings = sessionId ? spans.map((s) => ({ sessionId, endUserId, at: s.startTime })) : []
