@@ -62,7 +62,7 @@ describe('customEvent', () => {
   })
 })
 
-describe('properties that are not JSON', () => {
+describe('properties that are not a JSON object', () => {
   test('a cycle or a BigInt is refused at the call, with a warning; nothing else is held up', async () => {
     const { tracker, service, clock } = tracked({ logLevel: 'warn' })
     tracker.configureLogging({ enableConsole: false })
@@ -80,6 +80,19 @@ describe('properties that are not JSON', () => {
     expect(service.to('/user')).toEqual([])
     expect(service.to('/groupidentify')).toEqual([])
     expect(service.to('/errors')[0].body.errors[0]).toMatchObject({ message: 'with a bad context' })
+    expect(tracker.viewLogs()).toHaveLength(5)
+  })
+
+  test('properties that are not an object (a string, an array, a number) are refused the same way: the service would refuse the whole batch', async () => {
+    const { tracker, service, clock } = tracked({ logLevel: 'warn' })
+    tracker.configureLogging({ enableConsole: false })
+    for (const properties of ['checkout', ['a'], 42, { toJSON: () => 'text' }]) tracker.customEvent('bad', properties as never)
+    tracker.customEvent('fine', { total: 3 })
+    tracker.customEvent('no properties')
+    tracker.groupIdentify('company', 'acme', ['x'] as never)
+    await clock.advance(1000)
+    expect(service.to('/customEvent/batch').flatMap((r) => r.body.events.map((e: { eventName: string }) => e.eventName))).toEqual(['fine', 'no properties'])
+    expect(service.to('/groupidentify')).toEqual([])
     expect(tracker.viewLogs()).toHaveLength(5)
   })
 })

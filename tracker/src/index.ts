@@ -10,7 +10,7 @@ import type { Recording } from './record'
 import { createRedaction, isSelector, type Redaction } from './redaction'
 import { asRecordedEvent, isUserActivity } from './replay'
 import { cookieStorage, createOutbox, webStorage, type Outbox } from './storage'
-import { isJson } from './text'
+import { isProperties } from './text'
 import { createTransport, type Transport } from './transport'
 import type {
   Clock,
@@ -156,7 +156,7 @@ export class ServiceTracker {
 
   customEvent(eventName: string, properties?: Properties): void {
     if (typeof eventName !== 'string' || !eventName) return this.#log.warn('customEvent needs an event name')
-    if (this.#isJson(properties, eventName)) this.#messages.customEvent(eventName, properties)
+    if (this.#isProperties(properties, eventName)) this.#messages.customEvent(eventName, properties)
   }
 
   /** A raw event into the recording: an rrweb event as it is, anything else as an rrweb custom event. */
@@ -166,7 +166,7 @@ export class ServiceTracker {
 
   /** Merges the properties into the end user's attributes; the `endUserId` stays the same. */
   async identifyUser({ userProperties }: { userProperties: UserAttributes }): Promise<string> {
-    if (!this.#isJson(userProperties, 'identifyUser')) return this.#identity.endUserId
+    if (!this.#isProperties(userProperties, 'identifyUser')) return this.#identity.endUserId
     const userAttributes = { ...this.#identity.attributes(), ...userProperties }
     this.#identity.setAttributes(userAttributes)
     const { sessionId, endUserId } = this.#messages.owner(true)
@@ -186,12 +186,12 @@ export class ServiceTracker {
   }
 
   groupIdentify(groupType: string, groupKey: string, groupProperties?: Properties): void {
-    if (this.#isJson(groupProperties, 'groupIdentify')) void this.#send('/groupidentify', { ...this.#messages.owner(true), groupType, groupKey, groupProperties })
+    if (this.#isProperties(groupProperties, 'groupIdentify')) void this.#send('/groupidentify', { ...this.#messages.owner(true), groupType, groupKey, groupProperties })
   }
 
   /** Reports a handled error (with `release`, so the server can map its stack through source maps). */
   captureError(error: unknown, context?: Properties): void {
-    this.#messages.error(error, true, this.#isJson(context, 'captureError') ? context : undefined)
+    this.#messages.error(error, true, this.#isProperties(context, 'captureError') ? context : undefined)
   }
 
   /** A page view of `url` (default: the current URL). */
@@ -302,10 +302,13 @@ export class ServiceTracker {
     this.#log.configure(config)
   }
 
-  /** Properties that cannot be sent (a cycle, a BigInt) are refused at the call, with a warning. */
-  #isJson(value: unknown, what: string): boolean {
-    const ok = isJson(value)
-    if (!ok) this.#log.warn(`${what}: the properties are not JSON (a cycle or a BigInt?); not sent`)
+  /**
+   * Properties that cannot be sent (a cycle, a BigInt, not an object) are refused at the call, with a
+   * warning: sent, they would have the service refuse the whole batch they travel in.
+   */
+  #isProperties(value: unknown, what: string): boolean {
+    const ok = isProperties(value)
+    if (!ok) this.#log.warn(`${what}: the properties are not a JSON object (a cycle, a BigInt, an array?); not sent`)
     return ok
   }
 

@@ -12,11 +12,14 @@ export function toText(value: unknown): string {
   }
 }
 
-/** Whether `value` can be sent as JSON (a cycle or a BigInt cannot). */
-export function isJson(value: unknown): boolean {
+/**
+ * Whether `value` can be sent as properties: nothing, or an object that is an object in JSON (a cycle
+ * or a BigInt cannot be sent; the service refuses a string, an array or a number).
+ */
+export function isProperties(value: unknown): boolean {
+  if (value === undefined || value === null) return true
   try {
-    JSON.stringify(value)
-    return true
+    return typeof value === 'object' && !Array.isArray(value) && JSON.stringify(value).startsWith('{')
   } catch {
     return false
   }
