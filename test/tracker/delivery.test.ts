@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { MAX_ATTEMPTS, RETRY_BASE_MS, RETRY_MAX_MS, createDelivery, retryAfterMs, retryDelay } from '@sightline/tracker/delivery'
 import { createOutbox, webStorage } from '@sightline/tracker/storage'
-import { createTransport } from '@sightline/tracker/transport'
+import { REQUEST_TIMEOUT_MS, createTransport } from '@sightline/tracker/transport'
 import { fakeClock, settle } from './helpers/clock'
 import { openPage, type Page } from './helpers/dom'
 import { quietLog } from './helpers/quiet'
@@ -41,7 +41,7 @@ function setup(reply?: (request: Sent) => Reply) {
   const outbox = createOutbox(webStorage(() => page.win.localStorage), 'sl_outbox:k')
   const answers: Record<string, unknown>[] = []
   const stops: string[] = []
-  const transport = createTransport({ base: SERVICE_BASE, apiKey: 'k', fetch: service.fetch, win: page.win, log })
+  const transport = createTransport({ base: SERVICE_BASE, apiKey: 'k', fetch: service.fetch, win: page.win, log, clock })
   const delivery = createDelivery({ transport, outbox, clock, log, random: () => 1, answered: (data) => answers.push(data), stopped: (reason) => stops.push(reason) })
   const parcel = (id: string, body: Record<string, unknown> = { sessionId: 's', events: [{ n: id }] }) => ({ id, path: '/api/ingestion/events', body })
   return { service, clock, outbox, delivery, answers, stops, parcel, log }
@@ -79,6 +79,21 @@ describe('delivery', () => {
     await settle()
     expect(service.sent.map((r) => r.body.events[0].n)).toEqual(['a', 'b', 'a'])
     expect(outbox.size()).toBe(0)
+  })
+
+  test('a request the service never answers is given up after the timeout and sent again; nothing piles up meanwhile', async () => {
+    let answered = false
+    const { service, clock, delivery, outbox, parcel } = setup((request) => (request.path === '/health/simple' ? { status: 200 } : answered ? { status: 200, body: { success: true } } : 'no-answer'))
+    void delivery.deliver(parcel('a'))
+    await clock.advance(REQUEST_TIMEOUT_MS)
+    expect(clock.pending()).toEqual([RETRY_BASE_MS])
+    answered = true
+    await clock.advance(RETRY_BASE_MS)
+    expect(service.sent.map((r) => [r.via, r.body.events[0].n])).toEqual([
+      ['fetch', 'a'],
+      ['fetch', 'a'],
+    ])
+    expect([clock.pending(), outbox.size()]).toEqual([[], 0])
   })
 
   test(`after ${MAX_ATTEMPTS} failed attempts the parcel is persisted, with its body unchanged`, async () => {
@@ -161,6 +176,9 @@ describe('delivery', () => {
     expect(outbox.size()).toBe(2)
     release()
     await slow
+    expect(outbox.all().map((p) => p.id)).toEqual(['waiting'])
+    // The success drained the outbox: 'waiting' went once more (its last attempt) and stays kept.
+    await settle()
     expect(outbox.all().map((p) => p.id)).toEqual(['waiting'])
     expect(clock.pending()).toEqual([])
   })

@@ -18,8 +18,9 @@ describe('init', () => {
     tracker.start()
     const other = ServiceTracker.init('sl_dev_other', { ingestionUrl: SERVICE_BASE }, { window: win, fetch: service.fetch, clock })
     expect(other).not.toBe(tracker)
-    // The first one stopped: its heartbeat timer is gone.
+    // The first one stopped: its heartbeat timer is gone (once the heartbeat in flight is answered).
     other.stop()
+    await settle()
     expect(clock.pending()).toEqual([])
   })
 

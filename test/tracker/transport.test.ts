@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { BEACON_MAX_BYTES, createTransport } from '@sightline/tracker/transport'
+import { BEACON_MAX_BYTES, REQUEST_TIMEOUT_MS, createTransport } from '@sightline/tracker/transport'
+import { fakeClock } from './helpers/clock'
 import { openPage, type Page } from './helpers/dom'
 import { quietLog } from './helpers/quiet'
 import { SERVICE_BASE, fakeService } from './helpers/service'
@@ -13,8 +14,9 @@ function setup(options: { compression?: boolean } = {}) {
   service.catchBeacons(page.win)
   if (options.compression) (page.win as { CompressionStream?: unknown }).CompressionStream = CompressionStream
   const log = quietLog()
-  const transport = createTransport({ base: SERVICE_BASE, apiKey: 'sl_dev_key', fetch: service.fetch, win: page.win, log })
-  return { service, transport, log, win: page.win }
+  const clock = fakeClock()
+  const transport = createTransport({ base: SERVICE_BASE, apiKey: 'sl_dev_key', fetch: service.fetch, win: page.win, log, clock })
+  return { service, transport, log, win: page.win, clock }
 }
 
 describe('transport', () => {
@@ -28,6 +30,19 @@ describe('transport', () => {
     expect(request.headers.authorization).toBe('Bearer sl_dev_key')
     expect(request.headers['content-type']).toBe('application/json')
     expect(request.body).toEqual({ sessionId: 's', events: [] })
+  })
+
+  test(`a request not answered within ${REQUEST_TIMEOUT_MS / 1000} s is given up: no status, timed out, and not taken for a block`, async () => {
+    const { service, transport, clock } = setup()
+    service.reply((request) => (request.path === '/health/simple' ? { status: 200 } : 'no-answer'))
+    let answer: unknown
+    void transport.send('/api/ingestion/customEvent/batch', { sessionId: 's', events: [] }).then((a) => (answer = a))
+    await clock.advance(REQUEST_TIMEOUT_MS - 1)
+    expect(answer).toBeUndefined()
+    await clock.advance(1)
+    expect(answer).toEqual({ status: 0, timedOut: true })
+    expect([transport.blocked, transport.answering]).toEqual([false, false])
+    expect(clock.pending()).toEqual([])
   })
 
   test('gzip with CompressionStream for bodies over 1 KB (Content-Encoding), none for small ones', async () => {

@@ -103,7 +103,7 @@ export class ServiceTracker {
       meta: win.document.querySelector('meta[name="sightline-ingestion-url"]')?.getAttribute('content'),
       pageUrl: win.location.href,
     })
-    this.#transport = createTransport({ base: this.#base.base, apiKey, fetch: environment.fetch ?? win.fetch.bind(win), win, log })
+    this.#transport = createTransport({ base: this.#base.base, apiKey, fetch: environment.fetch ?? win.fetch.bind(win), win, log, clock })
     this.#outbox = createOutbox(local, 'sl_outbox:' + apiKey)
     this.#delivery = createDelivery({
       transport: this.#transport,

@@ -1,10 +1,16 @@
 import type { Logger } from './log'
-import type { FetchFunction, PageWindow } from './types'
+import type { Clock, FetchFunction, PageWindow } from './types'
 
 /** What the browser lets a beacon (or a keepalive fetch) carry, with room to spare under its 64 KB. */
 export const BEACON_MAX_BYTES = 60_000
 /** Bodies smaller than this are not worth compressing. */
 const GZIP_MIN_CHARS = 1024
+/**
+ * A request the service has not answered by then is given up, and retried like a failed one: a
+ * service that takes connections but never answers would otherwise have the page hold every
+ * request, one more every few seconds, for as long as the browser waits.
+ */
+export const REQUEST_TIMEOUT_MS = 30_000
 
 export interface Answer {
   /** The HTTP status; 0 when the request did not get through; 202 when a beacon was handed over. */
@@ -14,6 +20,8 @@ export interface Answer {
   retryAfter?: string | null
   /** The browser refused the payload as too large for a beacon (not the server). */
   local?: boolean
+  /** No answer within REQUEST_TIMEOUT_MS. */
+  timedOut?: boolean
 }
 
 export type Transport = ReturnType<typeof createTransport>
@@ -24,6 +32,7 @@ export interface TransportDeps {
   fetch: FetchFunction
   win: PageWindow
   log: Logger
+  clock: Clock
 }
 
 /**
@@ -33,7 +42,7 @@ export interface TransportDeps {
  * with `keepalive` where beacons are missing. Bodies are gzipped when `CompressionStream` exists and
  * the send may be asynchronous.
  */
-export function createTransport({ base, apiKey, fetch, win, log }: TransportDeps) {
+export function createTransport({ base, apiKey, fetch, win, log, clock }: TransportDeps) {
   let beacon = false
   /** Whether the service answered the latest request or probe. */
   let answering = true
@@ -52,15 +61,21 @@ export function createTransport({ base, apiKey, fetch, win, log }: TransportDeps
    */
   async function post(path: string, body: object, simple = false): Promise<Answer> {
     const text = JSON.stringify(simple ? { ...body, apiKey } : body)
+    const timeout = new AbortController()
+    const timer = clock.setTimeout(() => timeout.abort(), REQUEST_TIMEOUT_MS)
     try {
       const gzipped = simple ? null : await gzip(text)
       const headers: Record<string, string> = simple ? {} : { Authorization: 'Bearer ' + apiKey, 'Content-Type': 'application/json' }
       if (gzipped) headers['Content-Encoding'] = 'gzip'
-      const response = await fetch(base + path, { method: 'POST', headers, body: gzipped ?? text })
+      const response = await fetch(base + path, { method: 'POST', headers, body: gzipped ?? text, signal: timeout.signal })
       answering = true
       return { status: response.status, data: await response.json().catch(() => null), retryAfter: response.headers.get('retry-after') }
     } catch {
-      return { status: 0 }
+      if (!timeout.signal.aborted) return { status: 0 }
+      answering = false
+      return { status: 0, timedOut: true }
+    } finally {
+      clock.clearTimeout(timer)
     }
   }
 
@@ -109,7 +124,8 @@ export function createTransport({ base, apiKey, fetch, win, log }: TransportDeps
     async send(path: string, body: object, unload = false): Promise<Answer> {
       if (unload || beacon) return sendBeacon(path, body, unload)
       const result = await post(path, body)
-      if (result.status || !online() || !(await reachable())) return result
+      // A blocked fetch fails at once; one that timed out reached a service too slow to answer.
+      if (result.status || result.timedOut || !online() || !(await reachable())) return result
       beacon = true
       log.warn('fetch to ' + base + ' is blocked; sending by beacon from now on')
       return sendBeacon(path, body, false)

@@ -15,7 +15,16 @@ export interface Sent {
   compressed: boolean
 }
 
-export type Reply = { status: number; body?: unknown; headers?: Record<string, string> } | 'network-error'
+/** An answer; a network error; or none at all (the request waits until the page gives up on it). */
+export type Reply = { status: number; body?: unknown; headers?: Record<string, string> } | 'network-error' | 'no-answer'
+
+/** What fetch does with a request that is never answered: it fails when its signal aborts. */
+const noAnswer = (signal: AbortSignal | null | undefined) =>
+  new Promise<never>((_, reject) => {
+    const fail = () => reject(new DOMException('The operation was aborted.', 'AbortError'))
+    if (signal?.aborted) fail()
+    else signal?.addEventListener('abort', fail)
+  })
 
 export interface FakeService {
   fetch: FetchFunction
@@ -62,6 +71,7 @@ export function fakeService(): FakeService {
       // The reachability probe (GET /health/simple, no-cors).
       const reply = await answer({ via: 'fetch', url, path: new URL(url).pathname, query: '', headers, text: '', body: null, compressed: false })
       if (reply === 'network-error') throw new TypeError('Failed to fetch')
+      if (reply === 'no-answer') return noAnswer(init.signal)
       return new Response(null, { status: reply.status })
     }
     const request = await decode(url, init.keepalive ? 'keepalive' : 'fetch', headers, init.body)
@@ -69,6 +79,7 @@ export function fakeService(): FakeService {
     const reply = await answer(request)
     if (reply === 'network-error') throw new TypeError('Failed to fetch')
     sent.push(request)
+    if (reply === 'no-answer') return noAnswer(init.signal)
     return new Response(reply.body === undefined ? null : JSON.stringify(reply.body), { status: reply.status, headers: { 'content-type': 'application/json', ...reply.headers } })
   }
   return {
