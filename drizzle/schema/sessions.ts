@@ -13,6 +13,11 @@ export const sessions = pgTable(
     lastActivityAt: at('last_activity_at').notNull(),
     endedAt: at('ended_at'),
     entryUrl: text('entry_url'),
+    /**
+     * When the page of `entry_url` was loaded (its recording's meta event). Requests arrive out of
+     * order (a page's chunks wait offline, or in the outbox for the next load): the earliest wins.
+     */
+    entryAt: at('entry_at'),
     referrer: text('referrer'),
     userAgent: text('user_agent'),
     browser: text('browser'),

@@ -123,6 +123,23 @@ describe('POST /api/ingestion/events', () => {
     ])
   })
 
+  test("the first page's chunk arriving after later pages' (it waited offline) still makes the entry URL and referrer, though an event started the session earlier", async () => {
+    const send = (path: string, body: object) => core.post(path, { sessionId: 'rp-late', ...body })
+    const page = (n: number, at: number, referrer: string) => ({ windowId: 'w', events: [meta(at, `https://late.test/page-${n}`), full(at + 1)], automaticProperties: { referrer } })
+    expect((await send('/api/ingestion/customEvent', { eventName: 'opened', timestamp: t0 })).status).toBe(200)
+    expect((await send('/api/ingestion/events', page(3, t0 + 9000, 'https://late.test/page-2'))).status).toBe(200)
+    expect((await send('/api/ingestion/events', page(2, t0 + 5000, 'https://late.test/page-1'))).status).toBe(200)
+    expect(await sessionOf('rp-late')).toMatchObject({ entry_url: 'https://late.test/page-2', referrer: 'https://late.test/page-1' })
+    expect((await send('/api/ingestion/events', page(1, t0 + 100, 'https://search.test/'))).status).toBe(200)
+    expect(await sessionOf('rp-late')).toMatchObject({ started_ms: String(t0), entry_url: 'https://late.test/page-1', referrer: 'https://search.test/' })
+    // In one commit the same: the earliest page wins, whichever request comes first.
+    const together = ['rp-late-2', 'rp-late-2'].map((sessionId, i) =>
+      core.post('/api/ingestion/events', { sessionId, ...page(2 - i, t0 + 5000 - i * 4900, i ? 'https://search.test/' : 'https://late.test/page-1') }),
+    )
+    expect((await Promise.all(together)).map((res) => res.status)).toEqual([200, 200])
+    expect(await sessionOf('rp-late-2')).toMatchObject({ entry_url: 'https://late.test/page-1', referrer: 'https://search.test/' })
+  })
+
   test('invalid items are dropped and counted; the rest is stored', async () => {
     const good = [meta(t0, 'https://b.test/'), move(t0 + 10, 1)]
     const bad = [null, 'text', 42, [], {}, { type: 3, timestamp: 'now', data: {} }, { type: 9, timestamp: t0, data: {} }, { type: 1.5, timestamp: t0, data: {} },

@@ -20,6 +20,7 @@ export function initRows(body: InitBody, caller: Caller, client: ClientFacts, no
       firstAt: now,
       lastAt: now,
       entryUrl: text(body.entryURL),
+      entryAt: body.entryURL ? now : null,
       referrer: text(body.referrer),
       ...client.userAgent,
       geo: client.geo,

@@ -43,6 +43,8 @@ export interface ReplayChunk {
   hasFullSnapshot: boolean
   /** `href` of the first meta event: the page the recording starts on. */
   entryUrl: string | null
+  /** That meta event's time (NaN without one). */
+  entryAt: number
 }
 
 /** Keeps the valid rrweb events of a chunk and reads what the session needs from them. */
@@ -74,7 +76,7 @@ export function readChunk(events: ScannedEvents): ReplayChunk {
       }
     }
   }
-  return { kept: kept.subarray(0, n), timeline: timeline.subarray(0, n * 2), dropped: events.count - n, firstTimestamp: first, lastTimestamp: last, hasFullSnapshot, entryUrl }
+  return { kept: kept.subarray(0, n), timeline: timeline.subarray(0, n * 2), dropped: events.count - n, firstTimestamp: first, lastTimestamp: last, hasFullSnapshot, entryUrl, entryAt: entryUrl === null ? NaN : entryAt }
 }
 
 /**
@@ -120,13 +122,14 @@ export class ReceivedChunk {
     readonly lastTimestamp: number,
     readonly hasFullSnapshot: boolean,
     readonly entryUrl: string | null,
+    readonly entryAt: number,
     /** Null when no event was kept. */
     readonly encoded: EncodedChunk | null,
   ) {}
 
   static of(items: number, chunk: ReplayChunk | null, encoded: EncodedChunk | null): ReceivedChunk {
-    if (!chunk) return new ReceivedChunk(items, 0, items, NaN, NaN, false, null, null)
-    return new ReceivedChunk(items, chunk.kept.length, chunk.dropped, chunk.firstTimestamp, chunk.lastTimestamp, chunk.hasFullSnapshot, chunk.entryUrl, encoded)
+    if (!chunk) return new ReceivedChunk(items, 0, items, NaN, NaN, false, null, NaN, null)
+    return new ReceivedChunk(items, chunk.kept.length, chunk.dropped, chunk.firstTimestamp, chunk.lastTimestamp, chunk.hasFullSnapshot, chunk.entryUrl, chunk.entryAt, encoded)
   }
 }
 
@@ -183,6 +186,7 @@ export function replayRows(body: ReplayBody, chunk: ReceivedChunk, caller: Calle
     firstAt: Math.min(firstAt, lastAt),
     lastAt: Math.max(firstAt, lastAt),
     entryUrl: chunk.entryUrl ? shortText(chunk.entryUrl) : null,
+    entryAt: chunk.entryUrl ? clampTimestamp(chunk.entryAt, receivedAt) : null,
     referrer: shortText(properties?.referrer),
     ...client.userAgent,
     automaticProperties: properties,

@@ -13,6 +13,9 @@ export interface SessionTouch {
   firstAt: number
   lastAt: number
   entryUrl?: string | null
+  /** When the page of `entryUrl` was loaded, epoch ms (its meta event); the earliest entry wins. */
+  entryAt?: number | null
+  /** The referrer of the page of `entryUrl` when there is one, else of the request's page. */
   referrer?: string | null
   userAgent?: string | null
   browser?: string | null
@@ -41,7 +44,8 @@ const sessionKey = (t: { projectId: string; sessionId: string }) => `${t.project
 
 /**
  * One touch per session, so a multi-row upsert never meets the same row twice; sorted, so that
- * concurrent commits lock rows in one order. The earliest touch's entry URL and referrer win.
+ * concurrent commits lock rows in one order. The earliest entry (with its referrer) wins; without
+ * one, the earliest touch's referrer.
  */
 export function mergeSessionTouches(touches: readonly SessionTouch[]): SessionTouch[] {
   const merged = new Map<string, SessionTouch>()
@@ -56,6 +60,7 @@ export function mergeSessionTouches(touches: readonly SessionTouch[]): SessionTo
     merged.set(key, {
       ...late,
       ...definedOnly(early),
+      ...earliestEntry(seen, touch),
       firstAt: Math.min(seen.firstAt, touch.firstAt),
       lastAt: Math.max(seen.lastAt, touch.lastAt),
       endUserId: seen.endUserId ?? touch.endUserId,
@@ -85,6 +90,13 @@ export function mergeEndUserTouches(touches: readonly EndUserTouch[]): EndUserTo
     )
   }
   return [...merged.values()].sort((a, b) => (`${a.projectId}\n${a.endUserId}` < `${b.projectId}\n${b.endUserId}` ? -1 : 1))
+}
+
+/** The entry URL, its time and its page's referrer of whichever touch has the earlier entry. */
+function earliestEntry(a: SessionTouch, b: SessionTouch): Pick<SessionTouch, 'entryUrl' | 'entryAt' | 'referrer'> | undefined {
+  if (!a.entryUrl || !b.entryUrl) return undefined // the spread of the earlier touch decided
+  const first = (b.entryAt ?? b.firstAt) < (a.entryAt ?? a.firstAt) ? b : a
+  return { entryUrl: first.entryUrl, entryAt: first.entryAt, referrer: first.referrer }
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

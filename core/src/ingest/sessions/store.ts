@@ -40,6 +40,14 @@ const knownSessions = knownRows<SessionTouch>()
 const knownEndUsers = knownRows<EndUserTouch>()
 
 /**
+ * The touch brings an entry URL from an earlier page load than the stored one (or the first one):
+ * it takes the place of the stored one, with its page's referrer. Requests arrive out of order (a
+ * page's first chunk may wait offline or in the outbox while later pages send theirs). Rows stored
+ * before `entry_at` existed count from their session's start.
+ */
+const EARLIER_ENTRY = sql.raw('excluded.entry_url is not null and (s.entry_url is null or excluded.entry_at < coalesce(s.entry_at, s.started_at))')
+
+/**
  * Creates or extends sessions: times widen, first-known fields stay, properties and windows merge. A
  * touch that adds nothing is not written, and so takes no row lock: commits of a busy session do not
  * queue behind each other. A sink that needs a session's row to itself locks it (presence does).
@@ -52,22 +60,23 @@ export const sessionsSink: Sink<SessionTouch> = {
     if (touches.length === 0) return
     await tx.execute(sql`
       insert into sessions as s (project_id, session_id, environment, end_user_id, started_at, last_activity_at,
-        entry_url, referrer, user_agent, browser, browser_version, os, os_version, device_type, device_vendor, device_model,
+        entry_url, entry_at, referrer, user_agent, browser, browser_version, os, os_version, device_type, device_vendor, device_model,
         automatic_properties, window_ids, geo, sdk_version)
       select t."projectId", t."sessionId", t.environment, t."endUserId", to_timestamp(t."firstAt" / 1000.0), to_timestamp(t."lastAt" / 1000.0),
-        t."entryUrl", t.referrer, t."userAgent", t.browser, t."browserVersion", t.os, t."osVersion", t."deviceType", t."deviceVendor", t."deviceModel",
+        t."entryUrl", to_timestamp(t."entryAt" / 1000.0), t.referrer, t."userAgent", t.browser, t."browserVersion", t.os, t."osVersion", t."deviceType", t."deviceVendor", t."deviceModel",
         t."automaticProperties", coalesce(t."windowIds", '{}'), t.geo, t."sdkVersion"
       from json_to_recordset(${jsonParam(touches)}::json) as t(
         "projectId" uuid, "sessionId" text, environment text, "endUserId" text, "firstAt" float8, "lastAt" float8,
-        "entryUrl" text, referrer text, "userAgent" text, browser text, "browserVersion" text, os text, "osVersion" text,
+        "entryUrl" text, "entryAt" float8, referrer text, "userAgent" text, browser text, "browserVersion" text, os text, "osVersion" text,
         "deviceType" text, "deviceVendor" text, "deviceModel" text, "automaticProperties" jsonb, "windowIds" text[], geo jsonb, "sdkVersion" text)
       on conflict (project_id, session_id) do update set
         started_at = least(s.started_at, excluded.started_at),
         last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at),
         end_user_id = coalesce(s.end_user_id, excluded.end_user_id),
-        entry_url = case when excluded.entry_url is not null and (s.entry_url is null or excluded.started_at < s.started_at)
-                         then excluded.entry_url else s.entry_url end,
-        referrer = case when excluded.referrer is not null and (s.referrer is null or excluded.started_at < s.started_at)
+        entry_url = case when ${EARLIER_ENTRY} then excluded.entry_url else s.entry_url end,
+        entry_at = case when ${EARLIER_ENTRY} then excluded.entry_at else s.entry_at end,
+        referrer = case when ${EARLIER_ENTRY} then excluded.referrer
+                        when s.entry_url is null and excluded.referrer is not null and (s.referrer is null or excluded.started_at < s.started_at)
                         then excluded.referrer else s.referrer end,
         user_agent = coalesce(s.user_agent, excluded.user_agent),
         browser = coalesce(s.browser, excluded.browser),

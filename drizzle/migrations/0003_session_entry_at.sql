@@ -1,0 +1,1 @@
+ALTER TABLE "sessions" ADD COLUMN "entry_at" timestamp with time zone;
