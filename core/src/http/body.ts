@@ -54,7 +54,8 @@ export function compressionOf(contentEncoding: string | null, queryCompression: 
   if (encoding === '' || encoding === 'identity') return null
   if (encoding === 'gzip' || encoding === 'x-gzip') return 'gzip'
   if (encoding === 'deflate') return 'deflate'
-  throw new ApiError('unsupported_encoding', `unsupported content encoding "${encoding}"; use gzip or deflate`)
+  // RFC 9110 §15.5.16: a 415 for a content coding says which ones would have been taken.
+  throw new ApiError('unsupported_encoding', `unsupported content encoding "${encoding}"; use gzip or deflate`, { headers: { 'accept-encoding': 'gzip, deflate' } })
 }
 
 /**

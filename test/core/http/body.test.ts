@@ -97,9 +97,10 @@ describe('body parsing', () => {
     }
   })
 
-  test('an unknown Content-Encoding is refused clearly', async () => {
+  test('an unknown Content-Encoding is refused clearly, naming the ones taken (RFC 9110 §15.5.16)', async () => {
     const res = await send('/api/ingestion/customEvent', '{}', { 'content-encoding': 'br' })
     expect(res.status).toBe(415)
+    expect(res.headers.get('accept-encoding')).toBe('gzip, deflate')
     expect((await res.json()).error.code).toBe('unsupported_encoding')
   })
 
