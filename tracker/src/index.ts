@@ -1,6 +1,7 @@
 import type { AutoContext } from './auto'
 import { resolveIngestionBase, type IngestionBase } from './config'
 import { createDelivery, type Delivery, type StopReason } from './delivery'
+import { connectionStatus } from './diagnostics'
 import { listen } from './dom'
 import { createIdentity, type Identity } from './identity'
 import { uuid } from './ids'
@@ -268,30 +269,17 @@ export class ServiceTracker {
   }
 
   getConnectionStatus(): ConnectionStatus {
-    const blocked = this.#transport.blocked
-    const online = this.#transport.online()
-    const reachable = this.#transport.answering
-    const stopped = this.#stopReason
-    const firstParty = new URL(this.#base.base).origin === new URL(this.#win.location.href).origin
-    const recommendations = [
-      blocked && 'Fetch is blocked: load the tracker through the relay (<prefix>/t.js)',
-      online && !reachable && `No answer from ${this.#base.base}: the service is down, or a blocker stops every request to it` + (firstParty ? '' : '; through the relay (<prefix>/t.js) requests stay on the page\'s own origin'),
-      !online && 'Offline: data is kept until the browser is back online',
-      stopped === 'monthly_limit' && 'Monthly limit reached: raise the project limit',
-      stopped === 'invalid_key' && 'API key refused: use a current key',
-    ].filter((advice): advice is string => !!advice)
-    return {
+    return connectionStatus({
       ingestionUrl: this.#base.base,
       source: this.#base.source,
-      blocked,
-      reachable,
-      transport: blocked ? 'beacon' : 'fetch',
-      online,
-      stopped,
+      pageUrl: this.#win.location.href,
+      blocked: this.#transport.blocked,
+      reachable: this.#transport.answering,
+      online: this.#transport.online(),
+      stopped: this.#stopReason,
       queued: this.#outbox.size(),
       dropped: { ...this.#delivery.drops(), outbox: this.#outbox.dropped() },
-      recommendations,
-    }
+    })
   }
 
   viewLogs(): LogEntry[] {

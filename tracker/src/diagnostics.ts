@@ -1,0 +1,24 @@
+import type { ConnectionStatus } from './types'
+
+/** What the page can tell about its sends, and what to do about it: `getConnectionStatus()`. */
+export type ConnectionFacts = Omit<ConnectionStatus, 'transport' | 'recommendations'> & {
+  /** The page's own URL: a base on another origin is not first-party. */
+  pageUrl: string
+}
+
+export function connectionStatus(facts: ConnectionFacts): ConnectionStatus {
+  const { pageUrl, ...status } = facts
+  const { ingestionUrl, blocked, reachable, online, stopped } = status
+  const firstParty = new URL(ingestionUrl).origin === new URL(pageUrl).origin
+  const recommendations = [
+    blocked && 'Fetch is blocked: load the tracker through the relay (<prefix>/t.js)',
+    online &&
+      !reachable &&
+      `No answer from ${ingestionUrl}: the service is down, or a blocker stops every request to it` +
+        (firstParty ? '' : "; through the relay (<prefix>/t.js) requests stay on the page's own origin"),
+    !online && 'Offline: data is kept until the browser is back online',
+    stopped === 'monthly_limit' && 'Monthly limit reached: raise the project limit',
+    stopped === 'invalid_key' && 'API key refused: use a current key',
+  ].filter((advice): advice is string => !!advice)
+  return { ...status, transport: blocked ? 'beacon' : 'fetch', recommendations }
+}
