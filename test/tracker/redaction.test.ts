@@ -159,3 +159,49 @@ describe('visibility-first', () => {
     expect(everything).toContain('"tag":"button"')
   })
 })
+
+describe('shadow roots and comments', () => {
+  /** A custom element whose shadow root holds text of its own, bare (not inside any element) and in elements. */
+  const SHADOW_PAGE = `<p class="public">VISIBLE-TEXT</p><!-- SECRET-COMMENT --><div id="host" class="card"></div>`
+  async function shadowVisit(t: Tracked) {
+    const doc = t.win.document
+    const root = doc.getElementById('host')!.attachShadow({ mode: 'open' })
+    root.innerHTML = 'SECRET-BARE <b>SECRET-IN-ELEMENT</b><input value="SECRET-INPUT">'
+    t.tracker.start()
+    await settle()
+    // Later: bare text added to the root, and a bare text node's data changed.
+    root.append('SECRET-APPENDED')
+    ;(root.firstChild as Text).data = 'SECRET-DATA'
+    doc.body.append(doc.createComment('SECRET-LATER-COMMENT'))
+    await settle()
+    await t.clock.advance(3000)
+    return t.service.sent.map((request) => request.text).join('\n')
+  }
+
+  test('privacy-first masks text directly in a shadow root, and sends no comment', async () => {
+    const everything = await shadowVisit(tracked({ enableAutomaticTracking: false, redactionStrategy: { mode: 'privacy-first', unredactSelectors: ['.public'] } }, { html: SHADOW_PAGE }))
+    expect(everything.match(/SECRET-[A-Z-]+/g)).toBeNull()
+    expect(everything).toContain('VISIBLE-TEXT')
+    expect(everything).toContain('*'.repeat('SECRET-APPENDED'.length))
+  })
+
+  test('visibility-first: a redact selector on a shadow host masks everything in its shadow root', async () => {
+    const everything = await shadowVisit(tracked({ enableAutomaticTracking: false, redactionStrategy: { mode: 'visibility-first', redactSelectors: ['.card'] } }, { html: SHADOW_PAGE }))
+    expect(everything.match(/SECRET-[A-Z-]+/g)).toBeNull()
+    expect(everything).toContain('VISIBLE-TEXT')
+    expect(everything).toContain('*'.repeat('SECRET-IN-ELEMENT'.length))
+  })
+
+  test('privacy-first: an unredacted shadow host shows its shadow root, passwords still masked', async () => {
+    const t = tracked({ enableAutomaticTracking: false, redactionStrategy: { mode: 'privacy-first', unredactSelectors: ['.card'] } }, { html: '<div id="host" class="card"></div>' })
+    const root = t.win.document.getElementById('host')!.attachShadow({ mode: 'open' })
+    root.innerHTML = 'SHOWN-BARE <b>SHOWN-IN-ELEMENT</b><input type="password" value="SECRET-PASSWORD">'
+    t.tracker.start()
+    await settle()
+    await t.clock.advance(3000)
+    const everything = t.service.sent.map((request) => request.text).join('\n')
+    expect(everything).toContain('SHOWN-BARE')
+    expect(everything).toContain('SHOWN-IN-ELEMENT')
+    expect(everything).not.toContain('SECRET-PASSWORD')
+  })
+})

@@ -97,7 +97,7 @@ export class ServiceTracker {
       // The first events of a new session need a full snapshot to replay; not from inside rrweb's emit.
       clock.setTimeout(() => this.#recording?.snapshot(), 0),
     )
-    this.#redaction = createRedaction(options.redactionStrategy)
+    this.#redaction = createRedaction(options.redactionStrategy, win.document)
     this.#base = resolveIngestionBase({
       option: options.ingestionUrl,
       scriptUrl: environment.scriptUrl === undefined ? loadedFrom : environment.scriptUrl,

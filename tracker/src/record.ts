@@ -7,6 +7,7 @@ const FULL_SNAPSHOT = 2
 const INCREMENTAL = 3
 const MUTATION = 0 // rrweb's IncrementalSource.Mutation
 const INPUT = 5 // rrweb's IncrementalSource.Input
+const TEXT = 3 // rrweb's NodeType.Text
 
 /**
  * Attributes that hold text a person reads, or a control's value. rrweb's mask functions see text
@@ -16,6 +17,8 @@ const TEXT_ATTRIBUTES = ['value', 'placeholder', 'title', 'alt', 'label', 'aria-
 
 interface Serialized {
   id: number
+  type?: number
+  textContent?: string
   attributes?: Record<string, unknown>
   childNodes?: Serialized[]
 }
@@ -31,8 +34,9 @@ export interface Recording {
 
 /**
  * rrweb recording with every text and input value passed through the redaction rules. Every input
- * type and every text node is offered to the mask functions, which decide per element; a meta event
- * always precedes a full snapshot, so that is where changed selectors take effect.
+ * type and every text node is offered to the mask functions, which decide per element (text right in
+ * a shadow root, which rrweb skips, by the emit hook); comments are not recorded. A meta event always
+ * precedes a full snapshot, so that is where changed selectors take effect.
  */
 export function startRecording(redaction: Redaction, emit: (event: RecordedEvent) => void): Recording {
   const mask = (text: string, el: HTMLElement | null) => (redaction.masked(el) ? text.replace(/\S/g, '*') : text)
@@ -43,19 +47,28 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
       if (typeof value === 'string') attributes![name] = mask(value, element(id))
     }
   }
+  // Text right inside a shadow root has no parent element: rrweb offers it to maskTextFn with none
+  // (or, once the page has changed, not at all). Its shadow host's rules apply, to the node's text.
+  const maskBare = (text: string, id: number) => {
+    const node = record.mirror.getNode(id)
+    const parent = node?.parentNode as ShadowRoot | null | undefined
+    return parent?.nodeType === 11 ? mask(node!.textContent!, parent.host as HTMLElement) : text
+  }
   const maskTree = (node: Serialized): void => {
     maskAttributes(node.attributes, node.id)
+    if (node.type === TEXT) node.textContent = maskBare(node.textContent!, node.id)
     node.childNodes?.forEach(maskTree)
   }
   const stop = record({
     emit(event) {
       if (event.type === META) redaction.apply()
       // The same rules for text in attributes, on the serialized copy (the page is not touched).
-      const data = event.data as { source?: number; node?: Serialized; adds?: { node: Serialized }[]; attributes?: Serialized[]; id: number; text?: string }
+      const data = event.data as { source?: number; node?: Serialized; adds?: { node: Serialized }[]; attributes?: Serialized[]; texts?: { id: number; value: string }[]; id: number; text?: string }
       if (event.type === FULL_SNAPSHOT) maskTree(data.node!)
       else if (event.type === INCREMENTAL && data.source === MUTATION) {
         data.adds!.forEach((add) => maskTree(add.node))
         data.attributes!.forEach((change) => maskAttributes(change.attributes, change.id))
+        data.texts!.forEach((change) => (change.value = maskBare(change.value, change.id)))
       } else if (event.type === INCREMENTAL && data.source === INPUT && typeof data.text === 'string') data.text = mask(data.text, element(data.id))
       emit(event as RecordedEvent)
     },
@@ -64,6 +77,8 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
     maskTextFn: mask,
     maskInputFn: mask,
     checkoutEveryNms: CHECKOUT_MS,
+    // Comments are never shown, and may hold anything the page's author left there.
+    slimDOMOptions: { comment: true },
     recordCanvas: false,
     collectFonts: false,
   })

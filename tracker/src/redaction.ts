@@ -16,12 +16,26 @@ export function isSelector(doc: Document, selector: string): boolean {
 }
 
 /**
+ * Whether `el` or an element around it matches `selector`, looking out of shadow roots (to their
+ * host) and the page's same-origin frames (to the iframe element), up to the recorded document `top`:
+ * a selector that names a custom element or an iframe covers what is rendered inside it.
+ */
+function within(el: Element, selector: string, top: Document): boolean {
+  for (let node: Element | null | undefined = el; node; ) {
+    if (node.closest(selector)) return true
+    const root = node.getRootNode() as ShadowRoot
+    node = root.nodeType === 11 ? root.host : node.ownerDocument === top ? null : node.ownerDocument.defaultView?.frameElement
+  }
+  return false
+}
+
+/**
  * Decides what recordings and automatic events may show. Privacy-first (default) masks every text
  * and input value outside the unredacted selectors; visibility-first masks only `redactSelectors`.
  * Unredacted selectors change through `set` and take effect at `apply`, which the recorder calls
  * right before each full snapshot, so a replay never mixes two rules. Any doubt masks.
  */
-export function createRedaction(strategy: RedactionStrategy | undefined) {
+export function createRedaction(strategy: RedactionStrategy | undefined, top: Document) {
   const privacyFirst = strategy?.mode !== 'visibility-first'
   const masking = [ALWAYS_MASKED, ...(strategy?.redactSelectors ?? [])].join(',')
   let pending = [...(strategy?.unredactSelectors ?? [])]
@@ -30,7 +44,7 @@ export function createRedaction(strategy: RedactionStrategy | undefined) {
   const masked = (el: Element | null | undefined): boolean => {
     if (!el) return privacyFirst
     try {
-      return !!el.closest(masking) || (privacyFirst && !(shown && el.closest(shown)))
+      return within(el, masking, top) || (privacyFirst && !(shown && within(el, shown, top)))
     } catch {
       return true
     }
