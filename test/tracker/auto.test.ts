@@ -94,6 +94,13 @@ describe('clicks and forms', () => {
     ])
   })
 
+  test("a clicked link's href goes without its query and fragment, which often carry tokens", async () => {
+    const t = await started(only({ clicks: true }), '<a href="/files/report.pdf?X-Signature=SECRET-TOKEN#p2">Report</a><a href="#top">Top</a>', 'http://shop.test/')
+    for (const link of t.win.document.querySelectorAll('a')) link.dispatchEvent(new t.win.MouseEvent('click', { bubbles: true }))
+    await t.clock.advance(100)
+    expect(customEvents(t).map((e: { eventProperties: { href?: string } }) => e.eventProperties.href)).toEqual(['/files/report.pdf', undefined])
+  })
+
   test('a submit reports the form, never its values', async () => {
     const t = await started(only({ forms: true }), '<form name="signup" method="POST" action="/join?ref=x"><input name="email" value="ada@example.com"></form>')
     t.win.document.querySelector('form')!.dispatchEvent(new t.win.Event('submit', { bubbles: true }))

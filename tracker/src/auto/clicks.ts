@@ -26,7 +26,8 @@ export function describeElement(el: Element, context: AutoContext): Properties {
     id: el.id || undefined,
     selector: selectorOf(el),
     text: context.redaction.visibleText(el),
-    href: el.getAttribute('href') ?? undefined,
+    // As written, without its query and fragment, which often carry tokens (signed links, resets).
+    href: el.getAttribute('href')?.split(/[?#]/)[0] || undefined,
   }
 }
 
