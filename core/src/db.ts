@@ -8,6 +8,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
+import { postgresTransactions } from './postgres-transaction'
 import { adoptDrizzleParsers, drizzleClient, embeddedStartOptions, preparingClient, StatementCache } from './pglite'
 import * as schema from '@sightline/schema'
 
@@ -52,39 +53,20 @@ export function openDatabase(options: { databaseUrl?: string; dataDir: string })
 }
 
 export function postgresDatabase(url: string, poolSize = 10): Database {
-  const client = postgres(url, { max: poolSize, connect_timeout: 5, onnotice: () => {}, connection: { application_name: 'sightline' } })
+  const transactions = postgresTransactions()
+  const client = postgres(url, {
+    max: poolSize,
+    connect_timeout: 5,
+    onnotice: () => {},
+    onclose: transactions.connectionClosed,
+    connection: { application_name: 'sightline' },
+  })
   const orm = drizzlePostgres(client, { schema }) as unknown as Orm
   return {
     kind: 'postgres',
     orm,
     rows: async (query, executor = orm) => rowsOf(await executor.execute(query)),
-    async transaction(fn) {
-      const reserved = await client.reserve()
-      try {
-        const begun = reserved`begin`
-        begun.catch(() => {}) // its failure fails the statements after it, which is what is reported
-        let result
-        try {
-          // drizzle reads the type parsers from `options`, which a reserved connection shares with its
-          // pool. The writers' statements are few and fixed, so they are prepared once per connection.
-          const unsafe = reserved.unsafe.bind(reserved)
-          const connection = Object.assign(reserved, {
-            options: client.options,
-            unsafe: (query: string, params?: unknown[], options?: object) => unsafe(query, params as never, { ...options, prepare: true }),
-          })
-          const tx = drizzlePostgres(connection as unknown as typeof client) as unknown as Orm
-          result = await fn(tx)
-          await begun
-        } catch (error) {
-          await reserved`rollback`.catch(() => {})
-          throw error
-        }
-        await reserved`commit`
-        return result
-      } finally {
-        reserved.release()
-      }
-    },
+    transaction: (fn) => transactions.run(client, fn),
     async listen(channel, onMessage, onConnect) {
       const { unlisten } = await client.listen(channel, onMessage, onConnect)
       return unlisten

@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import postgres from 'postgres'
+import { postgresDatabase, type Database } from '@sightline/core/db'
+import { createTestDatabase, engine, type TestDatabase } from '../helpers/database'
+
+// The writer's transactions on Postgres when their connection goes away under them, as it does when
+// the server restarts: each fails with a connection error, none takes the process down or waits
+// forever, and the pool serves the next ones.
+describe.skipIf(engine !== 'postgres')('Postgres transactions losing their connection', () => {
+  let database: TestDatabase
+  let db: Database
+  let admin: postgres.Sql
+  beforeAll(async () => {
+    database = await createTestDatabase()
+    db = postgresDatabase(database.url!, 4)
+    admin = postgres(database.url!, { max: 1, onnotice: () => {} })
+  })
+  afterAll(async () => {
+    await db.close()
+    await admin.end()
+    await database.close()
+  })
+
+  const terminate = (pid: number) => admin`select pg_terminate_backend(${pid})`
+  const answer = () => db.transaction((tx) => db.rows<{ x: number }>(sql`select 42 as x`, tx))
+
+  test('a connection that closes between two statements fails the transaction, and the next one is served', async () => {
+    const failed = db.transaction(async (tx) => {
+      const [{ pid }] = await db.rows<{ pid: number }>(sql`select pg_backend_pid() as pid`, tx)
+      await terminate(pid)
+      await Bun.sleep(200) // the close reaches the pool before the next statement
+      await db.rows(sql`select 1`, tx)
+    })
+    expect(await failed.then(() => 'committed', (error: { code?: string }) => error.code)).toBe('CONNECTION_CLOSED')
+    expect(await answer()).toEqual([{ x: 42 }])
+  })
+
+  test('a statement that ends the session fails the transaction (no ROLLBACK sent on the dead connection), and the next one is served', async () => {
+    const failed = db.transaction((tx) => db.rows(sql`select pg_terminate_backend(pg_backend_pid())`, tx))
+    expect(await failed.then(() => 'committed', () => 'failed')).toBe('failed')
+    expect(await answer()).toEqual([{ x: 42 }])
+  })
+
+  test('under repeated terminations every transaction settles soon, and the pool keeps serving', async () => {
+    let stop = false
+    let settled = 0
+    const started = new Map<number, number>()
+    let next = 0
+    const client = async () => {
+      while (!stop) {
+        const id = next++
+        started.set(id, performance.now())
+        await db
+          .transaction(async (tx) => {
+            await db.rows(sql`select pg_sleep(0.002)`, tx)
+            await Promise.all([db.rows(sql`select 1`, tx), db.rows(sql`select 2`, tx)])
+          })
+          .catch(() => {})
+        started.delete(id)
+        settled++
+      }
+    }
+    const clients = Array.from({ length: 6 }, client)
+    for (let i = 0; i < 8; i++) {
+      await Bun.sleep(150)
+      await admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`
+    }
+    await Bun.sleep(1_000)
+    const now = performance.now()
+    expect([...started.values()].filter((at) => now - at > 1_000)).toEqual([])
+    stop = true
+    await Promise.all(clients)
+    expect(settled).toBeGreaterThan(100)
+    expect(await answer()).toEqual([{ x: 42 }])
+  })
+})
