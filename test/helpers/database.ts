@@ -16,7 +16,7 @@ export interface TestDatabase {
 
 // Migrating a fresh PGlite takes seconds; loading a migrated snapshot takes a fraction of that.
 let snapshot: Promise<Blob> | undefined
-function migratedSnapshot(): Promise<Blob> {
+export function migratedSnapshot(): Promise<Blob> {
   snapshot ??= (async () => {
     const pg = await PGlite.create()
     await embeddedDatabase(pg).migrate()

@@ -1,0 +1,284 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { PGlite } from '@electric-sql/pglite'
+import { sql } from 'drizzle-orm'
+import postgres from 'postgres'
+import { openEmbeddedDatabase, type Database } from '@sightline/core/db'
+import { createTestDatabase, engine, migratedSnapshot, TEST_DATABASE_URL, type TestDatabase } from '../helpers/database'
+import { spawnCore, type CoreProcess } from '../helpers/process'
+import { startTcpProxy } from '../helpers/tcp-proxy'
+
+// "A 200 means stored, and nothing acknowledged is lost or stored twice", with real processes that
+// crash: core killed mid-load, its database connections cut mid-load, and a stop asked for mid-load.
+// The load is what the tracker sends: single and batched custom events with uuids, replay chunks
+// with a window and a seq; every answer is recorded, then the tables are read item by item.
+
+interface TrackerRequest {
+  path: string
+  body: object
+  /** What the request stores: event uuids, or `session|window|seq` of a replay chunk. */
+  items: string[]
+}
+
+interface Answer extends TrackerRequest {
+  /** HTTP status, or null when the connection failed without an answer. */
+  status: number | null
+  retryAfter: string | null
+  /** When it was sent (performance.now()) and how long its answer took. */
+  sentAt: number
+  ms: number
+}
+
+let sent = 0
+function trackerRequest(run: string): TrackerRequest {
+  const n = ++sent
+  const sessionId = `${run}-s${n % 7}`
+  const uuid = (j: number) => `0190a4b4-0000-7000-8000-${String(n * 10 + j).padStart(12, '0')}`
+  if (n % 3 === 0) return { path: '/api/ingestion/customEvent', body: { sessionId, eventName: 'single', uuid: uuid(0) }, items: [uuid(0)] }
+  if (n % 3 === 1) {
+    const uuids = [1, 2, 3, 4].map(uuid)
+    return { path: '/api/ingestion/customEvent/batch', body: { sessionId, events: uuids.map((id) => ({ eventName: 'batched', uuid: id })) }, items: uuids }
+  }
+  const windowId = `w${n % 2}`
+  const events = [{ type: 3, timestamp: 1_700_000_000_000 + n, data: { source: 1, n } }]
+  return { path: '/api/ingestion/events', body: { sessionId, windowId, seq: n, events }, items: [`${sessionId}|${windowId}|${n}`] }
+}
+
+async function send(url: string, key: string, request: TrackerRequest): Promise<Answer> {
+  const started = performance.now()
+  try {
+    const res = await fetch(`${url}${request.path}`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: JSON.stringify(request.body) })
+    await res.arrayBuffer()
+    return { ...request, status: res.status, retryAfter: res.headers.get('retry-after'), sentAt: started, ms: performance.now() - started }
+  } catch {
+    return { ...request, status: null, retryAfter: null, sentAt: started, ms: performance.now() - started }
+  }
+}
+
+/** `concurrency` clients sending one request after another until stopped. */
+function startLoad(core: CoreProcess, key: string, run: string, concurrency = 12) {
+  const answers: Answer[] = []
+  let stopped = false
+  const clients = Array.from({ length: concurrency }, async () => {
+    while (!stopped) {
+      const answer = await send(core.url, key, trackerRequest(run))
+      answers.push(answer)
+      if (answer.status !== 200) await Bun.sleep(20)
+    }
+  })
+  return {
+    answers,
+    async stop() {
+      stopped = true
+      await Promise.all(clients)
+    },
+  }
+}
+
+/** How many times each item of the run is stored. */
+async function storedItems(db: Database, run: string): Promise<Map<string, number>> {
+  const like = `${run}-%`
+  const events = await db.rows<{ id: string; n: number }>(sql`select uuid::text as id, count(*)::int as n from events where session_id like ${like} group by uuid`)
+  const chunks = await db.rows<{ id: string; n: number }>(
+    sql`select session_id || '|' || window_id || '|' || seq as id, count(*)::int as n from replay_chunks where session_id like ${like} group by 1`,
+  )
+  return new Map([...events, ...chunks].map(({ id, n }) => [id, n]))
+}
+
+/** Every acknowledged item is stored, none twice, and nothing is stored that no request carried. */
+function expectAcknowledgedStoredOnce(answers: Answer[], stored: Map<string, number>) {
+  const acknowledged = answers.filter((a) => a.status === 200).flatMap((a) => a.items)
+  expect(acknowledged.length).toBeGreaterThan(0)
+  expect(acknowledged.filter((id) => stored.get(id) !== 1)).toEqual([])
+  expect([...stored].filter(([, n]) => n !== 1)).toEqual([])
+  const carried = new Set(answers.flatMap((a) => a.items))
+  expect([...stored.keys()].filter((id) => !carried.has(id))).toEqual([])
+}
+
+const keyOf = (core: CoreProcess) => core.output().match(/shown this once: +(sl_dev_\S+)/)![1]
+
+const dataDirs: string[] = []
+const databases: TestDatabase[] = []
+afterAll(async () => {
+  for (const database of databases) await database.close()
+  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true })
+})
+
+/** The environment of a core on its own database of this engine, and a way to read that database. */
+async function ownDatabase(): Promise<{ env: Record<string, string>; read<T>(fn: (db: Database) => Promise<T>): Promise<T> }> {
+  if (engine === 'postgres') {
+    const database = await createTestDatabase()
+    databases.push(database)
+    return { env: { DATABASE_URL: database.url! }, read: (fn) => fn(database.db) }
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'sightline-crash-'))
+  dataDirs.push(dir)
+  // A migrated database to start from: a first start (initdb, migrations) takes seconds.
+  await (await PGlite.create(join(dir, 'pglite'), { loadDataDir: await migratedSnapshot() })).close()
+  return {
+    env: { DATA_DIR: dir },
+    // The embedded database is one process's at a time: read it while no core runs.
+    async read(fn) {
+      const db = await openEmbeddedDatabase(dir)
+      try {
+        return await fn(db)
+      } finally {
+        await db.close()
+      }
+    },
+  }
+}
+
+describe('core killed mid-load', () => {
+  test('starts again on the same data; every acknowledged item is stored once, and so is every resend', async () => {
+    const { env, read } = await ownDatabase()
+    let core = await spawnCore(env)
+    const key = keyOf(core)
+    const answers: Answer[] = []
+    try {
+      // Two crash points: early in the load, and once commits are well under way.
+      for (const after of [150, 700]) {
+        const load = startLoad(core, key, 'kill')
+        await Bun.sleep(after)
+        core.proc.kill('SIGKILL')
+        await core.proc.exited
+        await load.stop()
+        answers.push(...load.answers)
+        core = await spawnCore(env)
+        const first = await send(core.url, key, trackerRequest('kill'))
+        expect(first.status).toBe(200)
+        answers.push(first)
+      }
+      // The client resends only what was not acknowledged: an acknowledged item that was lost stays
+      // missing, and one stored twice stays twice. Every item ends up stored once.
+      const resent = await Promise.all(answers.filter((a) => a.status !== 200).map((a) => send(core.url, key, a)))
+      expect(resent.filter((a) => a.status !== 200)).toEqual([])
+      await core.stop()
+      const stored = await read((db) => storedItems(db, 'kill'))
+      expectAcknowledgedStoredOnce(answers, stored)
+      expect([...new Set(answers.flatMap((a) => a.items))].filter((id) => stored.get(id) !== 1)).toEqual([])
+    } finally {
+      core.proc.kill('SIGKILL')
+    }
+  })
+})
+
+describe('core stopped mid-load', () => {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    test(`${signal}: every request under way is answered, 200 only once stored, and the process exits soon`, async () => {
+      const { env, read } = await ownDatabase()
+      const core = await spawnCore(env)
+      const key = keyOf(core)
+      const load = startLoad(core, key, signal)
+      await Bun.sleep(400)
+      const signalled = performance.now()
+      core.proc.kill(signal)
+      const exitCode = await core.proc.exited
+      const stoppedAfter = performance.now() - signalled
+      await load.stop()
+      expect(exitCode).toBe(0)
+      expect(stoppedAfter).toBeLessThan(5_000)
+      // What core had taken in is answered; a request still on its way (or sent later) may find no one.
+      expect(load.answers.filter((a) => a.status !== 200 && a.status !== 503 && a.status !== null)).toEqual([])
+      const underWay = load.answers.filter((a) => a.sentAt < signalled && a.sentAt + a.ms > signalled)
+      expect(underWay.filter((a) => a.status === 200).length).toBeGreaterThan(0)
+      expectAcknowledgedStoredOnce(load.answers, await read((db) => storedItems(db, signal)))
+    })
+  }
+})
+
+describe.skipIf(engine !== 'postgres')('core stopped while commits wait', () => {
+  test('SIGTERM: requests whose commits are under way are committed and answered 200 before the process exits', async () => {
+    const database = await createTestDatabase()
+    databases.push(database)
+    const core = await spawnCore({ DATABASE_URL: database.url! })
+    const key = keyOf(core)
+    const admin = postgres(database.url!, { max: 1, onnotice: () => {} })
+    try {
+      const first = await send(core.url, key, trackerRequest('held'))
+      expect(first.status).toBe(200)
+      // Every commit counts usage, so holding the counters holds every commit.
+      let release!: () => void
+      const held = new Promise<void>((resolve) => (release = resolve))
+      let locked!: () => void
+      const isLocked = new Promise<void>((resolve) => (locked = resolve))
+      const holder = admin.begin(async (tx) => {
+        await tx`lock table usage_counters in exclusive mode`
+        locked()
+        await held
+      })
+      await isLocked
+      const pending = Array.from({ length: 12 }, () => send(core.url, key, trackerRequest('held')))
+      await Bun.sleep(300)
+      core.proc.kill('SIGTERM')
+      await Bun.sleep(300)
+      expect(core.proc.exitCode).toBeNull() // still committing what it took in
+      release()
+      await holder
+      const answers = await Promise.all(pending)
+      expect(await core.proc.exited).toBe(0)
+      expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200))
+      expectAcknowledgedStoredOnce([first, ...answers], await storedItems(database.db, 'held'))
+    } finally {
+      core.proc.kill('SIGKILL')
+      await admin.end()
+    }
+  })
+})
+
+describe.skipIf(engine !== 'postgres')('database connections lost mid-load (Postgres restarting)', () => {
+  test('core stays up, answers 503 with Retry-After meanwhile, recovers by itself; acknowledged items and resends are stored once', async () => {
+    const database = await createTestDatabase()
+    databases.push(database)
+    const target = new URL(database.url!)
+    const proxy = startTcpProxy({ host: target.hostname, port: Number(target.port) })
+    const proxied = new URL(database.url!)
+    proxied.port = String(proxy.port)
+    const admin = postgres(TEST_DATABASE_URL!, { max: 1, onnotice: () => {} })
+    const core = await spawnCore({ DATABASE_URL: proxied.toString() })
+    const key = keyOf(core)
+    try {
+      const load = startLoad(core, key, 'cut')
+      // The connections drop under core (the server stopped), then the server ends them itself
+      // (what a restart does to every session), each time in the middle of commits.
+      await Bun.sleep(300)
+      proxy.stop()
+      await Bun.sleep(300)
+      proxy.resume()
+      await Bun.sleep(300)
+      await admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = ${target.pathname.slice(1)} and pid <> pg_backend_pid()`
+      const terminated = performance.now()
+      // Back to 200s without a restart of core: the latest answers, all sent after the terminations, are 200.
+      const { answers } = load
+      const streakOf200 = () => {
+        let n = 0
+        for (let i = answers.length - 1; i >= 0 && answers[i].status === 200 && answers[i].sentAt > terminated + 50; i--) n++
+        return n
+      }
+      const deadline = Date.now() + 5_000
+      while (streakOf200() < 20 && Date.now() < deadline) await Bun.sleep(50)
+      await load.stop()
+
+      expect(core.proc.exitCode).toBeNull()
+      expect(streakOf200()).toBeGreaterThanOrEqual(20)
+      expect(answers.filter((a) => a.status === 503).length).toBeGreaterThan(0)
+      expect(answers.filter((a) => a.status !== 200 && !(a.status === 503 && /^\d+$/.test(a.retryAfter ?? '')))).toEqual([])
+      // A lost connection fails its commit at once, not at the writer's commit timeout (10 s).
+      expect(Math.max(...answers.map((a) => a.ms))).toBeLessThan(5_000)
+      expectAcknowledgedStoredOnce(answers, await storedItems(database.db, 'cut'))
+
+      const resent = await Promise.all(answers.filter((a) => a.status !== 200).map((a) => send(core.url, key, a)))
+      expect(resent.filter((a) => a.status !== 200)).toEqual([])
+      const stored = await storedItems(database.db, 'cut')
+      expect([...new Set(answers.flatMap((a) => a.items))].filter((id) => stored.get(id) !== 1)).toEqual([])
+    } finally {
+      // Its stop is not what this test is about (after a lost connection, closing the pool can take
+      // its 5 s timeout).
+      core.proc.kill('SIGKILL')
+      await admin.end()
+      proxy.close()
+    }
+  })
+})
