@@ -137,22 +137,38 @@ export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}): Da
 
 /**
  * PGlite is a single-process database: two processes writing one data directory would corrupt it.
- * A pid file turns that mistake into a clear error; a stale file of a dead process is taken over.
+ * A pid file turns that mistake into a clear error; the file of a process that died (killed, crashed)
+ * is taken over. The system reuses pids, and a restarted container numbers its processes alike, so
+ * the pid of a dead core may well be alive: the file also records when its process started, and a
+ * live process that started at another time is not its owner.
  */
 function lockDataDir(dataDir: string): () => void {
   const lockFile = join(dataDir, 'sightline.lock')
+  const owner = `${process.pid} ${processStartTime(process.pid) ?? ''}`.trim()
   try {
-    writeFileSync(lockFile, String(process.pid), { flag: 'wx' })
+    writeFileSync(lockFile, owner, { flag: 'wx' })
   } catch {
-    const holder = Number(readFileSync(lockFile, 'utf8'))
-    if (holder !== process.pid && isAlive(holder)) {
+    const [pid, startTime] = readFileSync(lockFile, 'utf8').trim().split(' ')
+    const holder = Number(pid)
+    if (holder !== process.pid && isAlive(holder) && (!startTime || (processStartTime(holder) ?? startTime) === startTime)) {
       throw new DatabaseInUseError(
         `the embedded database in ${dataDir} is in use by process ${holder}; stop it first, or set DATABASE_URL to share a Postgres server`,
       )
     }
-    writeFileSync(lockFile, String(process.pid))
+    writeFileSync(lockFile, owner)
   }
   return () => rmSync(lockFile, { force: true })
+}
+
+/** When a process started, in clock ticks since boot (Linux's /proc); undefined where unknown. */
+function processStartTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // Fields after the command name, which is in parentheses and may hold spaces; the 22nd is the start time.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] || undefined
+  } catch {
+    return undefined
+  }
 }
 
 function isAlive(pid: number): boolean {

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
@@ -161,6 +161,28 @@ describe('core killed mid-load', () => {
       expect([...new Set(answers.flatMap((a) => a.items))].filter((id) => stored.get(id) !== 1)).toEqual([])
     } finally {
       core.proc.kill('SIGKILL')
+    }
+  })
+})
+
+describe.skipIf(engine !== 'embedded')('embedded database lock after a crash', () => {
+  test("a killed core's lock, its pid now another process's, does not keep the next core from starting", async () => {
+    const { env } = await ownDatabase()
+    const killed = await spawnCore(env)
+    const key = keyOf(killed)
+    killed.proc.kill('SIGKILL')
+    await killed.proc.exited
+    // The system hands the dead core's pid to another process (a restarted container numbers its
+    // processes alike, so the pid in a stale lock is often alive).
+    const other = Bun.spawn(['sleep', '30'])
+    const lockFile = join(env.DATA_DIR, 'sightline.lock')
+    writeFileSync(lockFile, readFileSync(lockFile, 'utf8').replace(/^\d+/, String(other.pid)))
+    try {
+      const core = await spawnCore(env)
+      expect((await send(core.url, key, trackerRequest('lock'))).status).toBe(200)
+      await core.stop()
+    } finally {
+      other.kill()
     }
   })
 })
