@@ -84,7 +84,10 @@ export function postgresDatabase(url: string, poolSize = 10): Database {
         await locked.end()
       }
     },
-    close: () => client.end({ timeout: 5 }),
+    close() {
+      transactions.close()
+      return client.end({ timeout: 5 })
+    },
   }
 }
 

