@@ -1,6 +1,6 @@
 import type { Caller } from '../../http/auth'
 import { requestContentHasher } from '../shared/rows'
-import { MESSAGE_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES, truncateUtf8 } from '../shared/text'
+import { MESSAGE_LIMIT_BYTES, NAME_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES, truncateUtf8 } from '../shared/text'
 import { sessionTouches } from '../sessions/touch'
 import type { EndUserTouch, SessionTouch } from '../sessions/service'
 import { clampTimestamp } from '../shared/values'
@@ -81,7 +81,7 @@ export function errorRows(body: ErrorBatchBody, frames: readonly Frame[][], call
   const contentHash = requestContentHasher()
   const occurrences = body.errors.map((report, i): OccurrenceRow => {
     const sessionId = report.sessionId ?? body.sessionId
-    const name = truncateUtf8(report.name, 1024).trim() || 'Error'
+    const name = truncateUtf8(report.name, NAME_LIMIT_BYTES).trim() || 'Error'
     const message = truncateUtf8(report.message, MESSAGE_LIMIT_BYTES)
     const stack = optionalText(report.stack, STACK_LIMIT_BYTES)
     const stored = storedFrames(frames[i], report.frames?.length ? report.frames.map((f) => f.inApp) : [])

@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import { EpochMs, Id, OptionalEndUserId, Properties, Uuid } from '../shared/model'
 
-/** Any length: a long name is cut by the service (EVENT_NAME_LIMIT_BYTES), never a reason to refuse a batch. */
+/** Any length: a long name is cut by the service (NAME_LIMIT_BYTES), never a reason to refuse a batch. */
 const EventName = t.String({ minLength: 1 })
 
 /** POST /customEvent (fielded). */

@@ -1,6 +1,6 @@
 import type { Caller } from '../../http/auth'
 import type { EndUserTouch, SessionTouch } from '../sessions/service'
-import { truncateUtf8 } from '../shared/text'
+import { NAME_LIMIT_BYTES, truncateUtf8 } from '../shared/text'
 import { clampTimestamp } from '../shared/values'
 import type { CustomEventBatchBody } from './model'
 
@@ -14,9 +14,6 @@ export interface EventRow {
   properties: Record<string, unknown> | null
   timestamp: number
 }
-
-/** Event names are kept to this many UTF-8 bytes (names are indexed; 256 characters of any script fit). */
-export const EVENT_NAME_LIMIT_BYTES = 1024
 
 export interface CustomEventRows {
   events: EventRow[]
@@ -36,7 +33,7 @@ export function customEventRows(body: CustomEventBatchBody, caller: Caller, rece
     environment: caller.environment,
     sessionId: body.sessionId,
     endUserId,
-    eventName: truncateUtf8(event.eventName, EVENT_NAME_LIMIT_BYTES),
+    eventName: truncateUtf8(event.eventName, NAME_LIMIT_BYTES),
     properties: event.eventProperties ?? null,
     timestamp: clampTimestamp(event.timestamp, receivedAt),
   }))

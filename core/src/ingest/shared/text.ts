@@ -3,6 +3,8 @@ import { stripNul } from './values'
 /** WIRE.md: log messages over 32 KB are truncated, not rejected. The other free texts follow suit. */
 export const MESSAGE_LIMIT_BYTES = 32 * 1024
 export const STACK_LIMIT_BYTES = 64 * 1024
+/** Names (of events, spans, errors) are indexed or grouped by: kept to 1 KB, 256 characters of any script. */
+export const NAME_LIMIT_BYTES = 1024
 const MARK = '…'
 const encoder = new TextEncoder()
 

@@ -1,13 +1,10 @@
 import type { Caller } from '../../http/auth'
 import { ApiError } from '../../errors'
-import { MESSAGE_LIMIT_BYTES, optionalText, truncateUtf8 } from '../shared/text'
+import { MESSAGE_LIMIT_BYTES, NAME_LIMIT_BYTES, optionalText, truncateUtf8 } from '../shared/text'
 import { sessionTouches } from '../sessions/touch'
 import type { EndUserTouch, SessionTouch } from '../sessions/service'
 import { clampTimestamp } from '../shared/values'
 import type { SpanBatchBody } from './model'
-
-/** Span and span event names are cut past this; a client span's name holds a URL path. */
-export const NAME_LIMIT_BYTES = 1024
 
 export interface SpanRow {
   projectId: string
