@@ -9,7 +9,7 @@ import { createLogger, type Logger } from './log'
 import { createMessages, type Messages } from './messages'
 import type { Recording } from './record'
 import { createRedaction, isSelector, type Redaction } from './redaction'
-import { asRecordedEvent, isUserActivity } from './replay'
+import { asRecordedEvent } from './replay'
 import { cookieStorage, createOutbox, webStorage, type Outbox } from './storage'
 import { isProperties } from './text'
 import { createTransport, type Transport } from './transport'
@@ -143,7 +143,7 @@ export class ServiceTracker {
       })
     }
     this.#whileRunning(import('./record'), ({ startRecording }) => {
-      this.#recording = startRecording(this.#redaction, (event) => this.#messages.record(event, isUserActivity(event)))
+      this.#recording = startRecording(this.#redaction, (event, activity) => this.#messages.record(event, activity))
     })
   }
 

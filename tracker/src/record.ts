@@ -8,6 +8,8 @@ const INCREMENTAL = 3
 const MUTATION = 0 // rrweb's IncrementalSource.Mutation
 const INPUT = 5 // rrweb's IncrementalSource.Input
 const TEXT = 3 // rrweb's NodeType.Text
+/** The incremental sources a person causes: mouse move, interaction, scroll, input, touch, media, drag, selection. */
+const USER_SOURCES = [1, 2, 3, 5, 6, 7, 12, 14]
 
 /**
  * Attributes that hold text a person reads, or a control's value. rrweb's mask functions see text
@@ -38,7 +40,7 @@ export interface Recording {
  * a shadow root, which rrweb skips, by the emit hook); comments are not recorded. A meta event always
  * precedes a full snapshot, so that is where changed selectors take effect.
  */
-export function startRecording(redaction: Redaction, emit: (event: RecordedEvent) => void): Recording {
+export function startRecording(redaction: Redaction, emit: (event: RecordedEvent, activity: boolean) => void): Recording {
   const mask = (text: string, el: HTMLElement | null) => (redaction.masked(el) ? text.replace(/\S/g, '*') : text)
   const element = (id: number) => record.mirror.getNode(id) as HTMLElement | null
   const maskAttributes = (attributes: Record<string, unknown> | undefined, id: number) => {
@@ -70,7 +72,8 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
         data.attributes!.forEach((change) => maskAttributes(change.attributes, change.id))
         data.texts!.forEach((change) => (change.value = maskBare(change.value, change.id)))
       } else if (event.type === INCREMENTAL && data.source === INPUT && typeof data.text === 'string') data.text = mask(data.text, element(data.id))
-      emit(event as RecordedEvent)
+      // A person did this (DOM mutations and style changes happen on their own): it keeps the session alive.
+      emit(event as RecordedEvent, event.type === INCREMENTAL && USER_SOURCES.includes(data.source!))
     },
     maskAllInputs: true,
     maskTextSelector: '*',
