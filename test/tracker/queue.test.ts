@@ -31,6 +31,17 @@ describe('batcher', () => {
     expect(batches).toEqual([[1, 2, 3], [5, 6]])
   })
 
+  test('a batch stays within maxSize: an item that would take it over starts the next one, a larger one goes alone', () => {
+    const clock = fakeClock()
+    const batches: number[][] = []
+    const batcher = createBatcher<number>(clock, () => 100, (items) => batches.push(items), Infinity, 8)
+    for (const n of [4, 4, 4, 9, 1, 1]) batcher.add(n, alice, n)
+    batcher.flush()
+    // The same runs chunkBySize makes of them.
+    expect(batches).toEqual([[4, 4], [4], [9], [1, 1]])
+    expect(batches).toEqual(chunkBySize([4, 4, 4, 9, 1, 1], (n) => n, 8))
+  })
+
   test('a new session or end user starts a new batch, and the batch carries its owner', () => {
     const clock = fakeClock()
     const batches: [number[], Owner][] = []

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { SDK_VERSION, ServiceTracker } from '@sightline/tracker'
-import { EVENT_FLUSH_MS, REPLAY_FLUSH_MS } from '@sightline/tracker/queue'
+import { CHUNK_MAX_CHARS, EVENT_FLUSH_MS, REPLAY_FLUSH_MS } from '@sightline/tracker/queue'
 import trackerPackage from '../../tracker/package.json'
 import { settle } from './helpers/clock'
 import { storageOf } from './helpers/dom'
@@ -109,6 +109,19 @@ describe('addEvent', () => {
     const [chunk] = service.to('/events')
     expect(chunk.body).toMatchObject({ sessionId: tracker.getSessionId(), endUserId: tracker.getUserInfo().endUserId, windowId: tracker.getUserInfo().windowId, seq: 0, sdkVersion: SDK_VERSION })
     expect(chunk.body.automaticProperties).toMatchObject({ language: expect.any(String), timezone: expect.any(String), viewport: expect.stringMatching(/^\d+x\d+$/) })
+  })
+
+  test('replay is sent in chunks of at most about 1 MB of encoded JSON, each with its own seq', async () => {
+    const { tracker, service, clock } = tracked()
+    const text = 'x'.repeat(400_000)
+    for (let i = 0; i < 3; i++) tracker.addEvent({ i, text })
+    await clock.advance(REPLAY_FLUSH_MS)
+    const chunks = service.to('/events')
+    expect(chunks.map((r) => [r.body.seq, r.body.events.map((e: { data: { payload: { i: number } } }) => e.data.payload.i)])).toEqual([
+      [0, [0, 1]],
+      [1, [2]],
+    ])
+    for (const chunk of chunks) expect(JSON.stringify(chunk.body.events).length).toBeLessThanOrEqual(CHUNK_MAX_CHARS)
   })
 })
 

@@ -9,7 +9,6 @@ import {
   REPLAY_FLUSH_MS,
   TELEMETRY_BATCH_MAX,
   TELEMETRY_FLUSH_MS,
-  chunkBySize,
   createBatcher,
   halve,
   type Owner,
@@ -61,21 +60,11 @@ export function createMessages({ win, clock, identity, redaction, release, send 
   const spans = telemetry<SpanEntry>('/spans/batch', 'spans')
   const errors = telemetry<Properties>('/errors', 'errors')
   const environment = automaticProperties(win)
-  const replay = createBatcher<[RecordedEvent, number]>(
+  const replay = createBatcher<RecordedEvent>(
     clock,
     () => (live ? LIVE_REPLAY_FLUSH_MS : REPLAY_FLUSH_MS),
-    (items, who) => {
-      for (const chunk of chunkBySize(items, ([, size]) => size, CHUNK_MAX_CHARS)) {
-        send('/events', {
-          ...who,
-          windowId: identity.windowId,
-          seq: identity.nextSeq(),
-          events: chunk.map(([event]) => event),
-          automaticProperties: environment,
-          sdkVersion: SDK_VERSION,
-        })
-      }
-    },
+    (items, who) =>
+      send('/events', { ...who, windowId: identity.windowId, seq: identity.nextSeq(), events: items, automaticProperties: environment, sdkVersion: SDK_VERSION }),
     Infinity,
     CHUNK_MAX_CHARS,
   )
@@ -110,8 +99,7 @@ export function createMessages({ win, clock, identity, redaction, release, send 
     /** A recorded event; while nobody acts past the session's end, the page's own changes are not kept. */
     record(event: RecordedEvent, activity: boolean) {
       if (!activity && identity.current() === null) return
-      const size = JSON.stringify(event).length
-      replay.add([event, size], owner(activity), size)
+      replay.add(event, owner(activity), JSON.stringify(event).length)
     },
     log(level: string, message: string, stack?: string) {
       withOwner(logs, { level, message, stack, url: win.location.href, timestampMs: now() })

@@ -26,7 +26,8 @@ export interface Batcher<T> {
 
 /**
  * Collects items and hands them over `flushMs()` after the first one arrives, or at once when
- * `maxItems` items or `maxSize` of summed sizes are waiting, or when the owner changes.
+ * `maxItems` items or `maxSize` of summed sizes are waiting, or when the owner changes. A batch stays
+ * within `maxSize`: an item that would take it over starts the next one (an item larger goes alone).
  */
 export function createBatcher<T>(
   clock: Clock,
@@ -53,7 +54,7 @@ export function createBatcher<T>(
   }
   return {
     add(item, next, itemSize = 0) {
-      if (owner && (owner.sessionId !== next.sessionId || owner.endUserId !== next.endUserId)) flush()
+      if (size + itemSize > maxSize || (owner && (owner.sessionId !== next.sessionId || owner.endUserId !== next.endUserId))) flush()
       owner = next
       items.push(item)
       size += itemSize
@@ -65,7 +66,11 @@ export function createBatcher<T>(
   }
 }
 
-/** Splits items, in order, into runs whose summed sizes stay within `max` (an item larger goes alone). */
+/**
+ * Splits items, in order, into runs whose summed sizes stay within `max` (an item larger goes alone):
+ * the batches the replay batcher makes of them when they all arrive at once (the replay bench splits
+ * recordings with it).
+ */
 export function chunkBySize<T>(items: T[], sizeOf: (item: T) => number, max: number): T[][] {
   const chunks: T[][] = []
   let current: T[] = []
