@@ -7,8 +7,9 @@
  * - dist/bin/upload-sourcemaps.js: the command, for Node.
  */
 import { rm } from 'node:fs/promises'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import type { BunPlugin } from 'bun'
+import { minify } from 'terser'
 
 const root = import.meta.dir
 export const DIST = join(root, 'dist')
@@ -52,15 +53,34 @@ async function bundle(options: Parameters<typeof Bun.build>[0]) {
   return result.outputs
 }
 
+/**
+ * A browser bundle, minified by Bun and then by terser, which inlines and folds more (about 5 % less
+ * gzipped); its source map still leads to the sources. A linked map gets its `sourceMappingURL`
+ * comment back.
+ */
+async function browserBundle(options: Parameters<typeof Bun.build>[0] & { sourcemap: 'linked' | 'external' }) {
+  for (const output of await bundle(options)) {
+    if (output.kind !== 'entry-point') continue
+    const map = output.path + '.map'
+    const minified = await minify(await Bun.file(output.path).text(), {
+      module: options.format === 'esm',
+      compress: { passes: 2 },
+      sourceMap: { content: await Bun.file(map).text(), url: options.sourcemap === 'linked' ? basename(map) : undefined },
+    })
+    await Bun.write(output.path, minified.code!)
+    await Bun.write(map, minified.map as string)
+  }
+}
+
 export async function buildTracker(outdir = DIST) {
   await rm(outdir, { recursive: true, force: true })
   const browser = { target: 'browser', format: 'esm', minify: true, sourcemap: 'linked', plugins: [withoutCanvasRecording] } satisfies Partial<Bun.BuildConfig>
   const esm = join(outdir, 'esm')
-  await bundle({ ...browser, entrypoints: [join(root, 'src/index.ts')], outdir: esm, plugins: [startModulesApart] })
-  await bundle({ ...browser, entrypoints: [join(root, 'src/record.ts')], outdir: esm })
-  await bundle({ ...browser, entrypoints: [join(root, 'src/auto/index.ts')], outdir: esm, naming: 'auto.js' })
+  await browserBundle({ ...browser, entrypoints: [join(root, 'src/index.ts')], outdir: esm, plugins: [startModulesApart] })
+  await browserBundle({ ...browser, entrypoints: [join(root, 'src/record.ts')], outdir: esm })
+  await browserBundle({ ...browser, entrypoints: [join(root, 'src/auto/index.ts')], outdir: esm, naming: 'auto.js' })
   // The relay serves t.js alone: no sourceMappingURL comment pointing at a file it does not serve.
-  await bundle({ ...browser, entrypoints: [join(root, 'src/browser.ts')], outdir, format: 'iife', naming: 't.js', sourcemap: 'external' })
+  await browserBundle({ ...browser, entrypoints: [join(root, 'src/browser.ts')], outdir, format: 'iife', naming: 't.js', sourcemap: 'external' })
   await bundle({
     entrypoints: [join(root, 'bin/upload-sourcemaps.ts')],
     outdir: join(outdir, 'bin'),
