@@ -2,8 +2,8 @@
  * `npm run build`:
  * - dist/t.js: the script-tag bundle, recorder inside. The relay serves this one file as
  *   `<prefix>/t.js`, so nothing else has to be found through the relay.
- * - dist/esm: the package: index.js, and auto.js and record.js which `start()` imports (an app's
- *   bundler splits them off and serves them from the app's own origin); dist/types.
+ * - dist/esm: the package: index.js, and record.js, the recorder, which `start()` imports (an app's
+ *   bundler splits it off and serves it from the app's own origin); dist/types.
  * - dist/bin/upload-sourcemaps.js: the command, for Node.
  */
 import { rm } from 'node:fs/promises'
@@ -39,11 +39,11 @@ const withoutCanvasRecording: BunPlugin = {
   },
 }
 
-/** In the package, automatic tracking and the recorder stay modules of their own, imported by `start()`. */
-const startModulesApart: BunPlugin = {
-  name: 'start-modules-apart',
+/** In the package, the recorder stays a module of its own, imported by `start()`. */
+const recorderApart: BunPlugin = {
+  name: 'recorder-apart',
   setup(build) {
-    build.onResolve({ filter: /^\.\/(auto|record)$/ }, ({ path }) => ({ path: path + '.js', external: true }))
+    build.onResolve({ filter: /^\.\/record$/ }, ({ path }) => ({ path: path + '.js', external: true }))
   },
 }
 
@@ -76,9 +76,8 @@ export async function buildTracker(outdir = DIST) {
   await rm(outdir, { recursive: true, force: true })
   const browser = { target: 'browser', format: 'esm', minify: true, sourcemap: 'linked', plugins: [withoutCanvasRecording] } satisfies Partial<Bun.BuildConfig>
   const esm = join(outdir, 'esm')
-  await browserBundle({ ...browser, entrypoints: [join(root, 'src/index.ts')], outdir: esm, plugins: [startModulesApart] })
+  await browserBundle({ ...browser, entrypoints: [join(root, 'src/index.ts')], outdir: esm, plugins: [recorderApart] })
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/record.ts')], outdir: esm })
-  await browserBundle({ ...browser, entrypoints: [join(root, 'src/auto/index.ts')], outdir: esm, naming: 'auto.js' })
   // The relay serves t.js alone: no sourceMappingURL comment pointing at a file it does not serve.
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/browser.ts')], outdir, format: 'iife', naming: 't.js', sourcemap: 'external' })
   await bundle({

@@ -1,4 +1,4 @@
-import type { AutoContext } from './auto'
+import { installAutomaticTracking, type AutoContext } from './auto'
 import { resolveIngestionBase, type IngestionBase } from './config'
 import { createDelivery, type Delivery, type StopReason } from './delivery'
 import { connectionStatus } from './diagnostics'
@@ -134,14 +134,10 @@ export class ServiceTracker {
     this.#generation++
     this.#listen()
     this.#beat()
-    // Automatic tracking and the recorder are modules of their own: the script-tag build has them
-    // inside, and an app's bundler can keep them out of its first load.
     const { enableAutomaticTracking = true, automaticTrackingOptions } = this.#options
-    if (enableAutomaticTracking) {
-      this.#whileRunning(import('./auto'), ({ installAutomaticTracking }) => {
-        this.#running.push(installAutomaticTracking(this.#autoContext(), automaticTrackingOptions))
-      })
-    }
+    if (enableAutomaticTracking) this.#running.push(installAutomaticTracking(this.#autoContext(), automaticTrackingOptions))
+    // The recorder (rrweb) is a module of its own: the script-tag build has it inside, and an app's
+    // bundler keeps it out of the first load.
     this.#whileRunning(import('./record'), ({ startRecording }) => {
       this.#recording = startRecording(this.#redaction, (event, activity) => this.#messages.record(event, activity))
     })
