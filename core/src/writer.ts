@@ -16,11 +16,18 @@ import type { Logger } from './log'
  *   rows with it; the batch is split until the one request at fault is found, and only it fails.
  */
 
+/** Per project, how many of the rows a sink was given were stored already: resends. */
+export type AlreadyStored = Map<string, number>
+
 /** One table's way of writing many rows in one statement, inside the commit's transaction. */
 export interface Sink<Row> {
   /** Sinks are written in name order, so concurrent commits (other processes) lock rows in one order. */
   readonly name: string
-  write(tx: Orm, rows: Row[]): Promise<void>
+  /**
+   * A sink whose rows are the items its requests count against the monthly quota (one row per item)
+   * says which of them were stored already, so that a resend is not counted a second time.
+   */
+  write(tx: Orm, rows: Row[]): Promise<void | AlreadyStored>
   /** Optional: called with the same array `write` had, once its transaction committed. */
   committed?(rows: Row[]): void
 }
@@ -59,6 +66,11 @@ export interface GateDecision {
    * so that a lock it takes is held for as short a time as possible.
    */
   record?: (tx: Orm) => Promise<void>
+  /**
+   * Runs after `record` when sinks found rows stored already, in the same transaction: takes back
+   * what `record` counted for them. Resends are rare, so the common commit makes no extra round trip.
+   */
+  uncount?: (tx: Orm, alreadyStored: AlreadyStored) => Promise<void>
   /** Runs once the commit succeeded (e.g. to update a cache with what was counted). */
   onCommit?: () => void
 }
@@ -216,7 +228,7 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
       })
       // Issued together, the statements are pipelined on the transaction's connection: one round trip
       // instead of one per table. They still run in this order (sinks by name, then the record).
-      const writes: Promise<void>[] = []
+      const writes: Promise<void | AlreadyStored>[] = []
       const written: SinkRows[] = []
       for (const name of [...bySink.keys()].sort()) {
         const entry = bySink.get(name)!
@@ -225,7 +237,8 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
         written.push(entry)
       }
       if (decision.record) writes.push(decision.record(tx))
-      await allSettledOrThrow(writes)
+      const alreadyStored = sumPerProject(await allSettledOrThrow(writes))
+      if (alreadyStored.size > 0) await decision.uncount?.(tx, alreadyStored)
       return { ...decision, written }
     })
   }
@@ -303,9 +316,19 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
  * Waits for every write (none is left running into a rolled-back transaction), then throws the error
  * that failed the transaction: pipelined statements after it fail only as "transaction aborted".
  */
-async function allSettledOrThrow(writes: Promise<void>[]): Promise<void> {
-  const failed = (await Promise.allSettled(writes)).filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+async function allSettledOrThrow<T>(writes: Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(writes)
+  const failed = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected')
   if (failed.length > 0) throw (failed.find((r) => sqlState(r.reason) !== TRANSACTION_ABORTED) ?? failed[0]).reason
+  return settled.map((r) => (r as PromiseFulfilledResult<T>).value)
+}
+
+function sumPerProject(results: readonly unknown[]): AlreadyStored {
+  const sum: AlreadyStored = new Map()
+  for (const result of results) {
+    if (result instanceof Map) for (const [projectId, n] of result as AlreadyStored) if (n > 0) sum.set(projectId, (sum.get(projectId) ?? 0) + n)
+  }
+  return sum
 }
 
 const TRANSACTION_ABORTED = '25P02'

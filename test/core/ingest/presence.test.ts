@@ -214,7 +214,7 @@ describe('presence across cores', () => {
     const sinksInOrder = [presenceSink, sessionsSink].sort((a, b) => (a.name < b.name ? -1 : 1))
     const run = (tx: Orm, kind: 'beat' | 'end', windowId: string) => {
       const rows = presenceRows({ sessionId: 'step-1', windowId }, kind, caller, Date.now())
-      return sinksInOrder.reduce<Promise<void>>(
+      return sinksInOrder.reduce<Promise<unknown>>(
         (done, sink) => done.then(() => (sink === presenceSink ? presenceSink.write(tx, rows.presence) : sessionsSink.write(tx, rows.sessions))),
         Promise.resolve(),
       )

@@ -60,6 +60,67 @@ describe('monthly limit', () => {
   })
 })
 
+describe('resends count once', () => {
+  let core: TestCore
+  beforeAll(async () => {
+    core = await startCore()
+  })
+  afterAll(() => core.close())
+
+  const usage = async () => Number((await core.database.db.rows<{ events: string }>(sql`select coalesce(sum(events), 0)::text as events from usage_counters`))[0].events)
+  const at = Date.now() - 60_000
+  const uuids = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()]
+  /** Per counted route: a request of two items, and a resend of one of them beside a new one. */
+  const routes: [string, object, object][] = [
+    ['/customEvent/batch', { sessionId: 'rs', events: [{ eventName: 'a', uuid: uuids[0] }, { eventName: 'b', uuid: uuids[1] }] }, { sessionId: 'rs', events: [{ eventName: 'b', uuid: uuids[1] }, { eventName: 'c', uuid: uuids[2] }] }],
+    ['/logs', { sessionId: 'rs', logs: [{ level: 'info', message: 'a', timestampMs: at }, { level: 'info', message: 'b', timestampMs: at }] }, { sessionId: 'rs', logs: [{ level: 'info', message: 'a', timestampMs: at }, { level: 'info', message: 'c', timestampMs: at }] }],
+    ['/network', { sessionId: 'rs', errors: [{ requestId: 'a', url: 'https://x.test/a', method: 'GET', status: 500, timestampMs: at }, { requestId: 'b', url: 'https://x.test/b', method: 'GET', status: 500, timestampMs: at }] }, { sessionId: 'rs', errors: [{ requestId: 'b', url: 'https://x.test/b', method: 'GET', status: 500, timestampMs: at }, { requestId: 'c', url: 'https://x.test/c', method: 'GET', status: 500, timestampMs: at }] }],
+    ['/spans/batch', { sessionId: 'rs', spans: ['a', 'b'].map((id) => ({ traceId: 'f'.repeat(32), spanId: id.repeat(16), name: 'GET /', startTimeMs: at, endTimeMs: at + 1 })) }, { sessionId: 'rs', spans: ['b', 'c'].map((id) => ({ traceId: 'f'.repeat(32), spanId: id.repeat(16), name: 'GET /', startTimeMs: at, endTimeMs: at + 1 })) }],
+    ['/errors', { sessionId: 'rs', errors: ['a', 'b'].map((message) => ({ name: 'Error', message, timestampMs: at })) }, { sessionId: 'rs', errors: ['b', 'c'].map((message) => ({ name: 'Error', message, timestampMs: at })) }],
+  ]
+
+  test.each(routes)('%s: a resent item is stored and counted once; its new neighbour counts', async (path, first, mixed) => {
+    const before = await usage()
+    for (let i = 0; i < 2; i++) expect((await core.post(`/api/ingestion${path}`, first)).status).toBe(200)
+    expect(await usage()).toBe(before + 2)
+    expect((await core.post(`/api/ingestion${path}`, mixed)).status).toBe(200)
+    expect(await usage()).toBe(before + 3)
+  })
+
+  test('/events: a resent replay chunk is counted once', async () => {
+    const before = await usage()
+    const chunk = { sessionId: 'rs', windowId: 'w', seq: 0, events: [{ type: 4, timestamp: at, data: { href: 'https://x.test/', width: 800, height: 600 } }] }
+    for (let i = 0; i < 3; i++) expect((await core.post('/api/ingestion/events', chunk)).status).toBe(200)
+    expect(await usage()).toBe(before + 1)
+  })
+
+  test('an item and its resend in one commit count once', async () => {
+    const racing = await startCore({ writer: { lingerMs: 20 } })
+    try {
+      const body = { sessionId: 'rs', events: [{ eventName: 'twice', uuid: crypto.randomUUID() }] }
+      const statuses = await Promise.all([0, 1].map(() => racing.post('/api/ingestion/customEvent/batch', body).then((r) => r.status)))
+      expect(statuses).toEqual([200, 200])
+      expect(await racing.database.db.rows(sql`select sum(events)::int as events from usage_counters`)).toEqual([{ events: 1 }])
+    } finally {
+      await racing.close()
+    }
+  })
+
+  test('under a limit, resends do not use it up', async () => {
+    const limited = await startCore({ monthlyLimit: 3 })
+    try {
+      const body = { sessionId: 'rs', events: [{ eventName: 'a', uuid: crypto.randomUUID() }, { eventName: 'b', uuid: crypto.randomUUID() }] }
+      for (let i = 0; i < 3; i++) expect((await limited.post('/api/ingestion/customEvent/batch', body)).status).toBe(200)
+      const next = await limited.post('/api/ingestion/customEvent', { sessionId: 'rs', eventName: 'c' })
+      expect(next.status).toBe(200)
+      expect((await next.json()).monthlyLimitReached).toBe(true)
+      expect((await limited.post('/api/ingestion/customEvent', { sessionId: 'rs', eventName: 'd' })).status).toBe(429)
+    } finally {
+      await limited.close()
+    }
+  })
+})
+
 describe('monthly limit under concurrency', () => {
   test('200 concurrent requests against a limit of 50 store exactly 50', async () => {
     const core = await startCore({ monthlyLimit: 50, writer: { lingerMs: 2 } })

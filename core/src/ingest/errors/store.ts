@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { rowsOf, type Database } from '../../db'
 import type { Sink } from '../../writer'
+import { alreadyStoredOf } from '../shared/insert'
 import { sortedBy } from '../shared/rows'
 import { jsonParam } from '../shared/values'
 import { issueDeltas, issueUsers } from './issues'
@@ -28,7 +29,8 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
       returning project_id::text as "projectId", content_hash as "contentHash"`)
     const stored = new Set(rowsOf<{ projectId: string; contentHash: string }>(inserted).map((r) => `${r.projectId}\n${r.contentHash}`))
     const fresh = unique.filter((r) => stored.has(`${r.projectId}\n${r.contentHash}`))
-    if (fresh.length === 0) return
+    const alreadyStored = alreadyStoredOf(rows, fresh.map(({ projectId }) => ({ projectId, n: 1 })))
+    if (fresh.length === 0) return alreadyStored
 
     // A user counts once per Issue: only the pairs this insert added (not one already stored, here or
     // by a concurrent commit, which this insert waits for) add to `affected_users`.
@@ -69,6 +71,7 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
         status = case when i.status = 'resolved' then 'open' else i.status end,
         is_regression = i.is_regression or i.status = 'resolved',
         resolved_at = case when i.status = 'resolved' then null else i.resolved_at end`)
+    return alreadyStored
   },
 }
 

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { Sink } from '../../writer'
+import { insertCounted } from '../shared/insert'
 import { jsonParam } from '../shared/values'
 import type { EventRow } from './service'
 
@@ -8,7 +9,7 @@ export const eventsSink: Sink<EventRow> = {
   name: 'events',
   async write(tx, rows) {
     const sorted = [...rows].sort((a, b) => (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0))
-    await tx.execute(sql`
+    return insertCounted(tx, rows, sql`
       insert into events (project_id, uuid, environment, session_id, end_user_id, event_name, properties, timestamp)
       select e."projectId", e.uuid, e.environment, e."sessionId", e."endUserId", e."eventName", e.properties, to_timestamp(e.timestamp / 1000.0)
       from json_to_recordset(${jsonParam(sorted)}::json) as e(

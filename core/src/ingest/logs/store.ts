@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { Sink } from '../../writer'
+import { insertCounted } from '../shared/insert'
 import { jsonParam } from '../shared/values'
 import { sortedBy } from '../shared/rows'
 import type { LogRow } from './service'
@@ -8,7 +9,7 @@ import type { LogRow } from './service'
 export const logsSink: Sink<LogRow> = {
   name: 'logs',
   async write(tx, rows) {
-    await tx.execute(sql`
+    return insertCounted(tx, rows, sql`
       insert into logs (project_id, content_hash, session_id, end_user_id, level, message, stack, url, user_agent, timestamp)
       select l."projectId", l."contentHash", l."sessionId", l."endUserId", l.level, l.message, l.stack, l.url, l."userAgent", to_timestamp(l.timestamp / 1000.0)
       from json_to_recordset(${jsonParam(sortedBy(rows, (r) => `${r.projectId}\n${r.contentHash}`))}::json) as l(

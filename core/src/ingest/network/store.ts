@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { Sink } from '../../writer'
 import { sortedBy } from '../shared/rows'
+import { insertCounted } from '../shared/insert'
 import { jsonParam } from '../shared/values'
 import type { NetworkErrorRow } from './service'
 
@@ -9,7 +10,7 @@ export const networkErrorsSink: Sink<NetworkErrorRow> = {
   name: 'network_errors',
   async write(tx, rows) {
     const sorted = sortedBy(rows, (r) => `${r.projectId}\n${r.sessionId}\n${r.requestId}`)
-    await tx.execute(sql`
+    return insertCounted(tx, rows, sql`
       insert into network_errors (project_id, session_id, request_id, end_user_id, url, method, status, status_text, duration_ms,
         error_type, error_message, error_name, span_name, span_status, attributes, start_time, timestamp)
       select n."projectId", n."sessionId", n."requestId", n."endUserId", n.url, n.method, n.status, n."statusText", n."durationMs",

@@ -48,15 +48,17 @@ export function createQuota(now: () => number = Date.now): Quota {
         })
         deltas.push({ projectId, month, events })
       }
-      let totals: UsageDelta[] = []
+      const totals = new Map<string, number>()
+      const keep = (rows: UsageDelta[]) => rows.forEach((t) => totals.set(t.projectId, t.events))
       // A shard picked per commit: two commits of one project rarely share a row (and wait on it).
       const shard = Math.floor(Math.random() * USAGE_SHARDS)
       return {
         verdicts,
-        record: async (recordTx) => {
-          totals = await addUsage(recordTx, deltas, shard)
-        },
-        onCommit: () => totals.forEach((t) => seen.set(keyOf(t.projectId, month), Math.max(t.events, seen.get(keyOf(t.projectId, month)) ?? 0))),
+        record: async (recordTx) => keep(await addUsage(recordTx, deltas, shard)),
+        // Resends were counted with their requests above; the same shard takes them back.
+        uncount: async (uncountTx, alreadyStored) =>
+          keep(await addUsage(uncountTx, [...alreadyStored].sort(([a], [b]) => (a < b ? -1 : 1)).map(([projectId, n]) => ({ projectId, month, events: -n })), shard)),
+        onCommit: () => totals.forEach((events, projectId) => seen.set(keyOf(projectId, month), Math.max(events, seen.get(keyOf(projectId, month)) ?? 0))),
       }
     },
   }

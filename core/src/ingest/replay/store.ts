@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { Sink } from '../../writer'
+import { alreadyStoredOf, insertedPerProject } from '../shared/insert'
 import type { ReplayChunkRow } from './service'
 
 const ROWS_PER_STATEMENT = 2_000
@@ -14,17 +15,20 @@ export const replayChunksSink: Sink<ReplayChunkRow> = {
   name: 'replay_chunks',
   async write(tx, rows) {
     const sorted = [...rows].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0))
+    const stored: { projectId: string; n: number }[] = []
     for (let i = 0; i < sorted.length; i += ROWS_PER_STATEMENT) {
       const values = sorted.slice(i, i + ROWS_PER_STATEMENT).map(
         (r) => sql`(${r.projectId}::uuid, ${r.sessionId}, ${r.windowId}, ${r.contentHash}, ${r.seq}::int,
           to_timestamp(${r.firstTimestamp}::float8 / 1000), to_timestamp(${r.lastTimestamp}::float8 / 1000),
           ${r.eventCount}::int, ${r.hasFullSnapshot}::boolean, ${r.rawBytes}::int, ${r.data}::bytea)`,
       )
-      await tx.execute(sql`
+      const inserted = await insertedPerProject(tx, sql`
         insert into replay_chunks (project_id, session_id, window_id, content_hash, seq, first_timestamp, last_timestamp,
           event_count, has_full_snapshot, raw_bytes, data)
         values ${sql.join(values, sql`, `)}
         on conflict do nothing`)
+      stored.push(...inserted)
     }
+    return alreadyStoredOf(rows, stored)
   },
 }

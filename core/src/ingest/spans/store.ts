@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { Sink } from '../../writer'
 import { sortedBy } from '../shared/rows'
+import { insertCounted } from '../shared/insert'
 import { jsonParam } from '../shared/values'
 import type { SpanRow } from './service'
 
@@ -9,7 +10,7 @@ export const spansSink: Sink<SpanRow> = {
   name: 'spans',
   async write(tx, rows) {
     const sorted = sortedBy(rows, (r) => `${r.projectId}\n${r.traceId}\n${r.spanId}`)
-    await tx.execute(sql`
+    return insertCounted(tx, rows, sql`
       insert into spans (project_id, trace_id, span_id, parent_span_id, session_id, end_user_id, name, kind,
         start_time, end_time, duration_ms, status_code, status_message, attributes, events)
       select s."projectId", s."traceId", s."spanId", s."parentSpanId", s."sessionId", s."endUserId", s.name, s.kind,

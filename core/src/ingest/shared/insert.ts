@@ -1,0 +1,29 @@
+import { sql, type SQL } from 'drizzle-orm'
+import { rowsOf, type Orm } from '../../db'
+import type { AlreadyStored } from '../../writer'
+
+/**
+ * Runs a counted sink's `insert ... on conflict do nothing` and says, per project, how many of `rows`
+ * it skipped because they were stored already (resends), so the monthly quota counts them once.
+ */
+export async function insertCounted(tx: Orm, rows: readonly { projectId: string }[], insert: SQL): Promise<AlreadyStored> {
+  return alreadyStoredOf(rows, await insertedPerProject(tx, insert))
+}
+
+/** Runs an `insert ... on conflict do nothing` and counts, per project, the rows it stored. */
+export async function insertedPerProject(tx: Orm, insert: SQL): Promise<{ projectId: string; n: number }[]> {
+  return rowsOf<{ projectId: string; n: number }>(
+    await tx.execute(sql`
+      with stored as (${insert} returning project_id)
+      select project_id::text as "projectId", count(*)::int as n from stored group by project_id`),
+  )
+}
+
+/** Per project, the rows given that are not among those stored now. */
+export function alreadyStoredOf(rows: readonly { projectId: string }[], stored: readonly { projectId: string; n: number }[]): AlreadyStored {
+  const missing: AlreadyStored = new Map()
+  for (const { projectId } of rows) missing.set(projectId, (missing.get(projectId) ?? 0) + 1)
+  for (const { projectId, n } of stored) missing.set(projectId, (missing.get(projectId) ?? 0) - Number(n))
+  for (const [projectId, n] of missing) if (n <= 0) missing.delete(projectId)
+  return missing
+}
