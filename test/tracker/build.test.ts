@@ -8,6 +8,8 @@ import { openPage } from './helpers/dom'
 /** Budgets, gzip at its default level. */
 const SCRIPT_BUDGET = 30 * 1024
 const CORE_BUDGET = 8 * 1024
+/** Until the core meets its budget, it may not grow past today's size (8.8 KB), rounded up. */
+const CORE_CEILING = 9 * 1024
 
 let dist: string
 beforeAll(async () => {
@@ -46,6 +48,10 @@ describe('npm run build', () => {
       expect(text).not.toContain('rrweb')
       expect(text).not.toMatch(/(^|;)import[^(]/)
     }
+  })
+
+  test(`the package's core, everything but the recorder, stays under ${CORE_CEILING / 1024} KB gzipped while the budget is not met`, async () => {
+    expect((await coreFiles()).size).toBeLessThanOrEqual(CORE_CEILING)
   })
 
   // Not met yet: everything but the recorder is 8.8 KB (automatic tracking, on by default, included).
