@@ -114,7 +114,7 @@ async function copyRowsPerSecond(url: string, projectId: string, rows: number): 
     for (let i = 0; i < rows; i++) {
       const properties = JSON.stringify({ page: `/p/${i % 20}`, n: i })
       lines.push(
-        [projectId, crypto.randomUUID(), 'development', `bench-${i % 64}`, `user-${i % 64}`, `step-${i % 20}`, properties, new Date(now - i).toISOString()].join('\t'),
+        [projectId, Bun.randomUUIDv7(), 'development', `bench-${i % 64}`, `user-${i % 64}`, `step-${i % 20}`, properties, new Date(now - i).toISOString()].join('\t'),
       )
     }
     const payload = lines.join('\n') + '\n'
