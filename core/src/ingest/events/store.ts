@@ -12,7 +12,7 @@ export const eventsSink: Sink<EventRow> = {
     return insertCounted(tx, rows, sql`
       insert into events (project_id, uuid, environment, session_id, end_user_id, event_name, properties, timestamp)
       select e."projectId", e.uuid, e.environment, e."sessionId", e."endUserId", e."eventName", e.properties, to_timestamp(e.timestamp / 1000.0)
-      from json_to_recordset(${jsonParam(sorted)}::json) as e(
+      from jsonb_to_recordset(${jsonParam(sorted)}::jsonb) as e(
         "projectId" uuid, uuid uuid, environment text, "sessionId" text, "endUserId" text, "eventName" text, properties jsonb, timestamp float8)
       on conflict do nothing`)
   },

@@ -10,7 +10,7 @@ export const groupsSink: Sink<GroupRow> = {
     await tx.execute(sql`
       insert into groups as g (project_id, group_type, group_key, properties, created_at, updated_at)
       select r."projectId", r."groupType", r."groupKey", r.properties, to_timestamp(r.at / 1000.0), to_timestamp(r.at / 1000.0)
-      from json_to_recordset(${jsonParam(mergeGroups(rows))}::json) as r("projectId" uuid, "groupType" text, "groupKey" text, properties jsonb, at float8)
+      from jsonb_to_recordset(${jsonParam(mergeGroups(rows))}::jsonb) as r("projectId" uuid, "groupType" text, "groupKey" text, properties jsonb, at float8)
       on conflict (project_id, group_type, group_key) do update set
         properties = g.properties || excluded.properties,
         updated_at = greatest(g.updated_at, excluded.updated_at)`)
@@ -24,7 +24,7 @@ export const groupMembersSink: Sink<GroupMemberRow> = {
     await tx.execute(sql`
       insert into group_members (project_id, group_type, group_key, end_user_id)
       select m."projectId", m."groupType", m."groupKey", m."endUserId"
-      from json_to_recordset(${jsonParam(uniqueMembers(rows))}::json) as m("projectId" uuid, "groupType" text, "groupKey" text, "endUserId" text)
+      from jsonb_to_recordset(${jsonParam(uniqueMembers(rows))}::jsonb) as m("projectId" uuid, "groupType" text, "groupKey" text, "endUserId" text)
       on conflict do nothing`)
   },
 }

@@ -59,7 +59,7 @@ async function aliasesOf(tx: Orm, rows: IdentifyRow[]): Promise<Map<string, stri
     await tx.execute(sql`
       select a.project_id::text as project_id, a.alias_id, a.end_user_id
       from end_user_aliases a
-      join json_to_recordset(${jsonParam(named)}::json) as r("projectId" uuid, "endUserId" text)
+      join jsonb_to_recordset(${jsonParam(named)}::jsonb) as r("projectId" uuid, "endUserId" text)
         on a.project_id = r."projectId" and a.alias_id = r."endUserId"`),
   )
   return new Map(found.map((a) => [key(a.project_id, a.alias_id), a.end_user_id]))
@@ -83,7 +83,7 @@ async function alias(tx: Orm, projectId: string, ids: string[], previous: string
   const links = ids.filter((id) => id !== person).map((aliasId) => ({ projectId, aliasId, endUserId: person }))
   await tx.execute(sql`
     insert into end_user_aliases (project_id, alias_id, end_user_id)
-    select l."projectId", l."aliasId", l."endUserId" from json_to_recordset(${jsonParam(links)}::json) as l("projectId" uuid, "aliasId" text, "endUserId" text)
+    select l."projectId", l."aliasId", l."endUserId" from jsonb_to_recordset(${jsonParam(links)}::jsonb) as l("projectId" uuid, "aliasId" text, "endUserId" text)
     on conflict (project_id, alias_id) do update set end_user_id = excluded.end_user_id`)
   await tx.execute(sql`update end_user_aliases set end_user_id = ${person} where project_id = ${projectId} and end_user_id = ${previous}`)
 }

@@ -12,7 +12,7 @@ export const scanFindingsSink: Sink<FindingRow> = {
     await tx.execute(sql`
       insert into scan_findings as f (project_id, fingerprint, source, rule_id, severity, file, line, message)
       select r."projectId", r.fingerprint, r.source, r."ruleId", r.severity, r.file, r.line, r.message
-      from json_to_recordset(${jsonParam(latest)}::json) as r(
+      from jsonb_to_recordset(${jsonParam(latest)}::jsonb) as r(
         "projectId" uuid, fingerprint text, source text, "ruleId" text, severity text, file text, line int, message text)
       on conflict (project_id, fingerprint) do update set
         source = coalesce(excluded.source, f.source),

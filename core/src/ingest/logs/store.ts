@@ -12,7 +12,7 @@ export const logsSink: Sink<LogRow> = {
     return insertCounted(tx, rows, sql`
       insert into logs (project_id, content_hash, session_id, end_user_id, level, message, stack, url, user_agent, timestamp)
       select l."projectId", l."contentHash", l."sessionId", l."endUserId", l.level, l.message, l.stack, l.url, l."userAgent", to_timestamp(l.timestamp / 1000.0)
-      from json_to_recordset(${jsonParam(sortedBy(rows, (r) => `${r.projectId}\n${r.contentHash}`))}::json) as l(
+      from jsonb_to_recordset(${jsonParam(sortedBy(rows, (r) => `${r.projectId}\n${r.contentHash}`))}::jsonb) as l(
         "projectId" uuid, "contentHash" text, "sessionId" text, "endUserId" text, level text, message text, stack text, url text, "userAgent" text, timestamp float8)
       on conflict do nothing`)
   },

@@ -16,7 +16,7 @@ export const networkErrorsSink: Sink<NetworkErrorRow> = {
       select n."projectId", n."sessionId", n."requestId", n."endUserId", n.url, n.method, n.status, n."statusText", n."durationMs",
         n."errorType", n."errorMessage", n."errorName", n."spanName", n."spanStatus", n.attributes,
         to_timestamp(n."startTime" / 1000.0), to_timestamp(n.timestamp / 1000.0)
-      from json_to_recordset(${jsonParam(sorted)}::json) as n(
+      from jsonb_to_recordset(${jsonParam(sorted)}::jsonb) as n(
         "projectId" uuid, "sessionId" text, "requestId" text, "endUserId" text, url text, method text, status int, "statusText" text,
         "durationMs" float8, "errorType" text, "errorMessage" text, "errorName" text, "spanName" text, "spanStatus" text,
         attributes jsonb, "startTime" float8, timestamp float8)

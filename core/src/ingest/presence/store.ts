@@ -22,7 +22,7 @@ const sessionsOf = (changes: readonly PresenceChange[]) =>
 /*
  * The statements below find their rows one key at a time through the primary key (a lateral
  * lookup, kept from being flattened into a join by `for update` or `offset 0`) and act on those
- * rows by ctid. Joined plainly with json_to_recordset, whose row count the planner guesses at 100,
+ * rows by ctid. Joined plainly with jsonb_to_recordset, whose row count the planner guesses at 100,
  * sessions and presence are easily scanned whole, on every heartbeat commit.
  */
 
@@ -37,7 +37,7 @@ export const presenceSink: Sink<PresenceChange> = {
   name: 'sessions_presence',
   async write(tx, changes) {
     await tx.execute(sql`
-      select s.ctid from json_to_recordset(${sessionsOf(changes)}::json) as t("projectId" uuid, "sessionId" text)
+      select s.ctid from jsonb_to_recordset(${sessionsOf(changes)}::jsonb) as t("projectId" uuid, "sessionId" text)
       cross join lateral (
         select ctid from sessions where project_id = t."projectId" and session_id = t."sessionId" for no key update
       ) s`)
@@ -48,14 +48,14 @@ export const presenceSink: Sink<PresenceChange> = {
       await tx.execute(sql`
         insert into presence as p (project_id, session_id, window_id, end_user_id, url, last_seen_at)
         select b."projectId", b."sessionId", b."windowId", b."endUserId", b.url, now()
-        from json_to_recordset(${jsonParam(beats)}::json) as b("projectId" uuid, "sessionId" text, "windowId" text, "endUserId" text, url text)
+        from jsonb_to_recordset(${jsonParam(beats)}::jsonb) as b("projectId" uuid, "sessionId" text, "windowId" text, "endUserId" text, url text)
         on conflict (project_id, session_id, window_id) do update set
           last_seen_at = excluded.last_seen_at,
           end_user_id = coalesce(excluded.end_user_id, p.end_user_id),
           url = coalesce(excluded.url, p.url)`)
       await tx.execute(sql`
         update sessions set ended_at = null where ctid = any(array(
-          select s.ctid from json_to_recordset(${sessionsOf(beats)}::json) as t("projectId" uuid, "sessionId" text)
+          select s.ctid from jsonb_to_recordset(${sessionsOf(beats)}::jsonb) as t("projectId" uuid, "sessionId" text)
           cross join lateral (
             select ctid from sessions where project_id = t."projectId" and session_id = t."sessionId" and ended_at is not null for update
           ) s))`)
@@ -63,11 +63,11 @@ export const presenceSink: Sink<PresenceChange> = {
     if (ends.length === 0) return
     await tx.execute(sql`
       delete from presence where ctid = any(array(
-        select p.ctid from json_to_recordset(${jsonParam(ends)}::json) as e("projectId" uuid, "sessionId" text, "windowId" text)
+        select p.ctid from jsonb_to_recordset(${jsonParam(ends)}::jsonb) as e("projectId" uuid, "sessionId" text, "windowId" text)
         cross join lateral (
           select ctid from presence where project_id = e."projectId" and session_id = e."sessionId" and window_id = e."windowId" for update
         ) p))`)
-    const ending = sql`json_to_recordset(${sessionsOf(ends)}::json) as t("projectId" uuid, "sessionId" text)`
+    const ending = sql`jsonb_to_recordset(${sessionsOf(ends)}::jsonb) as t("projectId" uuid, "sessionId" text)`
     // Windows that went quiet without a goodbye (a crash, a killed tab) are tidied with their session.
     await tx.execute(sql`
       delete from presence where ctid = any(array(
@@ -102,7 +102,7 @@ export function createLiveViewerReader(db: Database) {
       const lookups = [...new Map(batch.map((r) => [keyOf(r), { projectId: r.projectId, sessionId: r.sessionId }])).values()]
       const watched = await db.rows<{ projectId: string; sessionId: string }>(sql`
         select t."projectId"::text as "projectId", t."sessionId"
-        from json_to_recordset(${jsonParam(lookups)}::json) as t("projectId" uuid, "sessionId" text)
+        from jsonb_to_recordset(${jsonParam(lookups)}::jsonb) as t("projectId" uuid, "sessionId" text)
         cross join lateral (
           select 1 from sessions where project_id = t."projectId" and session_id = t."sessionId" and live_viewer_until > now() offset 0
         ) s`)

@@ -35,7 +35,7 @@ export async function addUsage(tx: Orm, deltas: UsageDelta[], shard: number): Pr
     await tx.execute(sql`
       with added as (
         insert into usage_counters (project_id, month, shard, events)
-        select d."projectId", d.month, ${shard}::smallint, d.events from json_to_recordset(${JSON.stringify(deltas)}::json) as d("projectId" uuid, month date, events bigint)
+        select d."projectId", d.month, ${shard}::smallint, d.events from jsonb_to_recordset(${JSON.stringify(deltas)}::jsonb) as d("projectId" uuid, month date, events bigint)
         on conflict (project_id, month, shard) do update set events = usage_counters.events + excluded.events
         returning project_id, month, events)
       select a.project_id, a.month::text as month,

@@ -65,7 +65,7 @@ export const sessionsSink: Sink<SessionTouch> = {
       select t."projectId", t."sessionId", t.environment, t."endUserId", to_timestamp(t."firstAt" / 1000.0), to_timestamp(t."lastAt" / 1000.0),
         t."entryUrl", to_timestamp(t."entryAt" / 1000.0), t.referrer, t."userAgent", t.browser, t."browserVersion", t.os, t."osVersion", t."deviceType", t."deviceVendor", t."deviceModel",
         t."automaticProperties", coalesce(t."windowIds", '{}'), t.geo, t."sdkVersion"
-      from json_to_recordset(${jsonParam(touches)}::json) as t(
+      from jsonb_to_recordset(${jsonParam(touches)}::jsonb) as t(
         "projectId" uuid, "sessionId" text, environment text, "endUserId" text, "firstAt" float8, "lastAt" float8,
         "entryUrl" text, "entryAt" float8, referrer text, "userAgent" text, browser text, "browserVersion" text, os text, "osVersion" text,
         "deviceType" text, "deviceVendor" text, "deviceModel" text, "automaticProperties" jsonb, "windowIds" text[], geo jsonb, "sdkVersion" text)
@@ -106,7 +106,7 @@ export const endUsersSink: Sink<EndUserTouch> = {
     await tx.execute(sql`
       insert into end_users as u (project_id, end_user_id, attributes, geo, first_seen_at, last_seen_at)
       select t."projectId", t."endUserId", coalesce(t.attributes, '{}'::jsonb), t.geo, to_timestamp(t.at / 1000.0), to_timestamp(t.at / 1000.0)
-      from json_to_recordset(${jsonParam(touches)}::json) as t("projectId" uuid, "endUserId" text, at float8, attributes jsonb, geo jsonb)
+      from jsonb_to_recordset(${jsonParam(touches)}::jsonb) as t("projectId" uuid, "endUserId" text, at float8, attributes jsonb, geo jsonb)
       on conflict (project_id, end_user_id) do update set
         attributes = case when excluded.attributes = '{}'::jsonb then u.attributes else u.attributes || excluded.attributes end,
         geo = coalesce(excluded.geo, u.geo),

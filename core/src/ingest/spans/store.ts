@@ -16,7 +16,7 @@ export const spansSink: Sink<SpanRow> = {
       select s."projectId", s."traceId", s."spanId", s."parentSpanId", s."sessionId", s."endUserId", s.name, s.kind,
         to_timestamp(s."startTime" / 1000.0), to_timestamp(s."endTime" / 1000.0), s."durationMs", s."statusCode", s."statusMessage",
         s.attributes, s.events
-      from json_to_recordset(${jsonParam(sorted)}::json) as s(
+      from jsonb_to_recordset(${jsonParam(sorted)}::jsonb) as s(
         "projectId" uuid, "traceId" text, "spanId" text, "parentSpanId" text, "sessionId" text, "endUserId" text, name text, kind text,
         "startTime" float8, "endTime" float8, "durationMs" float8, "statusCode" text, "statusMessage" text, attributes jsonb, events jsonb)
       on conflict do nothing`)
