@@ -191,6 +191,21 @@ describe('enclosingFunctionName', () => {
     expect(at('setup()\n/*here*/boom()')).toBe('')
   })
 
+  test('object types, destructuring and object literals in a head are part of it', () => {
+    expect(at('export async function loadProfile(id: string): Promise<{ id: string }> {\n  /*here*/throw new Error()\n}')).toBe('loadProfile')
+    expect(at('function Row({ id, label }: { id: string; label: string }): void {\n  /*here*/use(id)\n}')).toBe('Row')
+    expect(at('export const Page = ({ id }: Props) => {\n  /*here*/use(id)\n}')).toBe('Page')
+    expect(at('const f = ({ a }: { a: number }): { b: { c: number } } => {\n  /*here*/use(a)\n}')).toBe('f')
+    expect(at('function merge(a = {}, rows: readonly { id: string }[]) {\n  /*here*/use(a)\n}')).toBe('merge')
+    expect(at("function check(x: unknown): boolean | 'invalid' {\n  /*here*/use(x)\n}")).toBe('check')
+    expect(at('export function validator<T>(schema: T): (value: unknown) => T {\n  /*here*/use(schema)\n}')).toBe('validator')
+    expect(at('class Cart {\n  get totals(): { net: number } {\n    /*here*/use(this)\n  }\n}')).toBe('totals')
+    // The key the function is given, not an earlier one of the same object; not the declaration before it.
+    expect(at('const handlers = { retries: 3, onClick: (event) => {\n  /*here*/use(event)\n} }')).toBe('onClick')
+    expect(at('let dir: string\nconst stacksFrom = async (command: string[]): Promise<string[]> => {\n  /*here*/use(dir)\n}')).toBe('stacksFrom')
+    expect(at('items.forEach(({ id }) => {\n  /*here*/use(id)\n})')).toBe('')
+  })
+
   test('braces inside strings, templates, comments and regular expressions do not confuse it', () => {
     const source = [
       'function outer() {',

@@ -71,6 +71,15 @@ class Column {
 const TEMPLATE = -1
 /** A block whose head cannot declare a function (every function head has a `)` or a `=>`): not kept. */
 const NOT_A_FUNCTION = -2
+/**
+ * An object, a destructuring pattern or an object type: a `{` that does not follow what ends a
+ * function's head (a word, `)`, `=>`, `]`, `}`, a string literal type), or that follows a type
+ * operator. It is part of the head around it, as in
+ * `function f({ id }: { id: string }): Promise<{ ok: boolean }> {`, so it does not end that head.
+ */
+const IN_HEAD = -3
+const BEFORE_BODY = new Set(['w', ')', '>', ']', '}', "'", '"'])
+const TYPE_OPERATOR_BEFORE = /(?:^|[^\w$])(?:readonly|keyof|typeof|extends|as|satisfies)$/
 /** After these, a `/` starts a regular expression rather than a division. */
 const BEFORE_REGEX = new Set(['', '(', ',', '=', ':', '[', '!', '&', '|', '?', '{', '}', ';', '+', '-', '*', '%', '<', '>', '~', '^'])
 const KEYWORDS_BEFORE_REGEX = /(?:^|[^\w$])(?:return|typeof|case|do|else|in|of|new|delete|void|throw|yield|await)$/
@@ -136,7 +145,10 @@ function blocksOf(source: string) {
       lastSignificant = '/'
       continue
     }
-    if (c === '{') {
+    const inHead = c === '{' && (!BEFORE_BODY.has(lastSignificant) || TYPE_OPERATOR_BEFORE.test(source.slice(Math.max(0, i - 12), i).trimEnd()))
+    if (inHead) {
+      open.push(IN_HEAD)
+    } else if (c === '{') {
       const head = Math.max(segmentStart, i - HEAD_CHARS)
       const text = source.slice(head, i)
       if (text.includes(')') || text.includes('=>')) {
@@ -153,7 +165,7 @@ function blocksOf(source: string) {
       segmentStart = i + 1
     } else if (c === '}') {
       const closed = open.pop()
-      segmentStart = i + 1
+      if (closed !== IN_HEAD) segmentStart = i + 1
       if (closed === TEMPLATE) {
         i = skipTemplate(i + 1)
         lastSignificant = '`'
@@ -163,7 +175,7 @@ function blocksOf(source: string) {
         end.values[closed] = i
         openBlocks.pop()
       }
-    } else if (c === ';') {
+    } else if (c === ';' && open.at(-1) !== IN_HEAD) {
       segmentStart = i + 1
     }
     if (!/\s/.test(c)) lastSignificant = /[\w$]/.test(c) ? 'w' : c
@@ -214,12 +226,20 @@ function skipRegex(source: string, start: number): number {
 
 const IDENT = '[A-Za-z_$][\\w$]*'
 const PARAMS = '\\([^()]*(?:\\([^()]*\\)[^()]*)*\\)'
-const RETURN_TYPE = '(?::[^{}()=;]*(?:\\([^()]*\\)[^{}()=;]*)*)?'
+/** Object types in it may nest one level (`: Promise<{ user: { id: string } }>`); function types too (`: (v: T) => number`). */
+const RETURN_TYPE = '(?::(?:[^{}()=;]|\\{(?:[^{}]|\\{[^{}]*\\})*\\}|\\([^()]*\\)(?:\\s*=>)?)*)?'
+/**
+ * `: Type` of a variable or field: names joined by `|` or `&`, maybe generic. Nothing looser, or it
+ * would run on to the next declaration (`let dir: string` `const run = () => {`) or past a `,`
+ * (`{ a: 1, onClick: () => {`).
+ */
+const TYPE_ATOM = `(?:[\\w$.]+(?:<[^;{}]*?>)?|'[^']*'|"[^"]*")(?:\\[\\])*`
+const ANNOTATION = `(?::\\s*(?:(?:readonly|keyof|typeof|unique)\\s+)?${TYPE_ATOM}(?:\\s*[|&]\\s*${TYPE_ATOM})*)?`
 const TYPE_PARAMS = '(?:<[^()]*>)?'
 /** `function name(...)`, `function* name(...)`, `async function (...)`. */
 const FUNCTION_HEAD = new RegExp(`\\bfunction\\b\\s*\\*?\\s*(${IDENT})?\\s*${TYPE_PARAMS}\\s*${PARAMS}\\s*${RETURN_TYPE}\\s*$`)
 /** `name = (...) =>`, `name: async x =>`, or an anonymous arrow. */
-const ARROW_HEAD = new RegExp(`(?:(#?${IDENT})\\s*(?::[^=]*?)?\\s*[:=]\\s*)?(?:async\\s*)?(?:${TYPE_PARAMS}\\s*${PARAMS}|${IDENT})\\s*${RETURN_TYPE}\\s*=>\\s*$`)
+const ARROW_HEAD = new RegExp(`(?:(#?${IDENT})\\s*${ANNOTATION}\\s*[:=]\\s*)?(?:async\\s*)?(?:${TYPE_PARAMS}\\s*${PARAMS}\\s*${RETURN_TYPE}|${IDENT})\\s*=>\\s*$`)
 /** Methods: `name(...) {`, `async *name(...)`, `get name()`, `static name()`, `#name()`. */
 const METHOD_HEAD = new RegExp(`(?:^|[\\s;,{}*])(#?${IDENT})\\s*\\??\\s*${TYPE_PARAMS}\\s*${PARAMS}\\s*${RETURN_TYPE}\\s*$`)
 const NOT_METHODS = new Set(['if', 'for', 'while', 'switch', 'catch', 'with', 'function', 'return', 'typeof', 'await', 'yield', 'new', 'do', 'else'])
