@@ -144,3 +144,69 @@ describe('POST /api/ingestion/sourcemaps', () => {
     expect(row.content.byteLength).toBeLessThan(row.size_bytes / 100)
   })
 })
+
+describe('which frames a stored map serves', () => {
+  /** A map whose generated line 1, column 0 is line 2 of `source`. */
+  const mapOf = (source: string, extra: object = {}) => ({ version: 3, sources: [source], names: [], mappings: 'AACA', ...extra })
+  /** The original file an error thrown at line 1 of `file` maps to in `release`, or null. */
+  const mappedSource = async (release: string, file: string) => {
+    const res = await core.post('/api/ingestion/errors', { sessionId: 'maps-1', name: 'Error', message: 'boom', stack: `Error: boom\n    at e (${file}:1:1)`, release, timestampMs: Date.now() })
+    expect(res.status).toBe(200)
+    const [issueId] = ((await res.json()) as { issues: string[] }).issues
+    const [row] = await core.database.db.rows<{ frames: { mapped?: { source: string } }[] }>(
+      sql`select frames from error_events where issue_id = ${issueId} order by received_at desc limit 1`,
+    )
+    return row.frames[0].mapped?.source ?? null
+  }
+  const uploadJson = async (release: string, files: object[]) => {
+    const res = await core.post('/api/ingestion/sourcemaps', { release, files })
+    expect(res.status).toBe(200)
+    return res.json()
+  }
+
+  test('a map whose `file` disagrees with its name serves both files (a script renamed after the build)', async () => {
+    await uploadJson('m@1', [{ name: 'assets/app.3f2a1b9c.js.map', content: mapOf('src/app.ts', { file: 'app.js' }) }])
+    expect(await mappedSource('m@1', 'https://shop.example/assets/app.3f2a1b9c.js')).toBe('src/app.ts')
+    expect(await mappedSource('m@1', 'https://shop.example/assets/app.js')).toBe('src/app.ts')
+    expect(await mappedSource('m@1', 'https://shop.example/assets/other.js')).toBeNull()
+  })
+
+  test('a map behind an XSSI guard line or a byte order mark is stored as plain JSON, and maps', async () => {
+    await uploadJson('m@2', [
+      { name: 'guarded.js.map', content: `)]}'\n${JSON.stringify(mapOf('src/guarded.ts'))}` },
+      { name: 'bom.js.map', content: `\uFEFF${JSON.stringify(mapOf('src/bom.ts'))}` },
+    ])
+    expect((await stored('m@2')).map((row) => json(row).sources)).toEqual([['src/bom.ts'], ['src/guarded.ts']])
+    expect(await mappedSource('m@2', 'https://shop.example/guarded.js')).toBe('src/guarded.ts')
+    expect(await mappedSource('m@2', 'https://shop.example/bom.js')).toBe('src/bom.ts')
+  })
+
+  test('names with ../, absolute and Windows paths, or a query, are kept as paths and match by file name', async () => {
+    const body = await uploadJson('m@3', [
+      { name: '../dist/up.js.map', content: mapOf('src/up.ts') },
+      { name: '/home/ci/shop/dist/assets/abs.js.map', content: mapOf('src/abs.ts') },
+      { name: 'C:\\build\\dist\\win.js.map', content: mapOf('src/win.ts') },
+      { name: 'query.js.map', content: mapOf('src/query.ts', { file: 'query.js?v=3' }) },
+    ])
+    expect(body.stored).toEqual(['../dist/up.js.map', 'home/ci/shop/dist/assets/abs.js.map', 'C:/build/dist/win.js.map', 'query.js.map'])
+    expect(await mappedSource('m@3', 'https://shop.example/up.js')).toBe('src/up.ts')
+    expect(await mappedSource('m@3', 'https://shop.example/assets/abs.js')).toBe('src/abs.ts')
+    expect(await mappedSource('m@3', 'https://shop.example/win.js')).toBe('src/win.ts')
+    expect(await mappedSource('m@3', 'https://shop.example/query.js?v=3')).toBe('src/query.ts')
+    expect(await mappedSource('m@3', 'https://shop.example/query.js?v=4')).toBe('src/query.ts')
+  })
+
+  test('the same map twice is one map; concurrent uploads of one name leave one of them, whole', async () => {
+    await uploadJson('m@4', [{ name: 'twice.js.map', content: mapOf('src/twice.ts') }])
+    await uploadJson('m@4', [{ name: 'twice.js.map', content: mapOf('src/twice.ts') }])
+    expect(await stored('m@4')).toHaveLength(1)
+
+    const sources = Array.from({ length: 8 }, (_, i) => `src/v${i}.ts`)
+    await Promise.all(sources.map((source) => uploadJson('m@5', [{ name: 'race.js.map', content: mapOf(source) }])))
+    const rows = await stored('m@5')
+    expect(rows).toHaveLength(1)
+    const [winner] = json(rows[0]).sources
+    expect(sources).toContain(winner)
+    expect(await mappedSource('m@5', 'https://shop.example/race.js')).toBe(winner)
+  })
+})

@@ -41,12 +41,19 @@ export function normalizeDebugId(id: unknown): string | null {
   return /^[0-9a-f]{32}$/.test(hex) ? hex : null
 }
 
+/**
+ * A map's JSON without what may come before it: a byte order mark, and the `)]}'` line that the
+ * source map spec allows servers to prepend against cross-site script inclusion. Stored so, because
+ * the JSON parser that reads a stored map takes neither.
+ */
+export const sourceMapJsonText = (content: string): string => content.replace(/^\uFEFF?(?:\)\]\}'[^\n]*\n)?/, '')
+
 /** The parsed map, if `content` is a source map (version 3, plain or indexed); else a 400 naming the file. */
 export function parseSourceMap(name: string, content: string | Record<string, unknown>, path = '/files'): Record<string, unknown> {
   let map: unknown = content
   if (typeof content === 'string') {
     try {
-      map = JSON.parse(content.replace(/^\)\]\}'[^\n]*\n/, ''))
+      map = JSON.parse(sourceMapJsonText(content))
     } catch {
       throw invalid(`${name}: not valid JSON`, path)
     }
@@ -100,7 +107,7 @@ export function sourceMapUploads(files: readonly UploadedFile[]): SourceMapUploa
       name,
       url: file.url ?? script?.script ?? generated,
       debugId: normalizeDebugId(map.debugId ?? map.debug_id) ?? script?.debugId ?? null,
-      json: typeof file.content === 'string' ? file.content : JSON.stringify(file.content),
+      json: typeof file.content === 'string' ? sourceMapJsonText(file.content) : JSON.stringify(file.content),
     }
   })
 }
@@ -118,9 +125,25 @@ const pathOf = (url: string) => stripQuery(url).replace(/^[a-z][a-z0-9+.-]*:\/\/
 const baseOf = (path: string) => path.slice(path.lastIndexOf('/') + 1)
 
 /**
+ * How well a frame's file (`url` without query, and its `path`) matches a served file: the same URL,
+ * the same path (`~/` or `/` prefixed), the path ending in the served file's path, or the same file
+ * name; 0 for none.
+ */
+function matchScore(served: string, url: string, path: string): number {
+  const servedPath = pathOf(served).replace(/^~\//, '/')
+  return served === url ? 4
+    : servedPath.startsWith('/') && servedPath === path ? 3
+    : path.endsWith(`/${servedPath.replace(/^\//, '')}`) ? 2
+    : baseOf(servedPath) === baseOf(path) ? 1
+    : 0
+}
+
+/**
  * The map for a frame's file: by debug id first; else, among the maps of the frame's release, the
- * one whose served file matches the frame's URL best: the same URL, the same path (`~/` or `/`
- * prefixed), the path ending in the map's file path, or the same file name.
+ * one whose served file matches the frame's URL best. A map names its served file twice, by the
+ * URL or `file` it came with and by its own name (`app.js.map` for `app.js`); when the two disagree
+ * (a script renamed after the build, a `file` left over from an earlier step), either may be the
+ * one browsers load.
  */
 export function pickSourceMap<C extends SourceMapCandidate>(
   filename: string,
@@ -139,14 +162,8 @@ export function pickSourceMap<C extends SourceMapCandidate>(
   let bestScore = 0
   for (const candidate of candidates) {
     if (candidate.release !== release) continue
-    const served = candidate.url ?? candidate.name.replace(/\.map$/i, '')
-    const servedPath = pathOf(served).replace(/^~\//, '/')
-    const score =
-      served === url ? 4
-      : servedPath.startsWith('/') && servedPath === path ? 3
-      : path.endsWith(`/${servedPath.replace(/^\//, '')}`) ? 2
-      : baseOf(servedPath) === baseOf(path) ? 1
-      : 0
+    const byName = candidate.name.replace(/\.map$/i, '')
+    const score = Math.max(matchScore(byName, url, path), candidate.url ? matchScore(candidate.url, url, path) : 0)
     if (score > bestScore) [best, bestScore] = [candidate, score]
   }
   return best
