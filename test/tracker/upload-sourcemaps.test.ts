@@ -49,7 +49,28 @@ async function run(argv: string[], answer: (n: number) => Response | Error = () 
 
 describe('upload-sourcemaps', () => {
   test('finds the .map files under DIR, with their paths relative to it', async () => {
-    expect(await findSourceMaps(dir)).toEqual(['assets/app.js.map', 'assets/chunks/vendor.js.map'])
+    expect((await findSourceMaps(dir)).map((map) => map.name)).toEqual(['assets/app.js.map', 'assets/chunks/vendor.js.map'])
+  })
+
+  test('maps inlined in scripts as data: URLs (base64 or not) are found and named <script>.map', async () => {
+    const inline = await mkdtemp(join(tmpdir(), 'inline-maps-'))
+    const map = (file: string) => JSON.stringify({ version: 3, file, sources: ['src/app.ts'], names: [], mappings: 'AAAA' })
+    await writeFile(join(inline, 'app.js'), `console.log(1)\n//# sourceMappingURL=data:application/json;charset=utf-8;base64,${Buffer.from(map('app.js')).toString('base64')}\n`)
+    await writeFile(join(inline, 'plain.mjs'), `console.log(2)\n//# sourceMappingURL=data:application/json,${encodeURIComponent(map('plain.mjs'))}`)
+    // A script with a map file beside it, or with a map by URL, or none: nothing inline to take.
+    await writeFile(join(inline, 'linked.js'), `console.log(3)\n//# sourceMappingURL=data:application/json;base64,${Buffer.from(map('stale')).toString('base64')}`)
+    await writeFile(join(inline, 'linked.js.map'), map('linked.js'))
+    await writeFile(join(inline, 'other.js'), 'console.log(4)\n//# sourceMappingURL=other.js.map')
+    try {
+      const found = await findSourceMaps(inline)
+      expect(found.map((m) => m.name)).toEqual(['app.js.map', 'linked.js.map', 'plain.mjs.map'])
+      expect(await Promise.all(found.map(async (m) => JSON.parse(Buffer.from(await m.read()).toString()).file))).toEqual(['app.js', 'linked.js', 'plain.mjs'])
+      const { code, uploads } = await run(['--release', 'r', '--api-key', 'k', inline])
+      expect(code).toBe(0)
+      expect(uploads.map((u) => JSON.parse(u.files[0].text).file)).toEqual(['app.js', 'linked.js', 'plain.mjs'])
+    } finally {
+      await rm(inline, { recursive: true, force: true })
+    }
   })
 
   test('uploads each map with the release to /api/ingestion/sourcemaps, key as Bearer; progress and a summary', async () => {
@@ -122,7 +143,7 @@ describe('upload-sourcemaps', () => {
 
   test('a directory without maps, or none at all: exit 1 with a clear message', async () => {
     const empty = await mkdtemp(join(tmpdir(), 'no-maps-'))
-    expect(await run(['--release', 'r', '--api-key', 'k', empty])).toMatchObject({ code: 1, err: `upload-sourcemaps: no .map files under ${empty}\n` })
+    expect(await run(['--release', 'r', '--api-key', 'k', empty])).toMatchObject({ code: 1, err: `upload-sourcemaps: no .map files or inline source maps under ${empty}\n` })
     const missing = await run(['--release', 'r', '--api-key', 'k', join(empty, 'missing')])
     expect(missing.code).toBe(1)
     expect(missing.err).toStartWith(`upload-sourcemaps: cannot read ${join(empty, 'missing')}: ENOENT`)

@@ -4,8 +4,9 @@ import { parseArgs } from 'node:util'
 
 export const USAGE = `usage: upload-sourcemaps --release R --api-key K [--url BASE] DIR
 
-Uploads every .map file under DIR to BASE/api/ingestion/sourcemaps for release R, so that error
-stacks of that release are mapped back to the original sources.
+Uploads every .map file under DIR, and every map inlined in a script under DIR as a data: URL,
+to BASE/api/ingestion/sourcemaps for release R, so that error stacks of that release are mapped
+back to the original sources.
 
   --release R    the release the bundles were built as (the tracker's \`release\` option)
   --api-key K    the project's ingestion key (or SIGHTLINE_API_KEY)
@@ -57,13 +58,39 @@ function parse(argv: string[], env: UploadIo['env']): Args {
   return { release, apiKey, url, dir: positionals[0] }
 }
 
-/** Every `.map` file under `dir`, as paths relative to it with forward slashes, sorted. */
-export async function findSourceMaps(dir: string): Promise<string[]> {
+/** A map to upload: its name (a path under DIR with forward slashes) and its JSON. */
+export interface FoundSourceMap {
+  name: string
+  read(): Promise<Uint8Array<ArrayBuffer>>
+}
+
+const SCRIPT = /\.[cm]?js$/
+
+/** The JSON of the last `//# sourceMappingURL=data:...` comment of a script; null without one. */
+export function inlineSourceMap(script: string): string | null {
+  const [, base64, data] = [...script.matchAll(/^\s*\/\/[#@]\s*sourceMappingURL=data:application\/json[^,]*?(;base64)?,(\S+)\s*$/gm)].at(-1) ?? []
+  if (data === undefined) return null
+  try {
+    return base64 ? Buffer.from(data, 'base64').toString('utf8') : decodeURIComponent(data)
+  } catch {
+    return null
+  }
+}
+
+/**
+ * Every `.map` file under `dir`, and the maps inlined in its scripts (bundlers' `inline` source
+ * maps), each named `<script>.map`, as the service matches maps to scripts by that name; sorted.
+ */
+export async function findSourceMaps(dir: string): Promise<FoundSourceMap[]> {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true })
-  return entries
-    .filter((entry) => entry.isFile() && entry.name.endsWith('.map'))
-    .map((entry) => relative(dir, join(entry.parentPath, entry.name)).split(sep).join('/'))
-    .sort()
+  const names = entries.filter((entry) => entry.isFile()).map((entry) => relative(dir, join(entry.parentPath, entry.name)).split(sep).join('/'))
+  const files = new Set(names)
+  const found: FoundSourceMap[] = names.filter((name) => name.endsWith('.map')).map((name) => ({ name, read: () => readFile(join(dir, name)) }))
+  for (const script of names.filter((name) => SCRIPT.test(name) && !files.has(`${name}.map`))) {
+    const inline = inlineSourceMap(await readFile(join(dir, script), 'utf8'))
+    if (inline !== null) found.push({ name: `${script}.map`, read: async () => Buffer.from(inline) })
+  }
+  return found.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 }
 
 /** Why an answer failed, from WIRE.md's error shape when there is one. */
@@ -78,8 +105,8 @@ async function reasonOf(response: Response): Promise<string> {
 
 const transient = (status: number) => status === 408 || status >= 500
 
-async function uploadOne(args: Args, name: string, io: UploadIo): Promise<string | null> {
-  const content = await readFile(join(args.dir, name))
+async function uploadOne(args: Args, { name, read }: FoundSourceMap, io: UploadIo): Promise<string | null> {
+  const content = await read()
   let failure = ''
   let wait = 0
   for (let attempt = 0; attempt < UPLOAD_ATTEMPTS; attempt++) {
@@ -97,6 +124,7 @@ async function uploadOne(args: Args, name: string, io: UploadIo): Promise<string
     }
     if (response.ok) return null
     failure = await reasonOf(response)
+    if (response.status === 413) return `${failure} (this map is ${content.byteLength} bytes; the service's operator can raise its MAX_UPLOAD_BODY_BYTES)`
     if (!transient(response.status)) return failure
     wait = Math.min(Number(response.headers.get('retry-after')) || 0, 60) * 1000
   }
@@ -126,27 +154,27 @@ export async function uploadSourcemaps(argv: string[], io: UploadIo): Promise<nu
     io.err.write(`upload-sourcemaps: ${error.message}\n\n${USAGE}`)
     return 2
   }
-  let names: string[]
+  let maps: FoundSourceMap[]
   try {
-    names = await findSourceMaps(args.dir)
+    maps = await findSourceMaps(args.dir)
   } catch (error) {
     io.err.write(`upload-sourcemaps: cannot read ${args.dir}: ${(error as Error).message}\n`)
     return 1
   }
-  if (!names.length) {
-    io.err.write(`upload-sourcemaps: no .map files under ${args.dir}\n`)
+  if (!maps.length) {
+    io.err.write(`upload-sourcemaps: no .map files or inline source maps under ${args.dir}\n`)
     return 1
   }
   const failures: string[] = []
-  for (const [index, name] of names.entries()) {
-    const failure = await uploadOne(args, name, io)
-    if (failure) failures.push(`${name}: ${failure}`)
-    progress(io, index + 1, names.length, name, !!failure)
+  for (const [index, map] of maps.entries()) {
+    const failure = await uploadOne(args, map, io)
+    if (failure) failures.push(`${map.name}: ${failure}`)
+    progress(io, index + 1, maps.length, map.name, !!failure)
   }
   if (failures.length) {
-    io.err.write(`upload-sourcemaps: ${failures.length} of ${names.length} source maps failed to upload:\n${failures.map((f) => `  ${f}\n`).join('')}`)
+    io.err.write(`upload-sourcemaps: ${failures.length} of ${maps.length} source maps failed to upload:\n${failures.map((f) => `  ${f}\n`).join('')}`)
     return 1
   }
-  io.out.write(`uploaded ${names.length} source map${names.length === 1 ? '' : 's'} for release ${args.release} to ${args.url}\n`)
+  io.out.write(`uploaded ${maps.length} source map${maps.length === 1 ? '' : 's'} for release ${args.release} to ${args.url}\n`)
   return 0
 }
