@@ -79,6 +79,9 @@ export function normalizeFunction(name: string): string {
   return fn === '<anonymous>' ? '' : fn.replace(/[<>*]/g, '')
 }
 
+/** A name a minifier made (`e`, `Module.a`, `async Gt`), not one a person wrote: one or two characters once normalized. */
+export const looksMinifiedFunction = (name: string): boolean => /^[\w$]{1,2}$/.test(normalizeFunction(name))
+
 /** Numbers, hex ids, UUIDs, URLs and e-mail addresses masked, so one message template stays one group. */
 export function maskMessage(message: string): string {
   return message

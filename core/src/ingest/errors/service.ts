@@ -5,7 +5,7 @@ import { sessionTouches } from '../sessions/touch'
 import type { EndUserTouch, SessionTouch } from '../sessions/service'
 import { clampTimestamp } from '../shared/values'
 import { normalizeDebugId } from '../sourcemaps/service'
-import { fingerprintOf, fingerprintParts, isInApp, issueIdOf, normalizeFile, normalizeFunction, type GroupingFrame } from './fingerprint'
+import { fingerprintOf, fingerprintParts, isInApp, issueIdOf, looksMinifiedFunction, normalizeFile, normalizeFunction, type GroupingFrame } from './fingerprint'
 import type { ErrorBatchBody, ErrorReport } from './model'
 import { MAX_FRAMES, parseStack } from './stack'
 import type { Frame, ReportedFrame } from './symbolicate'
@@ -64,10 +64,17 @@ function storedFrames(frames: readonly Frame[], hints: readonly (boolean | undef
 }
 
 /** Minified code: two-letter names, `.min.` files, or the long lines minifiers write. */
-const looksMinified = (frame: Frame) => /^[\w$]{1,2}$/.test(frame.function) || /\.min\.[cm]?js\b/.test(frame.filename) || (frame.colno ?? 0) > 300
+const looksMinified = (frame: Frame) => looksMinifiedFunction(frame.function) || /\.min\.[cm]?js\b/.test(frame.filename) || (frame.colno ?? 0) > 300
 
+/**
+ * A mapped frame groups by the name its original source gives it, else by the reported name when
+ * that is not minified. Not by the map's name at the caller's call site: where each engine puts a
+ * call differs (V8 at an `await`, at `new`; JavaScriptCore drops tail calls and async callers), so
+ * the same error would get a name from one engine and none from another.
+ */
 function groupingFrame(frame: StoredFrame): GroupingFrame {
-  if (frame.mapped) return { file: frame.mapped.source, function: frame.mapped.function, inApp: frame.inApp, generated: false, readable: true }
+  if (frame.mapped?.functionFrom === 'source') return { file: frame.mapped.source, function: frame.mapped.function, inApp: frame.inApp, generated: false, readable: true }
+  if (frame.mapped) return { file: frame.mapped.source, function: frame.function, inApp: frame.inApp, generated: false, readable: !looksMinifiedFunction(frame.function) }
   return { file: frame.filename, function: frame.function, inApp: frame.inApp, generated: true, readable: !looksMinified(frame) }
 }
 

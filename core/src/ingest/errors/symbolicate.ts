@@ -1,7 +1,7 @@
 import { originalPositionFor } from '@jridgewell/trace-mapping'
 import type { LoadedSourceMap } from '../sourcemaps/cache'
 import type { FrameFile } from '../sourcemaps/resolver'
-import { isInApp } from './fingerprint'
+import { isInApp, looksMinifiedFunction, normalizeFunction } from './fingerprint'
 import { functionScopes, type FunctionScopes } from './scope'
 
 /** A frame as the client reported it (or as its stack said), innermost first. */
@@ -19,6 +19,11 @@ export interface MappedPosition {
   line: number
   column: number
   function: string
+  /**
+   * Where `function` came from: the original source around the position, the map's name at the
+   * caller's call site, or the frame as reported; absent when no name was found.
+   */
+  functionFrom?: 'source' | 'call site' | 'reported'
   /** The stored map that was used. */
   sourcemap: string
   preContext?: string[]
@@ -46,7 +51,9 @@ interface Traced {
 /**
  * Maps each frame through its source map. The original function name is the one the original
  * source declares around the mapped position (see scope.ts); without `sourcesContent`, the name
- * the map gives at the caller's call site (the callee as the caller wrote it); else the reported one.
+ * the map gives at the caller's call site (the callee as the caller wrote it), else the reported
+ * one, but neither when a minifier made it: a map made from minified code (terser after a bundler
+ * that wrote no `names`) gives the first minifier's names, and those change with every build.
  */
 export function symbolicate(frames: readonly ReportedFrame[], lookup: (file: FrameFile) => LoadedSourceMap | undefined): Frame[] {
   const traced = frames.map((frame): Traced | null => {
@@ -65,9 +72,17 @@ export function symbolicate(frames: readonly ReportedFrame[], lookup: (file: Fra
     const lines = at.loaded.sourceLines(at.source)
     // Dependencies' frames do not take part in grouping: their names are not worth a scan of their sources.
     const declared = isInApp(at.source) ? (scopesOf(at.loaded, at.source)?.nameAt(at.line, at.column) ?? null) : null
-    const fn = declared ?? traced[i + 1]?.name ?? frame.function
-    return { ...frame, mapped: { source: at.source, line: at.line, column: at.column + 1, function: fn, sourcemap: at.loaded.name, ...context(lines, at.line) } }
+    const named = declared !== null ? { function: declared, functionFrom: 'source' as const } : nameWithoutSource(traced[i + 1]?.name, frame.function)
+    return { ...frame, mapped: { source: at.source, line: at.line, column: at.column + 1, ...named, sourcemap: at.loaded.name, ...context(lines, at.line) } }
   })
+}
+
+/** A name a person wrote, from the caller's call site or else from the frame; '' when both are anonymous or minified. */
+function nameWithoutSource(callSite: string | null | undefined, reported: string): Pick<MappedPosition, 'function' | 'functionFrom'> {
+  const written = (name: string | null | undefined): name is string => !!name && normalizeFunction(name) !== '' && !looksMinifiedFunction(name)
+  if (written(callSite)) return { function: callSite, functionFrom: 'call site' }
+  if (written(reported)) return { function: reported, functionFrom: 'reported' }
+  return { function: '' }
 }
 
 /** The function scopes of each original source, made once per parsed map and let go of with it. */
