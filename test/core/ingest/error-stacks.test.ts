@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fingerprintOf, fingerprintParts, isInApp, maskMessage, normalizeFile, normalizeFunction } from '@sightline/core/ingest/errors/fingerprint'
@@ -7,9 +7,11 @@ import { enclosingFunctionName } from '@sightline/core/ingest/errors/scope'
 import { parseStack, type StackFrame } from '@sightline/core/ingest/errors/stack'
 
 /*
- * Stack strings as engines really write them: V8's are captured from Node and Bun's (JavaScriptCore
- * behind a V8-style format) from Bun, running the same script; Firefox's and Safari's are written
- * as those browsers print them for that script served from https://shop.example/assets/app.js.
+ * Stack strings as engines really write them, all from running the same script: V8's captured from
+ * Node, Bun's (JavaScriptCore behind a V8-style format) from Bun, Firefox's from SpiderMonkey's
+ * shell and Safari's from JavaScriptCore's (Debian's libmozjs-102-dev and
+ * libjavascriptcoregtk-4.0-bin, which .ci/run installs); and some as browsers print them for that
+ * script served from https://shop.example/assets/app.js.
  */
 
 const SCRIPT = `class Cart {
@@ -27,9 +29,15 @@ async function later() {
 function run() {
   eval('null.boom')
 }
-try { run() } catch (e) { console.log(JSON.stringify(e.stack)) }
-later().catch((e) => { console.log(JSON.stringify(e.stack)) })
+try { run() } catch (e) { say(JSON.stringify(e.stack)) }
+later().catch((e) => { say(JSON.stringify(e.stack)) })
+class Order { constructor(items) { if (!items) throw new TypeError('no items') } }
+try { new Order() } catch (e) { say(JSON.stringify(e.stack)) }
+try { new Function('x', 'return x.y')(null) } catch (e) { say(JSON.stringify(e.stack)) }
+function say(line) { typeof console === 'undefined' ? print(line) : console.log(line) }
 `
+const SPIDERMONKEY = '/usr/bin/js102'
+const JAVASCRIPTCORE = '/usr/bin/jsc'
 
 let dir: string
 let scriptPath: string
@@ -41,6 +49,9 @@ const stacksFrom = async (command: string[]): Promise<string[]> => {
 }
 
 beforeAll(() => {
+  for (const shell of [SPIDERMONKEY, JAVASCRIPTCORE]) {
+    if (!existsSync(shell)) throw new Error(`${shell} is missing: install Debian's libmozjs-102-dev and libjavascriptcoregtk-4.0-bin (.ci/run does)`)
+  }
   dir = mkdtempSync(join(tmpdir(), 'sl-stacks-'))
   scriptPath = join(dir, 'app.mjs')
   writeFileSync(scriptPath, SCRIPT)
@@ -51,7 +62,7 @@ const brief = (frames: StackFrame[]) => frames.map((f) => `${f.function || '?'} 
 
 describe('parseStack', () => {
   test('V8, captured from Node: methods, anonymous arrows, native frames, async frames, eval', async () => {
-    const [evalStack, asyncStack] = await stacksFrom(['node'])
+    const [evalStack, , , asyncStack] = await stacksFrom(['node'])
     expect(brief(parseStack(asyncStack))).toEqual(['Cart.total app.mjs:3:11', '? app.mjs:7:29', 'Array.map <anonymous>:null:null', 'checkout app.mjs:7:14', 'later app.mjs:11:3'])
     expect(parseStack(asyncStack)[0].filename).toBe(`file://${scriptPath}`)
     const evaluated = parseStack(evalStack)
@@ -62,10 +73,38 @@ describe('parseStack', () => {
   })
 
   test('JavaScriptCore in V8 dress, captured from Bun: tail calls drop frames', async () => {
-    const [, asyncStack] = await stacksFrom([process.execPath])
+    const [, , , asyncStack] = await stacksFrom([process.execPath])
     // `() => cart.total()` and `return [1].map(...)` are tail calls: JavaScriptCore drops their frames.
     expect(brief(parseStack(asyncStack))).toEqual(['total app.mjs:3:15', 'map native:1:11', 'later app.mjs:11:3'])
     expect(parseStack(asyncStack)[0].filename).toBe(scriptPath)
+  })
+
+  test('V8 `new` and `new Function` frames, captured from Node', async () => {
+    const [, construct, created] = await stacksFrom(['node'])
+    expect(brief(parseStack(construct))[0]).toBe('new Order app.mjs:18:54')
+    // Code made by `new Function` is placed where it was made.
+    expect(parseStack(created)[0]).toEqual({ filename: `file://${scriptPath}`, function: 'eval', lineno: 20, colno: 7 })
+  })
+
+  test('SpiderMonkey (Firefox), captured from its shell: names of anonymous functions, async markers, eval, new Function', async () => {
+    const [evaluated, construct, created, asyncStack] = await stacksFrom([SPIDERMONKEY])
+    expect(brief(parseStack(asyncStack))).toEqual(['total app.mjs:3:11', 'checkout/< app.mjs:7:29', 'checkout app.mjs:7:14', 'later app.mjs:11:11', '? app.mjs:17:1'])
+    expect(parseStack(evaluated)).toEqual([
+      { filename: scriptPath, function: '', lineno: 14, colno: null },
+      { filename: scriptPath, function: 'run', lineno: 14, colno: 3 },
+      { filename: scriptPath, function: '', lineno: 16, colno: 7 },
+    ])
+    expect(brief(parseStack(construct))).toEqual(['Order app.mjs:18:54', '? app.mjs:19:7'])
+    expect(parseStack(created)[0]).toEqual({ filename: scriptPath, function: 'anonymous', lineno: 20, colno: null })
+  })
+
+  test('JavaScriptCore (Safari), captured from its shell: module code, native frames, tail calls, eval', async () => {
+    const [evaluated, construct, created, asyncStack] = await stacksFrom([JAVASCRIPTCORE])
+    expect(brief(parseStack(asyncStack))).toEqual(['total app.mjs:3:25', 'map [native code]:null:null', 'later app.mjs:11:11'])
+    // Safari names eval'd and Function code without a place: those frames carry no file.
+    expect(brief(parseStack(evaluated))).toEqual(['eval code :null:null', 'eval [native code]:null:null', 'run app.mjs:14:7', 'module code app.mjs:16:10'])
+    expect(brief(parseStack(construct))).toEqual(['Order app.mjs:18:67', 'module code app.mjs:19:16'])
+    expect(brief(parseStack(created))).toEqual(['anonymous :null:null', 'module code app.mjs:20:38'])
   })
 
   test('SpiderMonkey (Firefox): anonymous-in-function names, async markers, eval', () => {
@@ -153,6 +192,14 @@ describe('grouping', () => {
         frames: parseStack(stack).map((f) => ({ file: f.filename, function: f.function, inApp: isInApp(f.filename), generated: true, readable: true })),
       }),
     )
+
+  test('one bug as V8, SpiderMonkey and JavaScriptCore really report it: one fingerprint', async () => {
+    const captured = await Promise.all([['node'], [SPIDERMONKEY], [JAVASCRIPTCORE], [process.execPath]].map(stacksFrom))
+    for (const scenario of [1, 3]) {
+      const [v8, ...others] = captured.map((stacks) => group(stacks[scenario], 'TypeError', 'x'))
+      expect(others).toEqual([v8, v8, v8])
+    }
+  })
 
   test('one bug, three engines, two deployments: one fingerprint', () => {
     const chrome = '    at Cart.total (https://shop.example/assets/app.3f2a1b9c.js:3:11)\n    at https://shop.example/assets/app.3f2a1b9c.js:7:29\n    at Array.map (<anonymous>)\n    at checkout (https://shop.example/assets/app.3f2a1b9c.js:7:14)'
