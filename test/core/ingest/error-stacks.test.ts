@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { chromium } from 'playwright-core'
 import { fingerprintOf, fingerprintParts, isInApp, maskMessage, normalizeFile, normalizeFunction } from '@sightline/core/ingest/errors/fingerprint'
 import { enclosingFunctionName } from '@sightline/core/ingest/errors/scope'
 import { parseStack, type StackFrame } from '@sightline/core/ingest/errors/stack'
@@ -37,6 +38,7 @@ try { new Function('x', 'return x.y')(null) } catch (e) { say(JSON.stringify(e.s
 function say(line) { typeof console === 'undefined' ? print(line) : console.log(line) }
 `
 const SPIDERMONKEY = '/usr/bin/js102'
+const CHROMIUM = '/usr/bin/chromium'
 const JAVASCRIPTCORE = '/usr/bin/jsc'
 
 let dir: string
@@ -84,6 +86,42 @@ describe('parseStack', () => {
     expect(brief(parseStack(construct))[0]).toBe('new Order app.mjs:18:54')
     // Code made by `new Function` is placed where it was made.
     expect(parseStack(created)[0]).toEqual({ filename: `file://${scriptPath}`, function: 'eval', lineno: 20, colno: 7 })
+  })
+
+  test('Chromium, captured from a page: a script from a blob: URL, webpack-internal:// modules, evals of a script without a URL', async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (.ci/run does)`)
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] })
+    try {
+      const page = await browser.newPage()
+      const [blob, module] = await page.evaluate(async () => {
+        const stacks: string[] = []
+        const code = `window.fromBlob = function fromBlob() { return [1].map(() => { throw new TypeError('in a blob') }) }`
+        const script = Object.assign(document.createElement('script'), { src: URL.createObjectURL(new Blob([code], { type: 'text/javascript' })) })
+        await new Promise((loaded) => document.head.append(Object.assign(script, { onload: loaded })))
+        const page = window as unknown as { fromBlob(): void; Page(): Promise<void> }
+        try {
+          page.fromBlob()
+        } catch (error) {
+          stacks.push(String((error as Error).stack))
+        }
+        // How webpack's eval devtool runs each module.
+        ;(0, eval)("window.Page = async function Page() { await null; throw new Error('in a module') }\n//# sourceURL=webpack-internal:///(app-pages-browser)/./src/page.tsx")
+        await page.Page().catch((error: Error) => stacks.push(String(error.stack)))
+        return stacks
+      })
+      const blobFrames = parseStack(blob)
+      expect(brief(blobFrames).slice(0, 3)).toEqual([`? ${blobFrames[0].filename.replace(/^.*\//, '')}:1:70`, 'Array.map <anonymous>:null:null', `fromBlob ${blobFrames[0].filename.replace(/^.*\//, '')}:1:52`])
+      expect(blobFrames[0].filename).toMatch(/^blob:null\/[0-9a-f-]{36}$/)
+      const moduleFrames = parseStack(module)
+      expect(moduleFrames[0]).toEqual({ filename: 'webpack-internal:///(app-pages-browser)/./src/page.tsx', function: 'Page', lineno: 1, colno: 57 })
+      // The page's evaluate ran from no URL at all: "eval at evaluate (:370:30), <anonymous>:17:7".
+      expect(moduleFrames.slice(1).map((f) => [f.filename, isInApp(f.filename)])).toEqual([
+        ['<anonymous>', false],
+        ['<anonymous>', false],
+      ])
+    } finally {
+      await browser.close()
+    }
   })
 
   test('SpiderMonkey (Firefox), captured from its shell: names of anonymous functions, async markers, eval, new Function', async () => {

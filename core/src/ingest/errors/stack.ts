@@ -67,9 +67,11 @@ function parseV8Line(line: string): StackFrame | null {
   fn = fn.replace(/^async\s+/, '')
   location = location.replace(/^async\s+/, '')
   // "eval at outer (https://x/a.js:3:7), <anonymous>:1:1": the code came from that script position.
+  // Chromium writes "eval at run (:370:30), ..." when the eval ran in a script without a URL (one
+  // a debugger or an automation tool ran): no file of the app.
   if (location.startsWith('eval at ')) {
-    const origin = /\(([^()]+:\d+:\d+)\)/.exec(location)?.[1]
-    if (origin) location = origin
+    const origin = /\(([^()]*):(\d+:\d+)\)/.exec(location)
+    if (origin) location = origin[1] ? `${origin[1]}:${origin[2]}` : '<anonymous>'
   }
   return frameAt(fn === '<anonymous>' ? '' : fn, location)
 }
