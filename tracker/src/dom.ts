@@ -17,13 +17,3 @@ export function patch<T extends object, K extends keyof T>(owner: T, name: K, wr
     if (owner[name] === wrapped) owner[name] = original
   }
 }
-
-/** A URL without its query and fragment, which often carry tokens. */
-export const withoutQuery = (url: string, base: string): string => {
-  try {
-    const parsed = new URL(url, base)
-    return parsed.origin + parsed.pathname
-  } catch {
-    return url.split(/[?#]/)[0]
-  }
-}

@@ -256,8 +256,8 @@ export class ServiceTracker {
     const answer = await this.#transport.post(API + '/init', {
       sessionId,
       endUserId,
-      entryURL: this.#win.location.href,
-      referrer: this.#win.document.referrer || undefined,
+      entryURL: this.#messages.here(),
+      referrer: this.#messages.referrer,
       sdkVersion: SDK_VERSION,
     })
     const blocked = this.#transport.blocked || (answer.status === 0 && this.#transport.online() && (await this.#transport.reachable()))
@@ -328,7 +328,7 @@ export class ServiceTracker {
   #beat = () => {
     const sessionId = this.#identity.current()
     if (sessionId && this.#transport.online()) {
-      const body = { sessionId, endUserId: this.#identity.endUserId, windowId: this.#identity.windowId, url: this.#win.location.href }
+      const body = { sessionId, endUserId: this.#identity.endUserId, windowId: this.#identity.windowId, url: this.#messages.here() }
       void this.#transport.ping(API + '/heartbeat', body).then((answer) => this.#delivery.settle(answer))
     }
     this.#heartbeat = this.#clock.setTimeout(this.#beat, HEARTBEAT_MS)

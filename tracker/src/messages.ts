@@ -17,6 +17,7 @@ import type { Redaction } from './redaction'
 import type { RecordedEvent } from './replay'
 import { isErrorLike, toText } from './text'
 import type { Clock, PageWindow, Properties } from './types'
+import { withoutCredentials } from './urls'
 import { SDK_VERSION } from './version'
 
 export interface MessagesDeps {
@@ -38,7 +39,8 @@ function automaticProperties(win: PageWindow) {
     timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
     screen: screen ? `${screen.width}x${screen.height}` : undefined,
     viewport: `${win.innerWidth}x${win.innerHeight}`,
-    referrer: document.referrer || undefined,
+    // A same-origin referrer keeps its query, and with it the previous page's tokens.
+    referrer: withoutCredentials(document.referrer) || undefined,
   }
 }
 
@@ -79,22 +81,27 @@ export function createMessages({ win, clock, identity, redaction, release, send 
   const customEvent = (eventName: string, eventProperties?: Properties) =>
     events.add({ eventName, eventProperties, timestamp: now(), uuid: uuid(now()) }, owner(true))
 
+  /** The page's URL as it may be sent: every URL the tracker sends goes through `withoutCredentials`. */
+  const here = () => withoutCredentials(win.location.href)
+
   return {
     owner,
     customEvent,
+    here,
+    referrer: environment.referrer,
     /** `$pageview`; the title only where redaction shows it. */
     pageView(url?: string) {
       const { location, document } = win
-      const href = new URL(url ?? location.href, location.href).href
+      const href = withoutCredentials(new URL(url ?? location.href, location.href).href)
       customEvent('$pageview', {
         url: href,
         path: new URL(href).pathname,
-        referrer: document.referrer || undefined,
+        referrer: environment.referrer,
         title: redaction.visibleText(document.querySelector('title')),
       })
     },
     navigation(type: string, fromUrl: string, toUrl: string) {
-      customEvent('$navigation', { type, from: fromUrl, to: toUrl })
+      customEvent('$navigation', { type, from: withoutCredentials(fromUrl), to: withoutCredentials(toUrl) })
     },
     /** A recorded event; while nobody acts past the session's end, the page's own changes are not kept. */
     record(event: RecordedEvent, activity: boolean) {
@@ -102,7 +109,7 @@ export function createMessages({ win, clock, identity, redaction, release, send 
       replay.add(event, owner(activity), JSON.stringify(event).length)
     },
     log(level: string, message: string, stack?: string) {
-      withOwner(logs, { level, message, stack, url: win.location.href, timestampMs: now() })
+      withOwner(logs, { level, message: withoutCredentials(message), stack, url: here(), timestampMs: now() })
     },
     networkError(entry: NetworkErrorEntry) {
       withOwner(networkErrors, { ...entry })
@@ -114,9 +121,9 @@ export function createMessages({ win, clock, identity, redaction, release, send 
       const stack = isErrorLike(error) && typeof error.stack === 'string' ? error.stack : undefined
       withOwner(errors, {
         name: (isErrorLike(error) && error.name) || 'Error',
-        message: isErrorLike(error) ? String(error.message) : toText(error),
+        message: withoutCredentials(isErrorLike(error) ? String(error.message) : toText(error)),
         stack,
-        url: win.location.href,
+        url: here(),
         timestampMs: now(),
         release,
         level: 'error',

@@ -1,6 +1,7 @@
 import { record } from '@rrweb/record'
 import type { Redaction } from './redaction'
 import type { RecordedEvent } from './replay'
+import { withoutCredentials } from './urls'
 
 const META = 4 // rrweb's EventType.Meta, which precedes every full snapshot
 const FULL_SNAPSHOT = 2
@@ -63,10 +64,13 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
   }
   const stop = record({
     emit(event) {
-      if (event.type === META) redaction.apply()
       // The same rules for text in attributes, on the serialized copy (the page is not touched).
-      const data = event.data as { source?: number; node?: Serialized; adds?: { node: Serialized }[]; attributes?: Serialized[]; texts?: { id: number; value: string }[]; id: number; text?: string }
-      if (event.type === FULL_SNAPSHOT) maskTree(data.node!)
+      const data = event.data as { href?: string; source?: number; node?: Serialized; adds?: { node: Serialized }[]; attributes?: Serialized[]; texts?: { id: number; value: string }[]; id: number; text?: string }
+      if (event.type === META) {
+        redaction.apply()
+        // The page's URL, which the service keeps as the session's entry URL, as every other URL sent.
+        data.href = withoutCredentials(data.href!)
+      } else if (event.type === FULL_SNAPSHOT) maskTree(data.node!)
       else if (event.type === INCREMENTAL && data.source === MUTATION) {
         data.adds!.forEach((add) => maskTree(add.node))
         data.attributes!.forEach((change) => maskAttributes(change.attributes, change.id))

@@ -19,13 +19,14 @@ const open: Tracked[] = []
 /** A tracker in a fresh happy-dom page, sending to a fake service, on a fake clock. */
 export function tracked(
   options: TrackerOptions = {},
-  page: { url?: string; html?: string; storage?: PageOptions; scriptUrl?: string | null; service?: FakeService; clock?: FakeClock; offline?: boolean } = {},
+  page: { url?: string; html?: string; storage?: PageOptions; scriptUrl?: string | null; service?: FakeService; clock?: FakeClock; offline?: boolean; referrer?: string } = {},
 ): Tracked {
   const opened = openPage(page.url, page.html, page.storage)
   const service = page.service ?? fakeService()
   service.catchBeacons(opened.win)
   const clock = page.clock ?? fakeClock()
   if (page.offline) Object.defineProperty(opened.win.navigator, 'onLine', { value: false, configurable: true })
+  if (page.referrer) Object.defineProperty(opened.win.document, 'referrer', { value: page.referrer, configurable: true })
   const tracker = ServiceTracker.init(
     KEY,
     { ingestionUrl: SERVICE_BASE, logLevel: 'none', ...options },

@@ -1,5 +1,6 @@
 import { listen } from '../dom'
 import type { Properties } from '../types'
+import { withoutQuery } from '../urls'
 import type { AutoContext } from '.'
 
 /** Three clicks within a second and 30 px of each other are a rage click (reported once per burst). */
@@ -26,8 +27,9 @@ export function describeElement(el: Element, context: AutoContext): Properties {
     id: el.id || undefined,
     selector: selectorOf(el),
     text: context.redaction.visibleText(el),
-    // As written, without its query and fragment, which often carry tokens (signed links, resets).
-    href: el.getAttribute('href')?.split(/[?#]/)[0] || undefined,
+    // Like form actions and requests: without the query and fragment, which often carry tokens (signed
+    // links, resets); of a `mailto:` or `data:` link (a download made in the page), only the scheme.
+    href: el.hasAttribute('href') ? withoutQuery(el.getAttribute('href')!, context.win.location.href) : undefined,
   }
 }
 

@@ -1,4 +1,5 @@
 import { listen } from '../dom'
+import { withoutCredentials } from '../urls'
 import type { AutoContext } from '.'
 
 /** Uncaught errors and unhandled promise rejections, as unhandled error reports. */
@@ -7,7 +8,7 @@ export function trackErrors(context: AutoContext): () => void {
     listen<ErrorEvent>(context.win, 'error', (event) => {
       // Resource load failures (img, script) also arrive here, without a message: not errors of the code.
       if (!event.message && !event.error) return
-      context.error(event.error ?? { name: 'Error', message: event.message }, false, event.filename ? { filename: event.filename, lineno: event.lineno, colno: event.colno } : undefined)
+      context.error(event.error ?? { name: 'Error', message: event.message }, false, event.filename ? { filename: withoutCredentials(event.filename), lineno: event.lineno, colno: event.colno } : undefined)
     }),
     listen<PromiseRejectionEvent>(context.win, 'unhandledrejection', (event) => context.error(event.reason, false, { mechanism: 'unhandledrejection' })),
   ]

@@ -1,4 +1,5 @@
-import { listen, withoutQuery } from '../dom'
+import { listen } from '../dom'
+import { withoutQuery } from '../urls'
 import type { AutoContext } from '.'
 
 /** Form submissions: which form and how many fields, never a value. */

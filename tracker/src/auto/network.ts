@@ -1,5 +1,6 @@
-import { patch, withoutQuery } from '../dom'
+import { patch } from '../dom'
 import { randomHex, uuid } from '../ids'
+import { withoutCredentials, withoutQuery } from '../urls'
 import type { AutoContext } from '.'
 
 /** A request slower than this is reported even when it succeeds. */
@@ -44,13 +45,16 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
   const { win } = context
   const describe = (method: string, rawUrl: string, start: number, status: number | null, statusText: string | null, failure?: { name?: string; message?: string }) => {
     const url = withoutQuery(rawUrl, win.location.href)
-    if (context.isOwnRequest(url)) return
+    // Not what never crosses the network: a `data:` URL is its content (a photo being uploaded, say).
+    if (!url.startsWith('http') || context.isOwnRequest(url)) return
     // The page's clock may have been set back meanwhile (a time sync); the service refuses a span
     // that ends before it starts.
     const end = Math.max(context.now(), start)
     const failed = status === null || status >= 400
+    // Some of the browser's messages repeat the URL as the page gave it, credentials and all.
+    const message = failed ? withoutCredentials(failure?.message ?? `HTTP ${status}${statusText ? ' ' + statusText : ''}`) : null
     const slow = end - start > SLOW_REQUEST_MS
-    const name = `${method} ${url.replace(/^[a-z]+:\/\/[^/]+/i, '')}`
+    const name = `${method} ${new URL(url).pathname}`
     if (spans) {
       context.span({
         traceId: randomHex(16),
@@ -59,7 +63,7 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
         kind: 'client',
         startTimeMs: start,
         endTimeMs: end,
-        status: failed ? { code: 'error', message: failure?.message ?? `HTTP ${status}` } : { code: 'ok' },
+        status: failed ? { code: 'error', message: message! } : { code: 'ok' },
         attributes: { 'http.method': method, 'http.url': url, 'http.status_code': status },
       })
     }
@@ -74,7 +78,7 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
         timestampMs: end,
         startTimeMs: start,
         errorType: status === null ? 'network' : failed ? 'http' : 'slow',
-        errorMessage: failed ? (failure?.message ?? `HTTP ${status}${statusText ? ' ' + statusText : ''}`) : null,
+        errorMessage: message,
         errorName: failure?.name,
       })
     }

@@ -1,0 +1,148 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
+import { withoutCredentials, withoutQuery } from '@sightline/tracker/urls'
+import { settle } from './helpers/clock'
+import { closeAll, pageHide, replayEvents, tracked, type Tracked } from './helpers/tracker'
+
+afterEach(closeAll)
+
+/** The page's API: fails, with secrets in its answer's body and headers. */
+let api: ReturnType<typeof Bun.serve>
+beforeAll(() => {
+  api = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    fetch: (request) =>
+      new Response('{"session":"RESPONSE-SECRET"}', {
+        status: request.method === 'OPTIONS' ? 204 : 500,
+        headers: { 'access-control-allow-origin': '*', 'access-control-allow-headers': '*', 'access-control-allow-methods': 'POST', 'set-cookie': 'sid=COOKIE-SECRET', 'x-token': 'HEADER-SECRET' },
+      }),
+  })
+})
+afterAll(() => api.stop(true))
+
+/**
+ * What the tracker sends besides the replay's text: URLs (page views, navigation, the entry URL, the
+ * referrer, logs, errors, presence, requests) and what the page logs. Every secret here is a word
+ * ending in -SECRET, so one search of everything sent finds any that got out.
+ */
+const SECRET = /[A-Z]+-SECRET/g
+const leaked = (t: Tracked) => [...new Set(t.service.sent.map((r) => r.text).join('\n').match(SECRET))]
+
+describe('withoutCredentials', () => {
+  test('user names and passwords go, and the values of credential parameters in the query, the fragment and the path', () => {
+    expect(withoutCredentials('https://jane:pw@app.test/x?utm_source=mail&q=shoes')).toBe('https://app.test/x?utm_source=mail&q=shoes')
+    // OAuth: the implicit flow's fragment, the code flow's query, a hash router's query.
+    expect(withoutCredentials('https://app.test/cb#access_token=a&token_type=bearer&expires_in=3600&state=s')).toBe('https://app.test/cb#access_token=[redacted]&token_type=[redacted]&expires_in=3600&state=s')
+    expect(withoutCredentials('https://app.test/#/cb?code=c&state=s')).toBe('https://app.test/#/cb?code=[redacted]&state=s')
+    // Signed links (S3, Azure), resets, keys, passwords, sessions, single sign-on tickets.
+    expect(withoutCredentials('https://s3.test/f?X-Amz-Credential=a&X-Amz-Signature=b&X-Amz-Security-Token=c&sig=d&Expires=9')).toBe(
+      'https://s3.test/f?X-Amz-Credential=[redacted]&X-Amz-Signature=[redacted]&X-Amz-Security-Token=[redacted]&sig=[redacted]&Expires=9',
+    )
+    expect(withoutCredentials('https://app.test/a;jsessionid=1?reset_token=2&key=3&api_key=4&apiKey=5&password=6&pass=7&otp=8&ticket=9&PHPSESSID=0')).toBe(
+      'https://app.test/a;jsessionid=[redacted]?reset_token=[redacted]&key=[redacted]&api_key=[redacted]&apiKey=[redacted]&password=[redacted]&pass=[redacted]&otp=[redacted]&ticket=[redacted]&PHPSESSID=[redacted]',
+    )
+    // Names that merely contain a short one stay, and so does an address in a value.
+    expect(withoutCredentials('https://app.test/?keyword=red&zipcode=1&author=jane&next=a@b.test')).toBe('https://app.test/?keyword=red&zipcode=1&author=jane&next=a@b.test')
+  })
+
+  test('in text, every URL it names, up to the next space', () => {
+    expect(withoutCredentials("Request cannot be constructed from a URL that includes credentials: http://u:pw@api.test/x?token=t (see https://docs.test/?q=1)")).toBe(
+      'Request cannot be constructed from a URL that includes credentials: http://api.test/x?token=[redacted] (see https://docs.test/?q=1)',
+    )
+  })
+
+  test('withoutQuery: the query and fragment go too; of a URL without a host only the scheme', () => {
+    const page = 'https://app.test/page'
+    expect(withoutQuery('https://u:p@api.test/v1;jsessionid=1?q=2#f', page)).toBe('https://api.test/v1;jsessionid=[redacted]')
+    expect(withoutQuery('/v1/items?page=2', page)).toBe('https://app.test/v1/items')
+    expect(['data:image/png;base64,AAAA', 'mailto:jane@example.com', 'blob:https://app.test/8e1c'].map((url) => withoutQuery(url, page))).toEqual(['data:', 'mailto:', 'blob:'])
+  })
+})
+
+describe('URLs the tracker sends', () => {
+  /** An OAuth callback reached from a password-reset page of the same site (whose full URL is the referrer). */
+  const ENTRY = 'http://shop.test/welcome?utm_source=mail&token=RESET-SECRET#access_token=OAUTH-SECRET&token_type=bearer'
+  const SAFE_ENTRY = 'http://shop.test/welcome?utm_source=mail&token=[redacted]#access_token=[redacted]&token_type=[redacted]'
+
+  test('page views, navigation, the entry URL, the referrer, presence, logs and errors carry no credential', async () => {
+    const t = tracked({}, { url: ENTRY, referrer: 'http://shop.test/reset?password=REFERRER-SECRET' })
+    const { tracker } = t
+    t.win.console.warn = () => {}
+    tracker.start()
+    await settle()
+    await tracker.testConnection()
+    t.win.history.pushState({}, '', '/account?code=PUSHED-SECRET')
+    t.win.console.warn('retrying https://api.test/orders?api_key=LOGGED-SECRET')
+    t.win.dispatchEvent(new t.win.ErrorEvent('error', { message: 'could not load https://u:THROWN-SECRET@cdn.test/x', filename: 'http://shop.test/app.js?sig=SCRIPT-SECRET', lineno: 1, colno: 2 }))
+    tracker.trackNavigationEvent('push', 'http://u:FROM-SECRET@shop.test/', 'http://shop.test/?session=TO-SECRET')
+    await t.clock.advance(3000)
+    pageHide(t.win)
+    await t.service.beaconsRead()
+
+    expect(leaked(t)).toEqual([])
+    const events = t.service.to('/customEvent/batch').flatMap((r) => r.body.events)
+    const [pageView] = events.filter((e: { eventName: string }) => e.eventName === '$pageview')
+    expect(pageView.eventProperties).toMatchObject({ url: SAFE_ENTRY, path: '/welcome', referrer: 'http://shop.test/reset?password=[redacted]' })
+    expect(t.service.to('/events')[0].body.automaticProperties.referrer).toBe('http://shop.test/reset?password=[redacted]')
+    expect(replayEvents(t.service).find((e) => e.type === 4).data.href).toBe(SAFE_ENTRY)
+    expect(t.service.to('/init')[0].body).toMatchObject({ entryURL: SAFE_ENTRY, referrer: 'http://shop.test/reset?password=[redacted]' })
+    expect(t.service.to('/heartbeat')[0].body.url).toBe(SAFE_ENTRY)
+    const logs = t.service.to('/logs').flatMap((r) => r.body.logs)
+    expect(logs.find((log: { level: string }) => log.level === 'warn')).toMatchObject({ message: 'retrying https://api.test/orders?api_key=[redacted]', url: 'http://shop.test/account?code=[redacted]' })
+    expect(t.service.to('/errors')[0].body.errors[0]).toMatchObject({ message: 'could not load https://cdn.test/x', url: 'http://shop.test/account?code=[redacted]', context: { filename: 'http://shop.test/app.js?sig=[redacted]' } })
+    expect(events.filter((e: { eventName: string }) => e.eventName === '$navigation').map((e: { eventProperties: object }) => e.eventProperties)).toEqual([
+      { type: 'push', from: SAFE_ENTRY, to: 'http://shop.test/account?code=[redacted]' },
+      { type: 'push', from: 'http://shop.test/', to: 'http://shop.test/?session=[redacted]' },
+    ])
+  })
+})
+
+describe("the page's requests", () => {
+  const requestsOnly = { pageViews: false, navigation: false, clicks: false, rageClicks: false, forms: false, console: false, errors: false }
+
+  test('their bodies and headers, sent or answered, are never read', async () => {
+    const t = tracked({ automaticTrackingOptions: requestsOnly })
+    t.tracker.start()
+    await settle()
+    const url = `http://127.0.0.1:${api.port}/login`
+    const headers = { authorization: 'Bearer AUTHORIZATION-SECRET', 'content-type': 'application/json' }
+    await (await t.win.fetch(url, { method: 'POST', headers, body: '{"password":"BODY-SECRET"}' })).text()
+    await new Promise<void>((resolve) => {
+      const xhr = new t.win.XMLHttpRequest()
+      xhr.open('POST', url)
+      xhr.setRequestHeader('authorization', 'Bearer XHR-AUTHORIZATION-SECRET')
+      xhr.addEventListener('loadend', () => resolve())
+      xhr.send('{"password":"XHR-BODY-SECRET"}')
+    })
+    await settle()
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(t.service.to('/network').flatMap((r) => r.body.errors).map((e: { method: string; url: string; status: number }) => [e.method, e.url, e.status])).toEqual([
+      ['POST', url, 500],
+      ['POST', url, 500],
+    ])
+    expect(leaked(t)).toEqual([])
+  })
+
+  test("no credential in the URL nor in the browser's message about it; a data: URL is not a request", async () => {
+    const t = tracked({ automaticTrackingOptions: requestsOnly })
+    t.tracker.start()
+    await settle()
+    // The browser refuses a URL with credentials, and says so naming the URL as given.
+    const refused = await t.win.fetch('http://jane:FETCH-SECRET@127.0.0.1:1/orders?token=QUERY-SECRET').catch((error: Error) => error.message)
+    expect(refused).toContain('FETCH-SECRET')
+    // A photo being uploaded, turned into a blob.
+    await t.win.fetch('data:image/png;base64,PHOTO-SECRET')
+    await t.win.fetch('http://127.0.0.1:1/cart;jsessionid=PATH-SECRET').catch(() => {})
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(leaked(t)).toEqual([])
+    const spans = t.service.to('/spans/batch').flatMap((r) => r.body.spans)
+    expect(spans.map((s: { name: string; attributes: Record<string, unknown> }) => [s.name, s.attributes['http.url']])).toEqual([
+      ['GET /orders', 'http://127.0.0.1:1/orders'],
+      ['GET /cart;jsessionid=[redacted]', 'http://127.0.0.1:1/cart;jsessionid=[redacted]'],
+    ])
+    const [error] = t.service.to('/network').flatMap((r) => r.body.errors)
+    expect(error.errorMessage).toContain('http://127.0.0.1:1/orders?token=[redacted]')
+    expect(spans[0].status.message).toBe(error.errorMessage)
+  })
+})

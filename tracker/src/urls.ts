@@ -1,0 +1,29 @@
+/**
+ * A parameter whose value is a credential, by its name: OAuth's tokens and codes (`#access_token=`,
+ * `?code=`), signed links' signatures and keys, passwords, sessions (`;jsessionid=`), sign-on tickets.
+ * Short words count as the whole name only (`key`, not `keyword`); long ones anywhere in it.
+ */
+const CREDENTIAL_PARAMETER = /([?#&;](code|key|sig|sid|pass|otp|ticket|[^\s?#&;=]*(token|secret|passw|pwd|signature|cred|api.?key|auth(?!or)|sess|jwt)[^\s?#&;=]*)=)[^\s?#&;]*/gi
+
+/**
+ * A URL, or text naming URLs (some of the browser's error messages repeat one as the page gave it),
+ * as it may leave the page: without user names and passwords, and with the value of every credential
+ * parameter replaced, in the query, in the fragment (where OAuth's implicit flow puts its tokens) and
+ * in the path. Other parameters stay: they say which page it was. (A `URL` object is taken as its text.)
+ */
+export const withoutCredentials = (text: string | URL): string => String(text).replace(/\/\/[^\s/?#@]*@/g, '//').replace(CREDENTIAL_PARAMETER, '$1[redacted]')
+
+/**
+ * A URL without its query and fragment (often tokens of any name), and without credentials. Of a URL
+ * without a host (`mailto:`, `data:`, `blob:`), only the scheme: the rest is an address or the
+ * content itself.
+ */
+export const withoutQuery = (url: string, base: string): string => {
+  try {
+    const { protocol, host, pathname } = new URL(url, base)
+    url = host ? protocol + '//' + host + pathname : protocol
+  } catch {
+    url = url.split(/[?#]/)[0]
+  }
+  return withoutCredentials(url)
+}
