@@ -146,3 +146,18 @@ describe("the page's requests", () => {
     expect(spans[0].status.message).toBe(error.errorMessage)
   })
 })
+
+describe('what the page logs', () => {
+  test('a node is sent as its name: what frameworks keep on it (a field’s value) is not', async () => {
+    const t = tracked({ automaticTrackingOptions: { pageViews: false, clicks: false, network: false, spans: false } }, { html: '<input id="email">' })
+    t.win.console.error = () => {}
+    t.tracker.start()
+    await settle()
+    // Vue keeps a bound field's value on the element as `_value`; jQuery its data.
+    const input = Object.assign(t.win.document.getElementById('email')!, { _value: 'TYPED-SECRET' })
+    t.win.console.error('invalid field', input, { field: input, errors: 1 })
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(leaked(t)).toEqual([])
+    expect(t.service.to('/logs')[0].body.logs[0].message).toBe('invalid field "INPUT" {"field":"INPUT","errors":1}')
+  })
+})

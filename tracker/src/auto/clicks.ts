@@ -9,13 +9,17 @@ export const RAGE_WINDOW_MS = 1000
 export const RAGE_RADIUS_PX = 30
 const SELECTOR_DEPTH = 4
 
+/** The attribute, not the property: in a form, `form.id` is the form's field named `id`, if it has one. */
+const idOf = (el: Element) => el.getAttribute('id') || undefined
+
 /** A short CSS path to the element, like `main > form#pay > button.primary`. */
 export function selectorOf(el: Element): string {
   const parts: string[] = []
   for (let node: Element | null = el; node && parts.length < SELECTOR_DEPTH && node.tagName !== 'BODY'; node = node.parentElement) {
+    const id = idOf(node)
     const classes = [...node.classList].slice(0, 2).map((name) => '.' + name).join('')
-    parts.unshift(node.tagName.toLowerCase() + (node.id ? '#' + node.id : '') + classes)
-    if (node.id) break
+    parts.unshift(node.tagName.toLowerCase() + (id ? '#' + id : '') + classes)
+    if (id) break
   }
   return parts.join(' > ')
 }
@@ -24,7 +28,7 @@ export function selectorOf(el: Element): string {
 export function describeElement(el: Element, context: AutoContext): Properties {
   return {
     tag: el.tagName.toLowerCase(),
-    id: el.id || undefined,
+    id: idOf(el),
     selector: selectorOf(el),
     text: context.redaction.visibleText(el),
     // Like form actions and requests: without the query and fragment, which often carry tokens (signed

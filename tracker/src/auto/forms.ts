@@ -11,7 +11,8 @@ export function trackForms(context: AutoContext): () => void {
       const form = event.target as HTMLFormElement
       if (form?.tagName !== 'FORM') return
       context.customEvent('$form_submit', {
-        id: form.id || undefined,
+        // Attributes, not properties: a field named `id` would be what `form.id` gives.
+        id: form.getAttribute('id') || undefined,
         name: form.getAttribute('name') ?? undefined,
         action: withoutQuery(form.getAttribute('action') ?? '', context.win.location.href),
         method: (form.getAttribute('method') ?? 'get').toLowerCase(),
