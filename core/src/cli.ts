@@ -111,7 +111,8 @@ export async function runCli(argv: string[], env = process.env): Promise<number>
   } catch (error) {
     const known = error instanceof UsageError || error instanceof ApiError || error instanceof ConfigError || error instanceof DatabaseInUseError
     const isUsage = error instanceof UsageError || (error as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')
-    const message = known || isUsage ? (error as Error).message : String((error as Error)?.stack ?? error)
+    // One line, never a stack trace: the database's own message says enough (and holds no password).
+    const message = known || isUsage ? (error as Error).message : String((error as Error)?.message ?? error)
     const code = error instanceof ApiError ? error.code : isUsage ? 'usage' : 'error'
     process.stderr.write(json ? `${JSON.stringify({ error: { code, message } })}\n` : `error: ${message}${isUsage ? `\n\n${USAGE}` : ''}\n`)
     return isUsage ? 2 : 1

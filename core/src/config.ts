@@ -1,19 +1,29 @@
-import { Type as T, type Static } from '@sinclair/typebox'
+import { Type as T, type Static, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 
-const LogLevel = T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error'), T.Literal('silent')])
+const LogLevel = T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error'), T.Literal('silent')], {
+  expected: 'one of debug, info, warn, error, silent',
+})
 
-/** The environment, as documented in the README. Read and validated once at boot, then passed down. */
+/** Bodies are read into memory whole: a limit past this is no limit. */
+const MAX_BODY_LIMIT = 1024 * 1024 * 1024
+const bodyLimit = (fallback: number) =>
+  T.Integer({ minimum: 1024, maximum: MAX_BODY_LIMIT, default: fallback, expected: `a whole number of bytes from 1024 to ${MAX_BODY_LIMIT}` })
+
+/**
+ * The environment, as documented in the README. Read and validated once at boot, then passed down.
+ * `expected` is what an error says the variable takes; a `secret` one's value is never repeated in it.
+ */
 const Env = T.Object({
-  PORT: T.Integer({ minimum: 0, maximum: 65535, default: 8000 }),
+  PORT: T.Integer({ minimum: 0, maximum: 65535, default: 8000, expected: 'a port number from 0 to 65535' }),
   HOST: T.String({ default: '0.0.0.0' }),
-  DATABASE_URL: T.Optional(T.String({ minLength: 1 })),
+  DATABASE_URL: T.Optional(T.String({ pattern: '^postgres(ql)?://', expected: 'a postgres:// or postgresql:// connection string', secret: true })),
   DATA_DIR: T.String({ default: './data' }),
   TRUSTED_PROXIES: T.String({ default: '' }),
-  INTERNAL_SECRET: T.Optional(T.String({ minLength: 16 })),
+  INTERNAL_SECRET: T.Optional(T.String({ minLength: 16, expected: 'at least 16 characters long', secret: true })),
   GEOIP_DB: T.Optional(T.String({ minLength: 1 })),
-  MAX_BODY_BYTES: T.Integer({ minimum: 1024, default: 1024 * 1024 }),
-  MAX_UPLOAD_BODY_BYTES: T.Integer({ minimum: 1024, default: 5 * 1024 * 1024 }),
+  MAX_BODY_BYTES: bodyLimit(1024 * 1024),
+  MAX_UPLOAD_BODY_BYTES: bodyLimit(5 * 1024 * 1024),
   LOG_LEVEL: LogLevel,
 })
 
@@ -37,18 +47,28 @@ export interface Config {
   logLevel: LogLevel
 }
 
+/** A setting that cannot be used. Its message names the variable, and never holds a secret's value. */
 export class ConfigError extends Error {}
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const known = Object.fromEntries(
-    Object.keys(Env.properties)
-      .filter((name) => env[name] !== undefined && env[name] !== '')
-      .map((name) => [name, env[name]]),
-  )
-  known.LOG_LEVEL ??= 'info'
-  const value = Value.Convert(Env, Value.Default(Env, known))
-  const problems = [...Value.Errors(Env, value)].map((e) => `${e.path.slice(1)}: ${e.message}`)
-  if (problems.length > 0) throw new ConfigError(`invalid configuration: ${problems.join('; ')}`)
+  const names = Object.keys(Env.properties) as (keyof typeof Env.properties)[]
+  const given = Object.fromEntries(names.filter((name) => env[name] !== undefined && env[name] !== '').map((name) => [name, env[name]!]))
+  const problems = new Map<string, string>()
+  const problem = (name: string) => {
+    const schema = Env.properties[name as keyof typeof Env.properties] as TSchema
+    const shown = schema.secret || given[name] === undefined ? '' : ` (got "${given[name]}")`
+    problems.set(name, `${name} must be ${schema.expected ?? 'set to a valid value'}${shown}`)
+  }
+  // Only digits make a whole number: TypeBox's conversion would read "1.5" as 1 and "8e3" as 8.
+  for (const name of names) {
+    if (Env.properties[name].type === 'integer' && given[name] !== undefined && !/^\s*\d+\s*$/.test(given[name])) problem(name)
+  }
+  const value = Value.Convert(Env, Value.Default(Env, { LOG_LEVEL: 'info', ...given }))
+  for (const error of Value.Errors(Env, value)) {
+    const name = error.path.slice(1)
+    if (!problems.has(name)) problem(name)
+  }
+  if (problems.size > 0) throw new ConfigError(`invalid configuration: ${[...problems.values()].join('; ')}`)
   const checked = value as Static<typeof Env>
   return {
     port: checked.PORT,

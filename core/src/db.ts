@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import { sql, type SQLWrapper } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
@@ -8,6 +8,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
+import { ConfigError } from './config'
 import { postgresTransactions } from './postgres-transaction'
 import { adoptDrizzleParsers, drizzleClient, embeddedStartOptions, preparingClient, StatementCache } from './pglite'
 import * as schema from '@sightline/schema'
@@ -54,10 +55,8 @@ export function openDatabase(options: { databaseUrl?: string; dataDir: string })
 
 export function postgresDatabase(url: string, poolSize = 10): Database {
   const transactions = postgresTransactions()
-  const client = postgres(url, {
+  const client = connect(url, {
     max: poolSize,
-    connect_timeout: 5,
-    onnotice: () => {},
     onclose: transactions.connectionClosed,
     connection: { application_name: 'sightline' },
   })
@@ -74,11 +73,16 @@ export function postgresDatabase(url: string, poolSize = 10): Database {
     notify: async (channel, payload) => void (await client.notify(channel, payload)),
     async migrate(whileLocked) {
       // One connection, so that the session-level advisory lock covers everything done here.
-      const locked = postgres(url, { max: 1, onnotice: () => {} })
+      const locked = connect(url, { max: 1 })
       try {
-        await locked`select pg_advisory_lock(${MIGRATION_LOCK})`
+        // The first statement of a start: what fails here is the connection string or the server.
+        await locked`select pg_advisory_lock(${MIGRATION_LOCK})`.catch((error) => {
+          throw new ConfigError(`DATABASE_URL: cannot connect to ${withoutPassword(url)}: ${errorMessage(error)}`)
+        })
         const lockedOrm = drizzlePostgres(locked, { schema }) as unknown as Orm
-        await migratePostgres(lockedOrm as never, { migrationsFolder: MIGRATIONS_FOLDER })
+        await migratePostgres(lockedOrm as never, { migrationsFolder: MIGRATIONS_FOLDER }).catch((error) => {
+          throw new ConfigError(`DATABASE_URL: cannot migrate ${withoutPassword(url)}: ${errorMessage(error)}`)
+        })
         await whileLocked?.(lockedOrm)
       } finally {
         await locked.end()
@@ -91,10 +95,47 @@ export function postgresDatabase(url: string, poolSize = 10): Database {
   }
 }
 
+function connect(url: string, options: postgres.Options<{}>) {
+  try {
+    return postgres(url, { connect_timeout: 5, onnotice: () => {}, ...options })
+  } catch (error) {
+    throw new ConfigError(`DATABASE_URL is not a valid connection string (${errorMessage(error)})`)
+  }
+}
+
+/** The connection string as it may be printed: the password replaced. */
+export function withoutPassword(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password) parsed.password = '***'
+    if (parsed.searchParams.has('password')) parsed.searchParams.set('password', '***')
+    return parsed.toString()
+  } catch {
+    return 'the connection string'
+  }
+}
+
+/**
+ * What went wrong, on one line. Drizzle's error only repeats the failed query, and its cause says why;
+ * drivers throw more than Errors (PGlite's file system throws `{name, errno}` objects).
+ */
+export function errorMessage(error: unknown): string {
+  const cause = (error as { cause?: unknown } | undefined)?.cause
+  if (error instanceof Error && error.message.startsWith('Failed query') && cause) return errorMessage(cause)
+  const text = error instanceof Error ? error.message : typeof error === 'object' && error ? JSON.stringify(error) : String(error)
+  return text.replace(/\s*\n\s*/g, ' ')
+}
+
 /** Embedded PGlite, persisted under `dataDir`; one process at a time may open it. */
 export async function openEmbeddedDatabase(dataDir: string): Promise<Database> {
-  mkdirSync(dataDir, { recursive: true })
-  const releaseLock = lockDataDir(dataDir)
+  const unusable = (error: unknown) => new ConfigError(`DATA_DIR: cannot open the embedded database in ${resolve(dataDir)}: ${errorMessage(error)}`)
+  let releaseLock: () => void
+  try {
+    mkdirSync(dataDir, { recursive: true })
+    releaseLock = lockDataDir(dataDir)
+  } catch (error) {
+    throw error instanceof DatabaseInUseError ? error : unusable(error)
+  }
   try {
     const pg = await PGlite.create(join(dataDir, 'pglite'), embeddedStartOptions())
     // A first start runs initdb in a second PGlite and leaves it as garbage, most of a gigabyte,
@@ -104,7 +145,7 @@ export async function openEmbeddedDatabase(dataDir: string): Promise<Database> {
     return embeddedDatabase(pg, releaseLock)
   } catch (error) {
     releaseLock()
-    throw error
+    throw unusable(error)
   }
 }
 
@@ -128,7 +169,9 @@ export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}): Da
     notify: async (channel, payload) => void (await pg.query('select pg_notify($1, $2)', [channel, payload])),
     async migrate(whileLocked) {
       // A single process owns the embedded database (see lockDataDir), so no lock is needed.
-      await migratePglite(orm as never, { migrationsFolder: MIGRATIONS_FOLDER })
+      await migratePglite(orm as never, { migrationsFolder: MIGRATIONS_FOLDER }).catch((error) => {
+        throw new ConfigError(`DATA_DIR: cannot migrate the embedded database: ${errorMessage(error)}`)
+      })
       await whileLocked?.(orm)
     },
     async close() {

@@ -1,10 +1,11 @@
 import { createApp } from './app'
-import { ConfigError, loadConfig } from './config'
-import { DatabaseInUseError, openDatabase } from './db'
+import { ConfigError, loadConfig, type Config } from './config'
+import { DatabaseInUseError, errorMessage, openDatabase, withoutPassword } from './db'
+import { createClientLocator } from './ingest/geo/locator'
 import { createLogger } from './log'
 import { startMemoryGuard } from './memory'
 import { ensureDefaultProject, type CreatedProject } from './projects/service'
-import { startServices } from './services'
+import { startServices, type Services } from './services'
 
 function printWelcome(project: CreatedProject, port: number): void {
   process.stdout.write(
@@ -22,17 +23,34 @@ function printWelcome(project: CreatedProject, port: number): void {
   )
 }
 
+function listen(app: ReturnType<typeof createApp>, config: Config) {
+  try {
+    return app.listen({ port: config.port, hostname: config.host })
+  } catch (error) {
+    throw new ConfigError(`cannot listen on ${config.host}:${config.port} (HOST, PORT): ${(error as Error).message}`)
+  }
+}
+
 async function main(): Promise<void> {
   const config = loadConfig()
   const log = createLogger(config.logLevel)
+  // Whatever the configuration names is checked before the database is touched: a first start that
+  // failed after creating the default project would have made a key that is never shown.
+  const locator = createClientLocator(config)
   const db = await openDatabase(config)
   let created: CreatedProject | null = null
   await db.migrate(async (orm) => {
     created = await ensureDefaultProject(orm)
   })
-  const services = await startServices(db, log)
-  const app = createApp({ config, db, log, ...services }).listen({ port: config.port, hostname: config.host })
-  if (created) printWelcome(created, app.server!.port!)
+  let app: ReturnType<typeof listen> | undefined
+  let services: Services
+  try {
+    services = await startServices(db, log)
+    app = listen(createApp({ config, db, log, locator, ...services }), config)
+  } finally {
+    // Even when the start fails from here on (the port is taken): the key exists, and is shown only now.
+    if (created) printWelcome(created, app?.server?.port ?? config.port)
+  }
   log.info('listening', { url: `http://${config.host}:${app.server!.port}`, database: db.kind })
   startMemoryGuard()
 
@@ -48,8 +66,30 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void shutdown('SIGTERM'))
 }
 
+/** An error's text as it may be printed: the values of the secret settings hidden. */
+function withoutSecrets(text: string, env: Record<string, string | undefined>): string {
+  const url = env.DATABASE_URL
+  if (url) text = text.replaceAll(url, withoutPassword(url))
+  const password = (url && URL.parse(url)?.password) || undefined
+  for (const secret of [env.INTERNAL_SECRET, password, password && decoded(password)]) {
+    if (secret && secret.length >= 4) text = text.replaceAll(secret, '***')
+  }
+  return text
+}
+
+const decoded = (text: string) => {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
+  }
+}
+
 main().catch((error) => {
+  // One line that says what failed and which setting to change; the stack only at LOG_LEVEL=debug.
   const expected = error instanceof ConfigError || error instanceof DatabaseInUseError
-  process.stderr.write(`sightline: ${expected ? error.message : (error?.stack ?? error)}\n`)
+  let text = expected ? error.message : `could not start: ${errorMessage(error)}`
+  if (!expected && process.env.LOG_LEVEL === 'debug' && error?.stack) text += `\n${error.stack}`
+  process.stderr.write(`sightline: ${withoutSecrets(text, process.env)}\n`)
   process.exit(1)
 })

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createTestDatabase, engine, type TestDatabase } from '../helpers/database'
-import { runAdmin } from '../helpers/process'
+import { runAdmin, spawnCore } from '../helpers/process'
 
 // The admin command line as a script would use it, on the database it is pointed at.
 let database: TestDatabase | undefined
@@ -90,5 +90,80 @@ describe('admin command line', () => {
     const unknownCommand = await runAdmin(['project', 'explode'], env)
     expect(unknownCommand.exitCode).toBe(2)
     expect(unknownCommand.stderr).toContain('unknown command')
+  })
+})
+
+describe('admin command line beside a serving core', () => {
+  const send = (url: string, key: string) =>
+    fetch(`${url}/api/ingestion/customEvent`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: JSON.stringify({ sessionId: 'cli-live', eventName: 'x' }),
+    }).then((res) => res.status)
+
+  /** The statuses a key gets until `expected` (or 1 s): what the serving core does after a command. */
+  async function statusWithin(url: string, key: string, expected: number): Promise<{ status: number; ms: number }> {
+    const started = performance.now()
+    let status = await send(url, key)
+    while (status !== expected && performance.now() - started < 1_000) status = await send(url, key)
+    return { status, ms: performance.now() - started }
+  }
+
+  test.skipIf(engine !== 'postgres')('revoke, rotate and set-limit take effect at once in the running core; only creation prints a key', async () => {
+    const { projectId, keys } = (await admin('project', 'create', '--name', 'live')).json
+    const core = await spawnCore(env)
+    try {
+      expect(core.output()).not.toContain('shown this once') // the database had projects already
+      const created = (await admin('key', 'create', '--project', projectId, '--env', 'development')).json
+      expect(await send(core.url, created.key)).toBe(200) // cached by the core now
+
+      expect((await runAdmin(['key', 'revoke', '--project', projectId, '--key-prefix', created.keyPrefix], env)).exitCode).toBe(0)
+      const revoked = await statusWithin(core.url, created.key, 401)
+      expect(revoked.status).toBe(401)
+      expect(revoked.ms).toBeLessThan(100)
+
+      expect(await send(core.url, keys.production)).toBe(200)
+      const rotation = await runAdmin(['key', 'rotate', '--project', projectId, '--env', 'production'], env)
+      expect(rotation.exitCode).toBe(0)
+      const rotated = await statusWithin(core.url, keys.production, 401)
+      expect(rotated.status).toBe(401)
+      expect(rotated.ms).toBeLessThan(100)
+      const newKey = rotation.stdout.match(/shown this once: (sl_live_\S+)/)![1]
+      expect(await send(core.url, newKey)).toBe(200)
+
+      expect((await runAdmin(['project', 'set-limit', '--project', projectId, '--monthly-limit', '0'], env)).exitCode).toBe(0)
+      expect((await statusWithin(core.url, newKey, 429)).status).toBe(429)
+      expect((await runAdmin(['project', 'set-limit', '--project', projectId, '--monthly-limit', 'unlimited'], env)).exitCode).toBe(0)
+      expect((await statusWithin(core.url, newKey, 200)).status).toBe(200)
+
+      // Everything but creation shows prefixes only.
+      const listed = [await runAdmin(['key', 'list', '--project', projectId], env), await runAdmin(['project', 'list'], env)]
+      for (const { stdout } of listed) {
+        expect(stdout).not.toMatch(/sl_[a-z]+_[A-Za-z0-9_-]{32}/)
+        expect(stdout).not.toContain(newKey)
+      }
+    } finally {
+      await core.stop()
+    }
+  })
+
+  test.skipIf(engine !== 'embedded')('the embedded database a core holds: a clear refusal, nothing changed', async () => {
+    const core = await spawnCore(env)
+    try {
+      const { exitCode, stdout, stderr } = await runAdmin(['project', 'create', '--name', 'while-serving'], env)
+      expect(exitCode).toBe(1)
+      expect(stdout).toBe('')
+      expect(stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^error: the embedded database in .* is in use by process \d+/)])
+    } finally {
+      await core.stop()
+    }
+    expect((await admin('project', 'list')).json.map((p: { name: string }) => p.name)).not.toContain('while-serving')
+  })
+
+  test('a database that cannot be reached: one line naming DATABASE_URL, without its password', async () => {
+    const { exitCode, stdout, stderr } = await runAdmin(['project', 'list'], { DATABASE_URL: 'postgres://sightline:hunter2-secret@127.0.0.1:1/sightline' })
+    expect(exitCode).toBe(1)
+    expect(stdout).toBe('')
+    expect(stderr.trimEnd().split('\n')).toEqual(['error: DATABASE_URL: cannot connect to postgres://sightline:***@127.0.0.1:1/sightline: connect ECONNREFUSED 127.0.0.1:1'])
   })
 })

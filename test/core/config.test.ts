@@ -23,4 +23,34 @@ describe('config', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).toThrow(/PORT/)
     expect(() => loadConfig({ INTERNAL_SECRET: 'short' })).toThrow(/INTERNAL_SECRET/)
   })
+
+  test('whole numbers are digits only: no value is read as a smaller one', () => {
+    for (const bad of ['1.5', '8e3', '0x1f90', '8000abc', '-1', '1e999']) expect(() => loadConfig({ PORT: bad }), bad).toThrow(/PORT must be a port number/)
+    expect(() => loadConfig({ MAX_BODY_BYTES: '2e6' })).toThrow('MAX_BODY_BYTES must be a whole number of bytes from 1024 to 1073741824 (got "2e6")')
+    expect(() => loadConfig({ MAX_UPLOAD_BODY_BYTES: '99999999999999999999' })).toThrow(/MAX_UPLOAD_BODY_BYTES/)
+    expect(loadConfig({ PORT: ' 9001 ' }).port).toBe(9001)
+  })
+
+  test('each problem names its variable and what it takes, once', () => {
+    const error = (() => {
+      try {
+        loadConfig({ PORT: '80.5', LOG_LEVEL: 'loud' })
+      } catch (caught) {
+        return (caught as Error).message
+      }
+    })()
+    expect(error).toBe(
+      'invalid configuration: PORT must be a port number from 0 to 65535 (got "80.5"); LOG_LEVEL must be one of debug, info, warn, error, silent (got "loud")',
+    )
+  })
+
+  test('DATABASE_URL is a Postgres connection string; secrets are never repeated in the message', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgresql://u:p@db/x' }).databaseUrl).toBe('postgresql://u:p@db/x')
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://u:pa55word@db/x' })).toThrow('DATABASE_URL must be a postgres:// or postgresql:// connection string')
+    expect(() => loadConfig({ DATABASE_URL: 'db.internal:5432' })).toThrow(/DATABASE_URL/)
+    for (const env of [{ DATABASE_URL: 'mysql://u:pa55word@db/x' }, { INTERNAL_SECRET: 'pa55word' }]) {
+      expect(() => loadConfig(env)).toThrow(ConfigError)
+      expect(() => loadConfig(env)).not.toThrow(/pa55word/)
+    }
+  })
 })

@@ -1,9 +1,11 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createTestDatabase, engine, type TestDatabase } from '../helpers/database'
-import { spawnCore } from '../helpers/process'
+import { PGlite } from '@electric-sql/pglite'
+import postgres from 'postgres'
+import { createTestDatabase, databaseUrlFor, engine, migratedSnapshot, TEST_DATABASE_URL, type TestDatabase } from '../helpers/database'
+import { ROOT, spawnCore } from '../helpers/process'
 
 // What a new user does: start the service on an empty database and send data with the printed key.
 const dataDir = mkdtempSync(join(tmpdir(), 'sightline-main-'))
@@ -47,6 +49,104 @@ describe('first start', () => {
       expect((await send(again.url, key)).status).toBe(200)
     } finally {
       await again.stop()
+    }
+  })
+})
+
+/** Starts core as an operator would and waits for it to give up. */
+async function failedStart(env: Record<string, string>) {
+  const proc = Bun.spawn([process.execPath, join(ROOT, 'core/src/main.ts')], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const timer = setTimeout(() => proc.kill('SIGKILL'), 20_000)
+  const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  clearTimeout(timer)
+  return { stdout, stderr, exitCode }
+}
+
+describe('a start with a setting that cannot work', () => {
+  const secret = 'hunter2-not-for-logs'
+  const scratch = mkdtempSync(join(tmpdir(), 'sightline-bad-start-'))
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+  const aFile = join(scratch, 'a-file')
+  writeFileSync(aFile, 'not a database')
+  const fresh = (name: string) => join(scratch, name)
+
+  const cases: [variable: string, env: Record<string, string>][] = [
+    ['PORT', { PORT: '1.5' }],
+    ['PORT', { PORT: 'abc' }],
+    ['MAX_BODY_BYTES', { MAX_BODY_BYTES: '1e999' }],
+    ['MAX_UPLOAD_BODY_BYTES', { MAX_UPLOAD_BODY_BYTES: '5e6' }],
+    ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+    ['INTERNAL_SECRET', { INTERNAL_SECRET: secret.slice(0, 10) }],
+    ['TRUSTED_PROXIES', { TRUSTED_PROXIES: '10.0.0.0/8 192.0.2.1' }],
+    ['TRUSTED_PROXIES', { TRUSTED_PROXIES: '2001:db8::/129' }],
+    ['GEOIP_DB', { GEOIP_DB: join(scratch, 'missing.mmdb') }],
+    ['GEOIP_DB', { GEOIP_DB: aFile }],
+    ['DATA_DIR', { DATA_DIR: join(aFile, 'data') }],
+    ['DATABASE_URL', { DATABASE_URL: `mysql://sightline:${secret}@127.0.0.1/db` }],
+    ['DATABASE_URL', { DATABASE_URL: `postgres://sightline:${secret}@127.0.0.1:1/db` }],
+  ]
+  if (TEST_DATABASE_URL) {
+    // A server that answers, and refuses: no such database (or role, or a wrong password).
+    const url = new URL(databaseUrlFor(TEST_DATABASE_URL, 'sl_no_such_database'))
+    url.password = secret
+    cases.push(['DATABASE_URL', { DATABASE_URL: url.toString() }])
+  }
+
+  test('exits 1 with one line on stderr that names the variable: no stack trace, no secret, nothing created', async () => {
+    const results = await Promise.all(cases.map(([, env], i) => failedStart({ DATA_DIR: fresh(`data-${i}`), ...env })))
+    results.forEach(({ stdout, stderr, exitCode }, i) => {
+      const [variable, env] = cases[i]
+      const context = `${JSON.stringify(env)} -> ${stderr}`
+      expect(exitCode, context).toBe(1)
+      expect(stderr.trimEnd().split('\n'), context).toHaveLength(1)
+      expect(stderr, context).toStartWith(`sightline: `)
+      expect(stderr, context).toContain(variable)
+      expect(stderr + stdout, context).not.toContain(secret.slice(0, 10))
+      expect(stdout, context).not.toContain('shown this once')
+    })
+    // A setting found wrong after the database was set up would have made a default project whose key
+    // is never shown: every setting is checked first.
+    expect(readdirSync(scratch).filter((name) => name.startsWith('data-') && existsSync(join(scratch, name, 'pglite')))).toEqual([])
+  })
+
+  test.skipIf(engine !== 'postgres')("a database that holds another application's tables: one line with the reason, nothing changed", async () => {
+    const name = `sl_test_foreign_${process.pid}`
+    const admin = postgres(TEST_DATABASE_URL!, { max: 1, onnotice: () => {} })
+    await admin.unsafe(`create database ${name}`)
+    const url = new URL(databaseUrlFor(TEST_DATABASE_URL!, name))
+    const foreign = postgres(url.toString(), { max: 1, onnotice: () => {} })
+    try {
+      await foreign`create table events (id serial primary key, what text)`
+      url.password = secret
+      const { stderr, exitCode } = await failedStart({ DATABASE_URL: url.toString() })
+      expect(exitCode).toBe(1)
+      expect(stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^sightline: DATABASE_URL: cannot migrate postgres:\/\/.*\*\*\*@.*: relation "events" already exists$/)])
+      // The migration ran in one transaction: not a table of ours was left behind.
+      expect((await foreign`select table_name from information_schema.tables where table_schema = 'public'`).map((t) => t.table_name)).toEqual(['events'])
+    } finally {
+      await foreign.end()
+      await admin.unsafe(`drop database if exists ${name} with (force)`)
+      await admin.end()
+    }
+  })
+
+  test('a port already taken: the new default project\'s key is still shown before the error', async () => {
+    const taken = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') })
+    const dir = fresh('port-taken')
+    mkdirSync(dir)
+    await (await PGlite.create(join(dir, 'pglite'), { loadDataDir: await migratedSnapshot() })).close()
+    try {
+      const { stdout, stderr, exitCode } = await failedStart({ DATA_DIR: dir, PORT: String(taken.port) })
+      expect(exitCode).toBe(1)
+      expect(stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(new RegExp(`^sightline: cannot listen on 127.0.0.1:${taken.port} \\(HOST, PORT\\)`))])
+      expect(stdout).toMatch(/development key, shown this once: +sl_dev_/)
+    } finally {
+      taken.stop(true)
     }
   })
 })
