@@ -22,7 +22,7 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
         handled, release, context, timestamp)
       select e."projectId", e."contentHash", e."issueId", e."sessionId", e."endUserId", e.name, e.message, e.stack, e.frames, e.url, e.level,
         e.handled, e.release, e.context, to_timestamp(e.timestamp / 1000.0)
-      from json_to_recordset(${jsonParam(unique)}::json) as e(
+      from jsonb_to_recordset(${jsonParam(unique)}::jsonb) as e(
         "projectId" uuid, "contentHash" text, "issueId" uuid, "sessionId" text, "endUserId" text, name text, message text, stack text,
         frames jsonb, url text, level text, handled boolean, release text, context jsonb, timestamp float8)
       on conflict do nothing
@@ -40,7 +40,7 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
       const added = await tx.execute(sql`
         insert into issue_end_users (project_id, issue_id, end_user_id, first_seen_at)
         select u."projectId", u."issueId", u."endUserId", to_timestamp(u.at / 1000.0)
-        from json_to_recordset(${jsonParam(users)}::json) as u("projectId" uuid, "issueId" uuid, "endUserId" text, at float8)
+        from jsonb_to_recordset(${jsonParam(users)}::jsonb) as u("projectId" uuid, "issueId" uuid, "endUserId" text, at float8)
         on conflict do nothing
         returning project_id::text as "projectId", issue_id::text as "issueId"`)
       for (const { projectId, issueId } of rowsOf<{ projectId: string; issueId: string }>(added)) {
@@ -54,7 +54,7 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
         first_seen_at, last_seen_at, occurrences, affected_users, first_release, last_release)
       select d."projectId", d."issueId", d.fingerprint, d.title, d.culprit, d.level, 'open', false,
         to_timestamp(d."firstAt" / 1000.0), to_timestamp(d."lastAt" / 1000.0), d.count, d."newUsers", d."firstRelease", d."lastRelease"
-      from json_to_recordset(${jsonParam(issueDeltas(fresh, addedUsers))}::json) as d(
+      from jsonb_to_recordset(${jsonParam(issueDeltas(fresh, addedUsers))}::jsonb) as d(
         "projectId" uuid, "issueId" uuid, fingerprint text, title text, culprit text, level text,
         "firstAt" float8, "lastAt" float8, count bigint, "newUsers" bigint, "firstRelease" text, "lastRelease" text)
       on conflict (project_id, fingerprint) do update set
