@@ -2,10 +2,18 @@ import { createApp } from './app'
 import { ConfigError, loadConfig, type Config } from './config'
 import { DatabaseInUseError, errorMessage, openDatabase, withoutPassword } from './db'
 import { createClientLocator } from './ingest/geo/locator'
-import { createLogger } from './log'
+import { createLogger, type Logger } from './log'
 import { startMemoryGuard } from './memory'
 import { ensureDefaultProject, type CreatedProject } from './projects/service'
 import { startServices, type Services } from './services'
+
+/**
+ * How long the requests under way when a stop is asked for may take to be answered. One that is still
+ * going after that (a client trickling its body) is cut off unanswered: nothing of it was acknowledged.
+ */
+const REQUEST_GRACE_MS = 5_000
+/** A stop that has not finished by then (a database that no longer answers) ends the process anyway. */
+const STOP_DEADLINE_MS = 15_000
 
 function printWelcome(project: CreatedProject, port: number): void {
   process.stdout.write(
@@ -54,16 +62,41 @@ async function main(): Promise<void> {
   log.info('listening', { url: `http://${config.host}:${app.server!.port}`, database: db.kind })
   startMemoryGuard()
 
-  const shutdown = async (signal: string) => {
-    log.info('shutting down', { signal })
-    // Stop taking requests, commit what was accepted, then close the database.
-    await app.stop()
+  const server = app.server!
+  stopOnSignals(log, async () => {
+    // Stop taking connections and answer the requests under way, then commit what was accepted and
+    // close the database.
+    await Promise.race([app.stop(), Bun.sleep(REQUEST_GRACE_MS)])
+    await server.stop(true)
     await services.stop()
     await db.close()
-    process.exit(0)
+  })
+}
+
+function stopOnSignals(log: Logger, stop: () => Promise<void>): void {
+  let stopping = false
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      // Asked again: exit now. A request not answered yet was never acknowledged, so nothing acknowledged is lost.
+      log.warn('stopping at once', { signal })
+      process.exit(1)
+    }
+    stopping = true
+    log.info('shutting down', { signal })
+    setTimeout(() => {
+      log.error('shutdown took too long; exiting', { afterMs: STOP_DEADLINE_MS })
+      process.exit(1)
+    }, STOP_DEADLINE_MS).unref()
+    stop().then(
+      () => process.exit(0),
+      (error) => {
+        log.error('shutdown failed', { error: errorMessage(error) })
+        process.exit(1)
+      },
+    )
   }
-  process.once('SIGINT', () => void shutdown('SIGINT'))
-  process.once('SIGTERM', () => void shutdown('SIGTERM'))
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
 }
 
 /** An error's text as it may be printed: the values of the secret settings hidden. */

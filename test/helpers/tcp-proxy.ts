@@ -3,12 +3,14 @@ import type { Socket } from 'bun'
 /**
  * A TCP pass-through between core and Postgres that a test can cut: `stop()` drops every open
  * connection and stops listening, so new ones are refused: what core sees when its database server
- * stops. `resume()` listens again on the same port.
+ * stops. `resume()` listens again on the same port. `freeze()` keeps every connection open and takes
+ * new ones, but passes nothing more either way: a database host that stopped answering (a partition).
  */
 export interface TcpProxy {
   port: number
   stop(): void
   resume(): void
+  freeze(): void
   close(): void
 }
 
@@ -45,6 +47,7 @@ function drain(socket: Socket<End>): void {
 
 export function startTcpProxy(target: { host: string; port: number }): TcpProxy {
   const open = new Set<Socket<End>>()
+  let frozen = false
   const listen = (port: number) =>
     Bun.listen<End>({
       hostname: '127.0.0.1',
@@ -56,6 +59,7 @@ export function startTcpProxy(target: { host: string; port: number }): TcpProxy 
       async open(client) {
         client.data = { backlog: [], early: [] }
         open.add(client)
+        if (frozen) return
         try {
           const upstream = await Bun.connect<End>({
             hostname: target.host,
@@ -65,7 +69,7 @@ export function startTcpProxy(target: { host: string; port: number }): TcpProxy 
                 socket.data = { peer: client, backlog: [], early: [] }
               },
               data(socket, data) {
-                send(client, data, client.data.backlog)
+                if (!frozen) send(client, data, client.data.backlog)
               },
               drain,
               close() {
@@ -85,6 +89,7 @@ export function startTcpProxy(target: { host: string; port: number }): TcpProxy 
         }
       },
       data(client, data) {
+        if (frozen) return
         const upstream = client.data.peer
         if (upstream) send(upstream, data, upstream.data.backlog)
         else client.data.early.push(new Uint8Array(data))
@@ -111,6 +116,9 @@ export function startTcpProxy(target: { host: string; port: number }): TcpProxy 
     },
     resume() {
       server ??= listen(port)
+    },
+    freeze() {
+      frozen = true
     },
     close() {
       this.stop()

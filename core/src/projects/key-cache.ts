@@ -22,6 +22,9 @@ export interface KeyCache {
   clear(): void
 }
 
+/** How long a stop waits for the database to confirm it stopped listening. */
+const UNLISTEN_TIMEOUT_MS = 1_000
+
 interface Entry {
   owner: KeyOwner | null
   expiresAt: number
@@ -85,8 +88,9 @@ export function createKeyCache(db: Database, log: Logger, options: KeyCacheOptio
     async stop() {
       const stopListening = unlisten
       unlisten = undefined
-      // A database that is already gone has nothing left to stop listening to.
-      await stopListening?.().catch(() => {})
+      // A database that is already gone has nothing left to stop listening to, and one that stopped
+      // answering would never confirm it: closing the database ends the listening connection anyway.
+      await Promise.race([stopListening?.().catch(() => {}), Bun.sleep(UNLISTEN_TIMEOUT_MS)])
     },
     clear,
   }
