@@ -161,3 +161,61 @@ describe('what the page logs', () => {
     expect(t.service.to('/logs')[0].body.logs[0].message).toBe('invalid field "INPUT" {"field":"INPUT","errors":1}')
   })
 })
+
+describe('URLs in the replay', () => {
+  /**
+   * A page's URLs as its markup has them: where links and forms lead (an address, a reset link, a
+   * login in the URL), and what it loads (a signed image, candidates in srcset, a background in an
+   * inline style and in a style sheet), next to ordinary ones; and one in the text.
+   */
+  const PAGE = `<!doctype html><html><head><style>.hero { background: url("/hero.jpg?sig=SHEET-SECRET&w=800") }</style></head><body>
+    <a id="mail" href="mailto:MAIL-SECRET@example.test?subject=hi">Write to us</a>
+    <a id="phone" href="tel:+15550123">Call</a>
+    <a id="reset" href="/reset?token=RESET-SECRET&next=/home#step-2" ping="https://t.test/ping?sid=PING-SECRET">Reset</a>
+    <a id="login" href="https://jane:USERINFO-SECRET@shop.test/account">Account</a>
+    <a id="plain" href="/shoes?page=2">Shoes</a>
+    <form id="pay" action="/pay?token=ACTION-SECRET"><button formaction="/pay?code=FORMACTION-SECRET">Pay</button></form>
+    <img id="photo" src="https://bucket.test/me.jpg?X-Amz-Credential=CREDENTIAL-SECRET&X-Amz-Signature=SIGNATURE-SECRET&X-Amz-Expires=60"
+      srcset="https://cdn.test/w_100,h_100/me.jpg?token=SRCSET-SECRET, https://cdn.test/me.jpg?token=SRCSET-SECRET 2x">
+    <img id="logo" src="/logo.png?v=3" data-src="/lazy.jpg?sig=LAZY-SECRET">
+    <div id="banner" style="background-image: url(https://bucket.test/bg.jpg?X-Amz-Signature=STYLE-SECRET)">Hello</div>
+    <p>Your link: https://shop.test/r?token=TEXT-SECRET</p>
+  </body></html>`
+
+  /** The replay, after the page changed its URLs: attributes set, a style, and a link added. */
+  async function recordChanges(mode: 'privacy-first' | 'visibility-first') {
+    const t = tracked({ enableAutomaticTracking: false, redactionStrategy: { mode } }, { html: PAGE })
+    const doc = t.win.document
+    t.tracker.start()
+    await settle()
+    doc.getElementById('plain')!.setAttribute('href', '/reset?token=CHANGED-SECRET')
+    doc.getElementById('logo')!.setAttribute('src', 'https://bucket.test/logo.png?X-Amz-Signature=CHANGED-SRC-SECRET&v=4')
+    ;(doc.getElementById('banner') as HTMLElement).style.backgroundImage = 'url("https://bucket.test/bg2.jpg?sig=CHANGED-STYLE-SECRET")'
+    doc.body.insertAdjacentHTML('beforeend', '<a id="added" href="mailto:ADDED-SECRET@example.test">Added</a>')
+    await settle()
+    await t.clock.advance(3000)
+    return { t, replay: JSON.stringify(replayEvents(t.service)) }
+  }
+
+  for (const mode of ['privacy-first', 'visibility-first'] as const) {
+    test(`${mode}: no credential and no address in the snapshot or in changes; ordinary URLs as they are`, async () => {
+      const { t, replay } = await recordChanges(mode)
+      expect(leaked(t)).toEqual([])
+      expect(replay).not.toContain('15550123')
+      // Where links and forms lead: as clicked links go, absolute, without query and fragment;
+      // of an address only its scheme.
+      for (const href of ['mailto:', 'tel:', 'http://shop.test/reset', 'https://shop.test/account']) expect(replay).toContain(`"href":"${href}"`)
+      expect(replay).toContain('"action":"http://shop.test/pay"')
+      expect(replay).toContain('"formaction":"http://shop.test/pay"')
+      // What loads keeps its URL, only the credentials' values go: the image is there, unloadable.
+      expect(replay).toContain('"src":"https://bucket.test/me.jpg?X-Amz-Credential=[redacted]&X-Amz-Signature=[redacted]&X-Amz-Expires=60"')
+      expect(replay).toContain('"srcset":"https://cdn.test/w_100,h_100/me.jpg?token=[redacted], https://cdn.test/me.jpg?token=[redacted] 2x"')
+      expect(replay).toContain('"src":"http://shop.test/logo.png?v=3"')
+      expect(replay).toContain('"src":"https://bucket.test/logo.png?X-Amz-Signature=[redacted]&v=4"')
+      expect(replay).toContain('"data-src":"/lazy.jpg?sig=[redacted]"')
+      expect(replay).toContain('url(https://bucket.test/bg.jpg?X-Amz-Signature=[redacted])')
+      expect(replay).toContain('hero.jpg?sig=[redacted]&w=800')
+      expect(replay).toContain('bg2.jpg?sig=[redacted]')
+    })
+  }
+})

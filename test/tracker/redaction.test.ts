@@ -62,7 +62,7 @@ describe('privacy-first (the default)', () => {
     expect(everything).toContain('VISIBLE-HEADING')
     expect(everything).toContain('VISIBLE-TYPED')
     expect(everything).toContain('*'.repeat('SECRET-PARAGRAPH'.length))
-    // Automatic events leave query strings out (the replay keeps attributes as the page has them).
+    // Automatic events leave query strings out, as the replay does of the form's action.
     const submits = t.service.to('/customEvent/batch').flatMap((r) => r.body.events).filter((e: { eventName: string }) => e.eventName === '$form_submit')
     expect(submits[0].eventProperties).toEqual({ id: 'checkout', action: 'http://shop.test/pay', method: 'get', fields: 5 })
     const kinds = new Set(t.service.sent.map((r) => r.path))

@@ -1,7 +1,7 @@
 import { record } from '@rrweb/record'
 import type { Redaction } from './redaction'
 import type { RecordedEvent } from './replay'
-import { withoutCredentials } from './urls'
+import { withoutCredentials, withoutQuery } from './urls'
 
 const META = 4 // rrweb's EventType.Meta, which precedes every full snapshot
 const FULL_SNAPSHOT = 2
@@ -18,9 +18,46 @@ const USER_SOURCES = [1, 2, 3, 5, 6, 7, 12, 14]
  */
 const TEXT_ATTRIBUTES = ['value', 'placeholder', 'title', 'alt', 'label', 'aria-label', 'aria-description', 'aria-placeholder', 'aria-valuetext', 'aria-roledescription', 'srcdoc']
 
+/**
+ * Whether attribute `name` of a `tag` element says where a link or a form leads. The player never
+ * follows these, so they go as the tracker's clicked links and form actions do: absolute, without
+ * query and fragment, and of a URL without a host (`mailto:`, `tel:`, `data:`) only the scheme.
+ */
+const leadsAway = (tag: string | undefined, name: string) => name === 'formaction' || (name === 'action' && tag === 'form') || (/href$/.test(name) && (tag === 'a' || tag === 'area'))
+
+/**
+ * A URL in a string of the recording lies between spaces, quotes and parentheses (CSS quotes URLs or
+ * wraps them in url()); a comma ending one separates srcset's candidates. A data: URL is content (an
+ * image), not an address.
+ */
+const scrubWord = (word: string) => {
+  if (!/[=@]/.test(word) || word.startsWith('data:')) return word
+  const url = word.replace(/,+$/, '')
+  return withoutCredentials(url) + word.slice(url.length)
+}
+
+/** Most strings hold no credential: one look at the whole string says so, and it stays as it is. */
+const scrubbed = (text: string) => (/[=@]/.test(text) && withoutCredentials(text) !== text ? text.replace(/[^\s'"()]+/g, scrubWord) : text)
+
+/**
+ * An event's data, in place, with every URL in its strings without credentials, the rule of every URL
+ * the tracker sends: attribute values, inline styles and style sheets (a snapshot's, a rule inserted
+ * later), text. Other URLs stay as they are, so images and style sheets load in the player.
+ */
+function scrub(value: Record<string | number, unknown>): void {
+  const visit = (key: string | number) => {
+    const item = value[key]
+    if (typeof item === 'string') value[key] = scrubbed(item)
+    else if (item && typeof item === 'object') scrub(item as Record<string, unknown>)
+  }
+  if (Array.isArray(value)) for (let i = 0; i < value.length; i++) visit(i)
+  else for (const key of Object.keys(value)) visit(key)
+}
+
 interface Serialized {
   id: number
   type?: number
+  tagName?: string
   textContent?: string
   attributes?: Record<string, unknown>
   childNodes?: Serialized[]
@@ -44,10 +81,12 @@ export interface Recording {
 export function startRecording(redaction: Redaction, emit: (event: RecordedEvent, activity: boolean) => void): Recording {
   const mask = (text: string, el: HTMLElement | null) => (redaction.masked(el) ? text.replace(/\S/g, '*') : text)
   const element = (id: number) => record.mirror.getNode(id) as HTMLElement | null
-  const maskAttributes = (attributes: Record<string, unknown> | undefined, id: number) => {
-    for (const name of TEXT_ATTRIBUTES) {
-      const value = attributes?.[name]
-      if (typeof value === 'string') attributes![name] = mask(value, element(id))
+  const maskAttributes = (attributes: Record<string, unknown> | undefined, id: number, tag = element(id)?.localName) => {
+    for (const name in attributes) {
+      const value = attributes[name]
+      if (typeof value !== 'string') continue
+      if (TEXT_ATTRIBUTES.includes(name)) attributes[name] = mask(value, element(id))
+      else if (leadsAway(tag, name)) attributes[name] = withoutQuery(value, element(id)?.baseURI ?? document.baseURI)
     }
   }
   // Text right inside a shadow root has no parent element: rrweb offers it to maskTextFn with none
@@ -58,19 +97,18 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
     return parent?.nodeType === 11 ? mask(node!.textContent!, parent.host as HTMLElement) : text
   }
   const maskTree = (node: Serialized): void => {
-    maskAttributes(node.attributes, node.id)
+    maskAttributes(node.attributes, node.id, node.tagName)
     if (node.type === TEXT) node.textContent = maskBare(node.textContent!, node.id)
     node.childNodes?.forEach(maskTree)
   }
   const stop = record({
     emit(event) {
-      // The same rules for text in attributes, on the serialized copy (the page is not touched).
+      // The same rules for text in attributes, and URLs, on the serialized copy (the page is not touched).
       const data = event.data as { href?: string; source?: number; node?: Serialized; adds?: { node: Serialized }[]; attributes?: Serialized[]; texts?: { id: number; value: string }[]; id: number; text?: string }
-      if (event.type === META) {
-        redaction.apply()
-        // The page's URL, which the service keeps as the session's entry URL, as every other URL sent.
-        data.href = withoutCredentials(data.href!)
-      } else if (event.type === FULL_SNAPSHOT) maskTree(data.node!)
+      // The page's URL (the meta event's), which the service keeps as the session's entry URL, too.
+      scrub(data as Record<string, unknown>)
+      if (event.type === META) redaction.apply()
+      else if (event.type === FULL_SNAPSHOT) maskTree(data.node!)
       else if (event.type === INCREMENTAL && data.source === MUTATION) {
         data.adds!.forEach((add) => maskTree(add.node))
         data.attributes!.forEach((change) => maskAttributes(change.attributes, change.id))
