@@ -218,4 +218,26 @@ describe('URLs in the replay', () => {
       expect(replay).toContain('bg2.jpg?sig=[redacted]')
     })
   }
+
+  for (const mode of ['privacy-first', 'visibility-first'] as const) {
+    test(`${mode}: hidden values (a hidden input, a token's meta) are masked, set later too; other metas stay`, async () => {
+      const html = `<!doctype html><html><head><meta name="csrf-token" content="META-SECRET"><meta name="viewport" content="width=device-width">
+        </head><body><form><input id="csrf" type="hidden" name="_csrf" value="HIDDEN-SECRET"><input id="q" name="q" value="shoes"></form></body></html>`
+      const t = tracked({ enableAutomaticTracking: false, redactionStrategy: { mode } }, { html })
+      const doc = t.win.document
+      t.tracker.start()
+      await settle()
+      const hidden = doc.getElementById('csrf') as HTMLInputElement
+      hidden.setAttribute('value', 'ATTRIBUTE-SECRET')
+      await settle()
+      hidden.value = 'PROPERTY-SECRET'
+      doc.head.insertAdjacentHTML('beforeend', '<meta name="xsrf-token" content="ADDED-META-SECRET">')
+      await settle()
+      await t.clock.advance(3000)
+      const replay = JSON.stringify(replayEvents(t.service))
+      for (const secret of ['META-SECRET', 'HIDDEN-SECRET', 'ATTRIBUTE-SECRET', 'PROPERTY-SECRET', 'ADDED-META-SECRET']) expect(replay).not.toContain(secret)
+      expect(replay).toContain('"content":"width=device-width"')
+      if (mode === 'visibility-first') expect(replay).toContain('"value":"shoes"')
+    })
+  }
 })

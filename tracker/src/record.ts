@@ -19,6 +19,14 @@ const USER_SOURCES = [1, 2, 3, 5, 6, 7, 12, 14]
 const TEXT_ATTRIBUTES = ['value', 'placeholder', 'title', 'alt', 'label', 'aria-label', 'aria-description', 'aria-placeholder', 'aria-valuetext', 'aria-roledescription', 'srcdoc']
 
 /**
+ * Values a page keeps out of sight, often a CSRF token or a record's id: a hidden input's value and
+ * the content of a token's `<meta>`. A replay shows nothing of them, so they are masked in every mode.
+ */
+const outOfSight = (el: Element | null, name: string) =>
+  (name === 'value' && el?.localName === 'input' && (el as HTMLInputElement).type === 'hidden') ||
+  (name === 'content' && el?.localName === 'meta' && /csrf|xsrf|token|nonce|secret/i.test(el.getAttribute('name') ?? el.getAttribute('property') ?? ''))
+
+/**
  * Whether attribute `name` of a `tag` element says where a link or a form leads. The player never
  * follows these, so they go as the tracker's clicked links and form actions do: absolute, without
  * query and fragment, and of a URL without a host (`mailto:`, `tel:`, `data:`) only the scheme.
@@ -79,13 +87,15 @@ export interface Recording {
  * precedes a full snapshot, so that is where changed selectors take effect.
  */
 export function startRecording(redaction: Redaction, emit: (event: RecordedEvent, activity: boolean) => void): Recording {
-  const mask = (text: string, el: HTMLElement | null) => (redaction.masked(el) ? text.replace(/\S/g, '*') : text)
+  const hide = (text: string) => text.replace(/\S/g, '*')
+  const mask = (text: string, el: HTMLElement | null) => (redaction.masked(el) ? hide(text) : text)
   const element = (id: number) => record.mirror.getNode(id) as HTMLElement | null
   const maskAttributes = (attributes: Record<string, unknown> | undefined, id: number, tag = element(id)?.localName) => {
     for (const name in attributes) {
       const value = attributes[name]
       if (typeof value !== 'string') continue
-      if (TEXT_ATTRIBUTES.includes(name)) attributes[name] = mask(value, element(id))
+      if (outOfSight(element(id), name)) attributes[name] = hide(value)
+      else if (TEXT_ATTRIBUTES.includes(name)) attributes[name] = mask(value, element(id))
       else if (leadsAway(tag, name)) attributes[name] = withoutQuery(value, element(id)?.baseURI ?? document.baseURI)
     }
   }
@@ -113,7 +123,10 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
         data.adds!.forEach((add) => maskTree(add.node))
         data.attributes!.forEach((change) => maskAttributes(change.attributes, change.id))
         data.texts!.forEach((change) => (change.value = maskBare(change.value, change.id)))
-      } else if (event.type === INCREMENTAL && data.source === INPUT && typeof data.text === 'string') data.text = mask(data.text, element(data.id))
+      } else if (event.type === INCREMENTAL && data.source === INPUT && typeof data.text === 'string') {
+        const el = element(data.id)
+        data.text = outOfSight(el, 'value') ? hide(data.text) : mask(data.text, el)
+      }
       // A person did this (DOM mutations and style changes happen on their own): it keeps the session alive.
       emit(event as RecordedEvent, event.type === INCREMENTAL && USER_SOURCES.includes(data.source!))
     },
