@@ -3,6 +3,7 @@ import { Value } from '@sinclair/typebox/value'
 
 const LogLevel = T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error'), T.Literal('silent')], {
   expected: 'one of debug, info, warn, error, silent',
+  default: 'info',
 })
 
 /** Bodies are read into memory whole: a limit past this is no limit. */
@@ -14,7 +15,7 @@ const bodyLimit = (fallback: number) =>
  * The environment, as documented in the README. Read and validated once at boot, then passed down.
  * `expected` is what an error says the variable takes; a `secret` one's value is never repeated in it.
  */
-const Env = T.Object({
+export const Environment = T.Object({
   PORT: T.Integer({ minimum: 0, maximum: 65535, default: 8000, expected: 'a port number from 0 to 65535' }),
   HOST: T.String({ default: '0.0.0.0' }),
   DATABASE_URL: T.Optional(T.String({ pattern: '^postgres(ql)?://', expected: 'a postgres:// or postgresql:// connection string', secret: true })),
@@ -51,25 +52,25 @@ export interface Config {
 export class ConfigError extends Error {}
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const names = Object.keys(Env.properties) as (keyof typeof Env.properties)[]
+  const names = Object.keys(Environment.properties) as (keyof typeof Environment.properties)[]
   const given = Object.fromEntries(names.filter((name) => env[name] !== undefined && env[name] !== '').map((name) => [name, env[name]!]))
   const problems = new Map<string, string>()
   const problem = (name: string) => {
-    const schema = Env.properties[name as keyof typeof Env.properties] as TSchema
+    const schema = Environment.properties[name as keyof typeof Environment.properties] as TSchema
     const shown = schema.secret || given[name] === undefined ? '' : ` (got "${given[name]}")`
     problems.set(name, `${name} must be ${schema.expected ?? 'set to a valid value'}${shown}`)
   }
   // Only digits make a whole number: TypeBox's conversion would read "1.5" as 1 and "8e3" as 8.
   for (const name of names) {
-    if (Env.properties[name].type === 'integer' && given[name] !== undefined && !/^\s*\d+\s*$/.test(given[name])) problem(name)
+    if (Environment.properties[name].type === 'integer' && given[name] !== undefined && !/^\s*\d+\s*$/.test(given[name])) problem(name)
   }
-  const value = Value.Convert(Env, Value.Default(Env, { LOG_LEVEL: 'info', ...given }))
-  for (const error of Value.Errors(Env, value)) {
+  const value = Value.Convert(Environment, Value.Default(Environment, given))
+  for (const error of Value.Errors(Environment, value)) {
     const name = error.path.slice(1)
     if (!problems.has(name)) problem(name)
   }
   if (problems.size > 0) throw new ConfigError(`invalid configuration: ${[...problems.values()].join('; ')}`)
-  const checked = value as Static<typeof Env>
+  const checked = value as Static<typeof Environment>
   return {
     port: checked.PORT,
     host: checked.HOST,

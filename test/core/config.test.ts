@@ -1,5 +1,8 @@
 import { describe, expect, test } from 'bun:test'
-import { ConfigError, loadConfig } from '@sightline/core/config'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { ConfigError, Environment, loadConfig } from '@sightline/core/config'
+import { ROOT } from '../helpers/process'
 
 describe('config', () => {
   test('defaults serve on 8000 with the embedded database under ./data', () => {
@@ -51,6 +54,23 @@ describe('config', () => {
     for (const env of [{ DATABASE_URL: 'mysql://u:pa55word@db/x' }, { INTERNAL_SECRET: 'pa55word' }]) {
       expect(() => loadConfig(env)).toThrow(ConfigError)
       expect(() => loadConfig(env)).not.toThrow(/pa55word/)
+    }
+  })
+})
+
+describe("README's configuration table", () => {
+  test('names every variable core reads, with its default', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+    const table = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('## Admin commands'))
+    const rows = [...table.matchAll(/^\| `([A-Z_]+)` \| ([^|]+) \|/gm)].map(([, name, fallback]) => [name, fallback.trim()] as const)
+    expect(rows.map(([name]) => name).sort()).toEqual(Object.keys(Environment.properties).sort())
+    for (const [name, fallback] of rows) {
+      const schema = Environment.properties[name as keyof typeof Environment.properties] as { default?: unknown }
+      const documented = fallback.match(/^`(.*)`$/)?.[1]
+      if (documented !== undefined) expect(String(schema.default), name).toBe(documented)
+      else expect(['unset', 'empty', 'bundled'], name).toContain(fallback)
+      if (fallback === 'empty') expect(schema.default, name).toBe('')
+      if (fallback === 'unset' || fallback === 'bundled') expect(schema.default, name).toBeUndefined()
     }
   })
 })
