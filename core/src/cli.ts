@@ -16,7 +16,21 @@ const USAGE = `usage: npm run -s admin -- <command> [flags] [--json]
 
 The database is the one named by DATABASE_URL, else the embedded one under DATA_DIR (./data).`
 
+/** Each command's usage line, by command: what its flags are is read from there. */
+const USAGE_LINES = new Map(
+  USAGE.split('\n')
+    .filter((line) => /^  [a-z]/.test(line))
+    .map((line) => [line.trim().split(' --')[0], line.trim()]),
+)
+
 class UsageError extends Error {}
+
+/** A flag the command does not take is refused: `key rotate --key-prefix …` would replace every key of the environment. */
+function checkFlags(command: string, flags: Flags): void {
+  const taken = [...USAGE_LINES.get(command)!.matchAll(/--([a-z-]+)/g)].map(([, flag]) => flag)
+  const stray = Object.keys(flags).filter((flag) => flag !== 'json' && flag !== 'help' && !taken.includes(flag))
+  if (stray.length > 0) throw new UsageError(`"${command}" takes no ${stray.map((flag) => `--${flag}`).join(' or ')}`)
+}
 
 type Flags = Record<string, string | boolean | undefined>
 type Command = (db: Database, flags: Flags) => Promise<{ result: unknown; text: string }>
@@ -92,12 +106,18 @@ export async function runCli(argv: string[], env = process.env): Promise<number>
       },
     })
     json = values.json === true
+    const name = positionals.join(' ')
+    if (values.help && USAGE_LINES.has(name)) {
+      process.stdout.write(`usage: npm run -s admin -- ${USAGE_LINES.get(name)} [--json]\n`)
+      return 0
+    }
     if (values.help || positionals.length === 0) {
       process.stdout.write(`${USAGE}\n`)
       return values.help ? 0 : 2
     }
-    const command = COMMANDS[positionals.join(' ')]
-    if (!command) throw new UsageError(`unknown command "${positionals.join(' ')}"`)
+    const command = COMMANDS[name]
+    if (!command) throw new UsageError(`unknown command "${name}"`)
+    checkFlags(name, values)
     const config = loadConfig(env)
     const db = await openDatabase(config)
     try {

@@ -87,6 +87,14 @@ describe('admin command line', () => {
     expect(badFlag.stderr).toContain('frobnicate')
     const badLimit = await admin('project', 'create', '--name', 'x', '--monthly-limit', 'lots')
     expect(badLimit.exitCode).toBe(2)
+    // A flag of another command is refused, not ignored: this rotation would have replaced every production key.
+    const keysNow = (await admin('key', 'list', '--project', projectId)).json
+    const stray = await runAdmin(['key', 'rotate', '--project', projectId, '--env', 'production', '--key-prefix', 'sl_live_abcdef'], env)
+    expect(stray.exitCode).toBe(2)
+    expect(stray.stderr).toStartWith('error: "key rotate" takes no --key-prefix\n')
+    expect((await admin('key', 'list', '--project', projectId)).json).toEqual(keysNow)
+    const help = await runAdmin(['key', 'revoke', '--help'], env)
+    expect(help).toEqual({ exitCode: 0, stdout: 'usage: npm run -s admin -- key revoke --project ID --key-prefix PREFIX [--json]\n', stderr: '' })
     const unknownCommand = await runAdmin(['project', 'explode'], env)
     expect(unknownCommand.exitCode).toBe(2)
     expect(unknownCommand.stderr).toContain('unknown command')
