@@ -193,7 +193,9 @@ function lockDataDir(dataDir: string): () => void {
   const owner = `${process.pid} ${processStartTime(process.pid) ?? ''}`.trim()
   try {
     writeFileSync(lockFile, owner, { flag: 'wx' })
-  } catch {
+  } catch (error) {
+    // Only a lock file already there is another owner's to weigh; anything else (no permission) is the answer.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
     const [pid, startTime] = readFileSync(lockFile, 'utf8').trim().split(' ')
     const holder = Number(pid)
     if (holder !== process.pid && isAlive(holder) && (!startTime || (processStartTime(holder) ?? startTime) === startTime)) {

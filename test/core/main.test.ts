@@ -87,6 +87,8 @@ describe('a start with a setting that cannot work', () => {
     ['GEOIP_DB', { GEOIP_DB: join(scratch, 'missing.mmdb') }],
     ['GEOIP_DB', { GEOIP_DB: aFile }],
     ['DATA_DIR', { DATA_DIR: join(aFile, 'data') }],
+    // A folder this process may not write in, even as root.
+    ...(existsSync('/sys/kernel') ? [['DATA_DIR', { DATA_DIR: '/sys' }] as [string, Record<string, string>]] : []),
     ['DATABASE_URL', { DATABASE_URL: `mysql://sightline:${secret}@127.0.0.1/db` }],
     ['DATABASE_URL', { DATABASE_URL: `postgres://sightline:${secret}@127.0.0.1:1/db` }],
   ]
@@ -108,6 +110,7 @@ describe('a start with a setting that cannot work', () => {
       expect(stderr, context).toContain(variable)
       expect(stderr + stdout, context).not.toContain(secret.slice(0, 10))
       expect(stdout, context).not.toContain('shown this once')
+      expect(stderr, context).not.toContain('ENOENT')
     })
     // A setting found wrong after the database was set up would have made a default project whose key
     // is never shown: every setting is checked first.
