@@ -15,6 +15,7 @@ const REQUEST_GRACE_MS = 5_000
 /** A stop that has not finished by then (a database that no longer answers) ends the process anyway. */
 const STOP_DEADLINE_MS = 15_000
 
+/** For the person who started core: the only lines of its output that are not log lines, and the only ones with a key. */
 function printWelcome(project: CreatedProject, port: number): void {
   process.stdout.write(
     [
@@ -46,7 +47,8 @@ async function main(): Promise<void> {
   // failed after creating the default project would have made a key that is never shown.
   const locator = createClientLocator(config)
   const db = await openDatabase(config)
-  let created: CreatedProject | null = null
+  // Set inside the callback, which TypeScript does not follow: typed by a cast rather than narrowed to null.
+  let created = null as CreatedProject | null
   await db.migrate(async (orm) => {
     created = await ensureDefaultProject(orm)
   })
@@ -57,7 +59,10 @@ async function main(): Promise<void> {
     app = listen(createApp({ config, db, log, locator, ...services }), config)
   } finally {
     // Even when the start fails from here on (the port is taken): the key exists, and is shown only now.
-    if (created) printWelcome(created, app?.server?.port ?? config.port)
+    if (created) {
+      printWelcome(created, app?.server?.port ?? config.port)
+      log.info('created the default project', { project: created.projectId })
+    }
   }
   log.info('listening', { url: `http://${config.host}:${app.server!.port}`, database: db.kind })
   startMemoryGuard()

@@ -34,6 +34,15 @@ describe('first start', () => {
       expect(key).toMatch(/^sl_dev_/)
       expect((await fetch(`${first.url}/health`)).status).toBe(200)
       expect((await send(first.url, key)).status).toBe(200)
+      // Besides the welcome, stdout is the log: one JSON object per line, never with the key.
+      await Bun.sleep(50)
+      const welcome = first.stdout().slice(0, first.stdout().indexOf('\n{'))
+      const logLines = first.stdout().slice(welcome.length).trim().split('\n')
+      expect(logLines.map((line) => Object.keys(JSON.parse(line)).slice(0, 3))).toEqual(logLines.map(() => ['time', 'level', 'msg']))
+      expect(logLines.map((line) => JSON.parse(line).msg)).toEqual(['created the default project', 'listening', 'request', 'request'])
+      expect(welcome).toContain(key)
+      expect(logLines.join('\n')).not.toContain(key.slice(0, 16))
+      expect(first.stdout().length).toBe(first.output().length) // stderr stays empty
       if (engine === 'embedded') {
         const second = await spawnCore(env).catch((error: Error) => error)
         expect(second).toBeInstanceOf(Error)
@@ -109,7 +118,7 @@ describe('a start with a setting that cannot work', () => {
       expect(stderr, context).toStartWith(`sightline: `)
       expect(stderr, context).toContain(variable)
       expect(stderr + stdout, context).not.toContain(secret.slice(0, 10))
-      expect(stdout, context).not.toContain('shown this once')
+      expect(stderr + stdout, context).not.toContain('shown this once')
       expect(stderr, context).not.toContain('ENOENT')
     })
     // A setting found wrong after the database was set up would have made a default project whose key
@@ -146,8 +155,8 @@ describe('a start with a setting that cannot work', () => {
     try {
       const { stdout, stderr, exitCode } = await failedStart({ DATA_DIR: dir, PORT: String(taken.port) })
       expect(exitCode).toBe(1)
-      expect(stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(new RegExp(`^sightline: cannot listen on 127.0.0.1:${taken.port} \\(HOST, PORT\\)`))])
       expect(stdout).toMatch(/development key, shown this once: +sl_dev_/)
+      expect(stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(new RegExp(`^sightline: cannot listen on 127.0.0.1:${taken.port} \\(HOST, PORT\\)`))])
     } finally {
       taken.stop(true)
     }

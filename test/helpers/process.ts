@@ -8,6 +8,8 @@ export interface CoreProcess {
   proc: Subprocess<'ignore', 'pipe', 'pipe'>
   /** Everything the process printed so far. */
   output(): string
+  /** What it printed on stdout alone (its log lines). */
+  stdout(): string
   stop(): Promise<void>
 }
 
@@ -23,11 +25,16 @@ export async function spawnCore(env: Record<string, string>, timeoutMs = 20_000)
     stderr: 'pipe',
   })
   let output = ''
-  const collect = async (stream: ReadableStream<Uint8Array>) => {
+  let stdout = ''
+  const collect = async (stream: ReadableStream<Uint8Array>, alone?: boolean) => {
     const decoder = new TextDecoder()
-    for await (const chunk of stream) output += decoder.decode(chunk, { stream: true })
+    for await (const chunk of stream) {
+      const text = decoder.decode(chunk, { stream: true })
+      output += text
+      if (alone) stdout += text
+    }
   }
-  void collect(proc.stdout)
+  void collect(proc.stdout, true)
   void collect(proc.stderr)
   const deadline = Date.now() + timeoutMs
   let url: string | undefined
@@ -44,6 +51,7 @@ export async function spawnCore(env: Record<string, string>, timeoutMs = 20_000)
     url,
     proc,
     output: () => output,
+    stdout: () => stdout,
     async stop() {
       proc.kill('SIGTERM')
       await proc.exited
