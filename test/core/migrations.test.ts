@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
@@ -10,9 +10,10 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import { MIGRATIONS_FOLDER } from '@sightline/core/db'
+import drizzleConfig from '../../drizzle/drizzle.config'
 import journal from '../../drizzle/migrations/meta/_journal.json'
 import { databaseUrlFor, engine, TEST_DATABASE_URL } from '../helpers/database'
-import { spawnCore } from '../helpers/process'
+import { ROOT, spawnCore } from '../helpers/process'
 
 // Upgrades: a database made by an earlier release (every earlier migration), holding the rows that
 // release wrote, and the current core started on it. Every migration must apply to a full database
@@ -238,5 +239,20 @@ describe.skipIf(engine !== 'postgres')('core processes starting together on an e
     } finally {
       await Promise.all(cores.map((core) => core.stop()))
     }
+  })
+})
+
+describe('the schema and the migrations', () => {
+  test('agree: generating a migration from drizzle/schema finds nothing to add', async () => {
+    // A table file changed without its migration would reach operators as a schema their database lacks.
+    const dir = join(scratch, 'generate')
+    cpSync(MIGRATIONS_FOLDER, join(dir, 'migrations'), { recursive: true })
+    const schema = relative(dir, join(ROOT, 'drizzle/schema/index.ts'))
+    writeFileSync(join(dir, 'drizzle.json'), JSON.stringify({ ...drizzleConfig, schema, out: 'migrations' }))
+    const proc = Bun.spawn([join(ROOT, 'node_modules/.bin/drizzle-kit'), 'generate', '--config', 'drizzle.json'], { cwd: dir, stdout: 'pipe', stderr: 'pipe' })
+    const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+    expect(exitCode, stderr).toBe(0)
+    expect(stdout).toContain('No schema changes')
+    expect(readdirSync(join(dir, 'migrations')).sort()).toEqual(readdirSync(MIGRATIONS_FOLDER).sort())
   })
 })
