@@ -13,6 +13,13 @@ export interface CreatedProject {
   keys: Record<string, string>
 }
 
+/**
+ * Tells every core process to drop its cached keys. Sent inside the change's transaction, Postgres
+ * delivers it when (and only if) the change commits: a command stopped right after the commit cannot
+ * leave a revoked key cached for a minute.
+ */
+const announceKeyChange = (tx: Orm, projectId: string) => store.notify(tx, KEYS_CHANNEL, projectId)
+
 async function issueKey(orm: Orm, projectId: string, environment: string): Promise<string> {
   const key = generateKey(environment)
   await store.insertKey(orm, { projectId, environment, keyHash: hashKey(key), keyPrefix: keyPrefix(key) })
@@ -79,8 +86,10 @@ export async function listProjects(db: Database) {
 export async function setMonthlyLimit(db: Database, projectId: string, monthlyLimit: number | null) {
   requireMonthlyLimit(monthlyLimit)
   await requireProject(db.orm, projectId)
-  await store.updateMonthlyLimit(db.orm, projectId, monthlyLimit)
-  await db.notify(KEYS_CHANNEL, projectId)
+  await db.orm.transaction(async (tx) => {
+    await store.updateMonthlyLimit(tx, projectId, monthlyLimit)
+    await announceKeyChange(tx, projectId)
+  })
   return { projectId, monthlyLimit }
 }
 
@@ -95,9 +104,9 @@ export async function createKey(db: Database, projectId: string, environment: st
   await requireProject(db.orm, projectId)
   const key = await db.orm.transaction(async (tx) => {
     await store.insertEnvironment(tx, projectId, environment)
+    await announceKeyChange(tx, projectId)
     return issueKey(tx, projectId, environment)
   })
-  await db.notify(KEYS_CHANNEL, projectId)
   return { projectId, environment, key, keyPrefix: keyPrefix(key) }
 }
 
@@ -108,9 +117,9 @@ export async function rotateKey(db: Database, projectId: string, environment: st
   await requireEnvironment(db.orm, projectId, environment)
   const { key, revoked } = await db.orm.transaction(async (tx) => {
     const revoked = await store.revokeKeys(tx, projectId, { environment })
+    await announceKeyChange(tx, projectId)
     return { key: await issueKey(tx, projectId, environment), revoked }
   })
-  await db.notify(KEYS_CHANNEL, projectId)
   return { projectId, environment, key, keyPrefix: keyPrefix(key), revoked: revoked.map((k) => k.keyPrefix) }
 }
 
@@ -125,10 +134,10 @@ export async function revokeKey(db: Database, projectId: string, prefix: string)
       const prefixes = matched.map((k) => k.keyPrefix).join(', ')
       throw new ApiError('validation_failed', `${prefix} begins ${matched.length} active keys (${prefixes}); give enough of the prefix to name one`)
     }
+    await announceKeyChange(tx, projectId)
     return matched
   })
   if (revoked.length === 0) throw new ApiError('not_found', `no active key starting with ${prefix} in project ${projectId}`)
-  await db.notify(KEYS_CHANNEL, projectId)
   return { projectId, revoked: revoked.map((k) => k.keyPrefix) }
 }
 

@@ -1,4 +1,4 @@
-import { and, asc, count, eq, isNull, like } from 'drizzle-orm'
+import { and, asc, count, eq, isNull, like, sql } from 'drizzle-orm'
 import { apiKeys, environments, projects } from '@sightline/schema'
 import type { Orm } from '../db'
 
@@ -63,6 +63,10 @@ export async function findLiveKey(orm: Orm, keyHash: string): Promise<KeyOwner |
     .innerJoin(projects, eq(projects.projectId, apiKeys.projectId))
     .where(and(eq(apiKeys.keyHash, keyHash), isNull(apiKeys.revokedAt)))
   return row
+}
+
+export async function notify(orm: Orm, channel: string, payload: string): Promise<void> {
+  await orm.execute(sql`select pg_notify(${channel}, ${payload})`)
 }
 
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
