@@ -84,3 +84,34 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: checked.LOG_LEVEL,
   }
 }
+
+/** A connection string as it may be printed: its password replaced. */
+export function withoutPassword(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password) parsed.password = '***'
+    if (parsed.searchParams.has('password')) parsed.searchParams.set('password', '***')
+    return parsed.toString()
+  } catch {
+    return 'the connection string'
+  }
+}
+
+/** Text as it may be printed, e.g. an error's: no secret setting's value in it (DATABASE_URL's password, INTERNAL_SECRET). */
+export function withoutSecrets(text: string, env: Record<string, string | undefined> = process.env): string {
+  const url = env.DATABASE_URL
+  if (url) text = text.replaceAll(url, withoutPassword(url))
+  const password = (url && URL.parse(url)?.password) || undefined
+  for (const secret of [env.INTERNAL_SECRET, password, password && decoded(password)]) {
+    if (secret && secret.length >= 4) text = text.replaceAll(secret, '***')
+  }
+  return text
+}
+
+const decoded = (text: string) => {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
+  }
+}

@@ -8,7 +8,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
-import { ConfigError } from './config'
+import { ConfigError, withoutPassword } from './config'
 import { postgresTransactions } from './postgres-transaction'
 import { adoptDrizzleParsers, drizzleClient, embeddedStartOptions, preparingClient, StatementCache } from './pglite'
 import * as schema from '@sightline/schema'
@@ -100,18 +100,6 @@ function connect(url: string, options: postgres.Options<{}>) {
     return postgres(url, { connect_timeout: 5, onnotice: () => {}, ...options })
   } catch (error) {
     throw new ConfigError(`DATABASE_URL is not a valid connection string (${errorMessage(error)})`)
-  }
-}
-
-/** The connection string as it may be printed: the password replaced. */
-export function withoutPassword(url: string): string {
-  try {
-    const parsed = new URL(url)
-    if (parsed.password) parsed.password = '***'
-    if (parsed.searchParams.has('password')) parsed.searchParams.set('password', '***')
-    return parsed.toString()
-  } catch {
-    return 'the connection string'
   }
 }
 

@@ -1,6 +1,6 @@
 import { createApp } from './app'
-import { ConfigError, loadConfig, type Config } from './config'
-import { DatabaseInUseError, errorMessage, openDatabase, withoutPassword } from './db'
+import { ConfigError, loadConfig, withoutSecrets, type Config } from './config'
+import { DatabaseInUseError, errorMessage, openDatabase } from './db'
 import { createClientLocator } from './ingest/geo/locator'
 import { createLogger, type Logger } from './log'
 import { startMemoryGuard } from './memory'
@@ -102,25 +102,6 @@ function stopOnSignals(log: Logger, stop: () => Promise<void>): void {
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
-}
-
-/** An error's text as it may be printed: the values of the secret settings hidden. */
-function withoutSecrets(text: string, env: Record<string, string | undefined>): string {
-  const url = env.DATABASE_URL
-  if (url) text = text.replaceAll(url, withoutPassword(url))
-  const password = (url && URL.parse(url)?.password) || undefined
-  for (const secret of [env.INTERNAL_SECRET, password, password && decoded(password)]) {
-    if (secret && secret.length >= 4) text = text.replaceAll(secret, '***')
-  }
-  return text
-}
-
-const decoded = (text: string) => {
-  try {
-    return decodeURIComponent(text)
-  } catch {
-    return text
-  }
 }
 
 main().catch((error) => {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { ConfigError, Environment, loadConfig } from '@sightline/core/config'
+import { ConfigError, Environment, loadConfig, withoutPassword, withoutSecrets } from '@sightline/core/config'
 import { ROOT } from '../helpers/process'
 
 describe('config', () => {
@@ -55,6 +55,20 @@ describe('config', () => {
       expect(() => loadConfig(env)).toThrow(ConfigError)
       expect(() => loadConfig(env)).not.toThrow(/pa55word/)
     }
+  })
+})
+
+describe('secrets in what is printed', () => {
+  test('a connection string loses its password, wherever it is given', () => {
+    expect(withoutPassword('postgres://app:s3cret@db:5432/sightline')).toBe('postgres://app:***@db:5432/sightline')
+    expect(withoutPassword('postgresql://app@db/sightline?password=s3cret&sslmode=require')).toBe('postgresql://app@db/sightline?password=***&sslmode=require')
+    expect(withoutPassword('postgres://app:s3cret@[db/x')).toBe('the connection string')
+  })
+
+  test("an error's text loses every secret setting's value", () => {
+    const env = { DATABASE_URL: 'postgres://app:p%40ss%2Fw0rd@db/x', INTERNAL_SECRET: 'internal-secret-0123' }
+    const text = `failed on postgres://app:p%40ss%2Fw0rd@db/x; auth p%40ss%2Fw0rd or p@ss/w0rd; header internal-secret-0123`
+    expect(withoutSecrets(text, env)).toBe('failed on postgres://app:***@db/x; auth *** or ***; header ***')
   })
 })
 
