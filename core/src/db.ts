@@ -35,9 +35,10 @@ export interface Database {
   notify(channel: string, payload: string): Promise<void>
   /**
    * Applies the drizzle-kit migrations, then `whileLocked` (boot-time setup such as the default
-   * project), holding a lock so that core processes starting together do it once.
+   * project), holding a lock so that core processes starting together do it once. `onWait` is told
+   * when another process holds that lock, so that a start waiting on it says why.
    */
-  migrate(whileLocked?: (orm: Orm) => Promise<void>): Promise<void>
+  migrate(whileLocked?: (orm: Orm) => Promise<void>, onWait?: () => void): Promise<void>
   close(): Promise<void>
 }
 
@@ -45,7 +46,7 @@ export class DatabaseInUseError extends Error {}
 
 export const MIGRATIONS_FOLDER = new URL('../../drizzle/migrations', import.meta.url).pathname
 /** Arbitrary constant that names the migration lock among Postgres advisory locks. */
-const MIGRATION_LOCK = 7_254_813_001
+export const MIGRATION_LOCK = 7_254_813_001
 
 export const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as T[]
 
@@ -71,14 +72,18 @@ export function postgresDatabase(url: string, poolSize = 10): Database {
       return unlisten
     },
     notify: async (channel, payload) => void (await client.notify(channel, payload)),
-    async migrate(whileLocked) {
+    async migrate(whileLocked, onWait) {
       // One connection, so that the session-level advisory lock covers everything done here.
       const locked = connect(url, { max: 1 })
       try {
         // The first statement of a start: what fails here is the connection string or the server.
-        await locked`select pg_advisory_lock(${MIGRATION_LOCK})`.catch((error) => {
+        const [{ free }] = await locked<{ free: boolean }[]>`select pg_try_advisory_lock(${MIGRATION_LOCK}) as free`.catch((error) => {
           throw new ConfigError(`DATABASE_URL: cannot connect to ${withoutPassword(url)}: ${errorMessage(error)}`)
         })
+        if (!free) {
+          onWait?.()
+          await locked`select pg_advisory_lock(${MIGRATION_LOCK})`
+        }
         const lockedOrm = drizzlePostgres(locked, { schema }) as unknown as Orm
         await migratePostgres(lockedOrm as never, { migrationsFolder: MIGRATIONS_FOLDER }).catch((error) => {
           throw new ConfigError(`DATABASE_URL: cannot migrate ${withoutPassword(url)}: ${errorMessage(error)}`)

@@ -49,9 +49,12 @@ async function main(): Promise<void> {
   const db = await openDatabase(config)
   // Set inside the callback, which TypeScript does not follow: typed by a cast rather than narrowed to null.
   let created = null as CreatedProject | null
-  await db.migrate(async (orm) => {
-    created = await ensureDefaultProject(orm)
-  })
+  await db.migrate(
+    async (orm) => {
+      created = await ensureDefaultProject(orm)
+    },
+    () => log.info('waiting for another core process to finish migrating the database'),
+  )
   let app: ReturnType<typeof listen> | undefined
   let services: Services
   try {

@@ -9,7 +9,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
-import { MIGRATIONS_FOLDER } from '@sightline/core/db'
+import { MIGRATION_LOCK, MIGRATIONS_FOLDER } from '@sightline/core/db'
 import drizzleConfig from '../../drizzle/drizzle.config'
 import journal from '../../drizzle/migrations/meta/_journal.json'
 import { databaseUrlFor, engine, TEST_DATABASE_URL } from '../helpers/database'
@@ -238,6 +238,26 @@ describe.skipIf(engine !== 'postgres')('core processes starting together on an e
       }
     } finally {
       await Promise.all(cores.map((core) => core.stop()))
+    }
+  })
+})
+
+describe.skipIf(engine !== 'postgres')('a core process starting while another migrates', () => {
+  test('says that it waits, then starts once the other is done', async () => {
+    const env = { DATABASE_URL: await emptyPostgresDatabase(`sl_test_waiting_${process.pid}`) }
+    const other = postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} })
+    try {
+      // What a core process holds while it migrates.
+      await other`select pg_advisory_lock(${MIGRATION_LOCK})`
+      const starting = spawnCore(env)
+      await Bun.sleep(1_000)
+      await other`select pg_advisory_unlock(${MIGRATION_LOCK})`
+      const core = await starting
+      await core.stop()
+      const log = core.stdout().split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line).msg)
+      expect(log.slice(0, 3)).toEqual(['waiting for another core process to finish migrating the database', 'created the default project', 'listening'])
+    } finally {
+      await other.end()
     }
   })
 })
