@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   const log = createLogger(config.logLevel)
   // Whatever the configuration names is checked before the database is touched: a first start that
   // failed after creating the default project would have made a key that is never shown.
-  const locator = createClientLocator(config)
+  const locator = createClientLocator({ ...config, log })
   const db = await openDatabase(config)
   // Set inside the callback, which TypeScript does not follow: typed by a cast rather than narrowed to null.
   let created = null as CreatedProject | null

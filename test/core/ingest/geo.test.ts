@@ -47,6 +47,24 @@ describe('GeoIP database', () => {
   })
 })
 
+// A database core may read but not write (installed by root, core run as another user): Bun maps
+// only files it may write, so the file is read instead. Needs root, to run the check as nobody, and
+// a checkout nobody may read.
+const reader = Bun.fileURLToPath(import.meta.resolve('@sightline/core/ingest/geo/reader'))
+const nobodyCanRead = process.getuid?.() === 0 && [reader, ...BUNDLED_GEOIP_DB].every((file) => Bun.spawnSync(['runuser', '-u', 'nobody', '--', 'test', '-r', file]).exitCode === 0)
+test.skipIf(!nobodyCanRead)('a GeoIP database core may only read is read, with a warning, and answers the same', () => {
+  const script = `
+    const { openGeoDatabase } = await import(${JSON.stringify(reader)})
+    const warnings = []
+    const geo = openGeoDatabase(undefined, { warn: (message) => warnings.push(message) })
+    console.log(JSON.stringify({ country: geo.lookup('8.8.8.8')?.country, warnings }))`
+  const run = Bun.spawnSync(['runuser', '-u', 'nobody', '--', process.execPath, '-e', script], { env: { PATH: process.env.PATH ?? '', HOME: '/tmp', TMPDIR: '/tmp' } })
+  expect(run.stderr.toString()).toBe('')
+  const { country, warnings } = JSON.parse(run.stdout.toString())
+  expect(country).toBe('US')
+  expect(warnings).toEqual(Array(BUNDLED_GEOIP_DB.length).fill(expect.stringContaining('read into memory')))
+})
+
 describe('POST /api/ingestion/ip-info', () => {
   let core: TestCore
   beforeAll(async () => {

@@ -1,4 +1,5 @@
 import { clientAddress } from '../../http/client-ip'
+import type { Logger } from '../../log'
 import { geoDatabasePaths, openGeoDatabase, type GeoLookup } from './reader'
 import type { Geo } from './service'
 
@@ -15,9 +16,9 @@ export interface ClientLocator {
   geo(address: string | null | undefined): Geo | null
 }
 
-export function createClientLocator(options: { trustedProxies: readonly string[]; geoipDb?: string }, geo?: GeoLookup): ClientLocator {
+export function createClientLocator(options: { trustedProxies: readonly string[]; geoipDb?: string; log?: Logger }, geo?: GeoLookup): ClientLocator {
   const resolve = clientAddress(options.trustedProxies)
-  const database = geo ?? openGeoDatabase(geoDatabasePaths(options.geoipDb))
+  const database = geo ?? openGeoDatabase(geoDatabasePaths(options.geoipDb), options.log)
   return {
     address: (request, server) => resolve(server?.requestIP(request)?.address, request.headers.get('x-forwarded-for')),
     geo: (address) => database.lookup(address),

