@@ -8,7 +8,7 @@ import postgres from 'postgres'
 import { openEmbeddedDatabase, type Database } from '@sightline/core/db'
 import { createTestDatabase, engine, migratedSnapshot, TEST_DATABASE_URL, type TestDatabase } from '../helpers/database'
 import { spawnCore, type CoreProcess } from '../helpers/process'
-import { startTcpProxy } from '../helpers/tcp-proxy'
+import { holdCommits, proxiedTestDatabase } from '../helpers/breakable-database'
 
 // "A 200 means stored, and nothing acknowledged is lost or stored twice", with real processes that
 // crash: core killed mid-load, its database connections cut mid-load, and a stop asked for mid-load.
@@ -221,24 +221,13 @@ describe.skipIf(engine !== 'postgres')('core stopped while commits wait', () => 
     try {
       const first = await send(core.url, key, trackerRequest('held'))
       expect(first.status).toBe(200)
-      // Every commit counts usage, so holding the counters holds every commit.
-      let release!: () => void
-      const held = new Promise<void>((resolve) => (release = resolve))
-      let locked!: () => void
-      const isLocked = new Promise<void>((resolve) => (locked = resolve))
-      const holder = admin.begin(async (tx) => {
-        await tx`lock table usage_counters in exclusive mode`
-        locked()
-        await held
-      })
-      await isLocked
+      const commits = await holdCommits(admin)
       const pending = Array.from({ length: 12 }, () => send(core.url, key, trackerRequest('held')))
       await Bun.sleep(300)
       core.proc.kill('SIGTERM')
       await Bun.sleep(300)
       expect(core.proc.exitCode).toBeNull() // still committing what it took in
-      release()
-      await holder
+      await commits.release()
       const answers = await Promise.all(pending)
       expect(await core.proc.exited).toBe(0)
       expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200))
@@ -252,14 +241,11 @@ describe.skipIf(engine !== 'postgres')('core stopped while commits wait', () => 
 
 describe.skipIf(engine !== 'postgres')('database connections lost mid-load (Postgres restarting)', () => {
   test('core stays up, answers 503 with Retry-After meanwhile, recovers by itself; acknowledged items and resends are stored once', async () => {
-    const database = await createTestDatabase()
+    const { database, proxy, url } = await proxiedTestDatabase()
     databases.push(database)
     const target = new URL(database.url!)
-    const proxy = startTcpProxy({ host: target.hostname, port: Number(target.port) })
-    const proxied = new URL(database.url!)
-    proxied.port = String(proxy.port)
     const admin = postgres(TEST_DATABASE_URL!, { max: 1, onnotice: () => {} })
-    const core = await spawnCore({ DATABASE_URL: proxied.toString() })
+    const core = await spawnCore({ DATABASE_URL: url })
     const key = keyOf(core)
     try {
       const load = startLoad(core, key, 'cut')

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
-import { coreWithBreakableDatabase } from '../helpers/breakable-database'
+import { coreWithBreakableDatabase, holdCommits } from '../helpers/breakable-database'
 import { memoryLogger, startCore, type TestCore } from '../helpers/core'
 import { engine } from '../helpers/database'
 
@@ -69,17 +69,7 @@ describe.skipIf(engine !== 'postgres')('when the writer queue is full', () => {
     const send = (n: number) => Array.from({ length: n }, () => core.post('/api/ingestion/customEvent', { sessionId: 'full', eventName: 'queued' }))
     try {
       expect((await send(1)[0]).status).toBe(200) // the key is cached: auth needs no database from here on
-      // Every commit counts usage, so holding the counters holds every commit.
-      let release!: () => void
-      const held = new Promise<void>((resolve) => (release = resolve))
-      let locked!: () => void
-      const isLocked = new Promise<void>((resolve) => (locked = resolve))
-      const holder = admin.begin(async (tx) => {
-        await tx`lock table usage_counters in exclusive mode`
-        locked()
-        await held
-      })
-      await isLocked
+      const commits = await holdCommits(admin)
       // Each request is two rows (the event and its session): a commit under way, another, then a full queue.
       const accepted: Promise<Response>[] = []
       for (let i = 0; i < 3; i++) {
@@ -94,8 +84,7 @@ describe.skipIf(engine !== 'postgres')('when the writer queue is full', () => {
       const health = await core.request('/health')
       expect(health.status).toBe(200)
       expect(await health.json()).toMatchObject({ status: 'ok', checks: { database: { ok: true }, writer: { queued: 20, inflight: 40 } } })
-      release()
-      await holder
+      await commits.release()
       expect((await Promise.all(accepted)).map((res) => res.status)).toEqual(accepted.map(() => 200))
       expect((await (await core.request('/health')).json()).checks.writer).toEqual({ queued: 0, inflight: 0 })
     } finally {

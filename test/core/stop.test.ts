@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import { createTestDatabase, engine, migratedSnapshot, type TestDatabase } from '../helpers/database'
 import { spawnCore, type CoreProcess } from '../helpers/process'
-import { startTcpProxy } from '../helpers/tcp-proxy'
+import { proxiedTestDatabase } from '../helpers/breakable-database'
 
 // How a core process stops when it is asked to while something keeps it busy: a client that never
 // finishes its request, a database that stopped answering, an operator who asks twice. Every stop
@@ -105,13 +105,9 @@ describe('stopping', () => {
 
 describe.skipIf(engine !== 'postgres')('stopping while the database does not answer', () => {
   test('SIGTERM with the database host unresponsive (connections open, nothing answered): the process exits soon', async () => {
-    const database = await createTestDatabase()
+    const { database, proxy, url } = await proxiedTestDatabase()
     databases.push(database)
-    const target = new URL(database.url!)
-    const proxy = startTcpProxy({ host: target.hostname, port: Number(target.port) })
-    const proxied = new URL(database.url!)
-    proxied.port = String(proxy.port)
-    const core = await spawnCore({ DATABASE_URL: proxied.toString() })
+    const core = await spawnCore({ DATABASE_URL: url })
     try {
       const sent = await fetch(`${core.url}/api/ingestion/customEvent`, {
         method: 'POST',
