@@ -1,3 +1,6 @@
+/** An element's id attribute. Not the property: in a form, `form.id` is the form's field named `id`, if it has one. */
+export const idOf = (el: Element) => el.getAttribute('id') || undefined
+
 /** Adds a listener and returns what removes it. */
 export function listen<E extends Event>(target: EventTarget, type: string, handler: (event: E) => void, capture = false): () => void {
   const listener = handler as EventListener

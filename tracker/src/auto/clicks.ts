@@ -1,4 +1,4 @@
-import { listen } from '../dom'
+import { idOf, listen } from '../dom'
 import type { Properties } from '../types'
 import { withoutQuery } from '../urls'
 import type { AutoContext } from '.'
@@ -8,9 +8,6 @@ export const RAGE_CLICKS = 3
 export const RAGE_WINDOW_MS = 1000
 export const RAGE_RADIUS_PX = 30
 const SELECTOR_DEPTH = 4
-
-/** The attribute, not the property: in a form, `form.id` is the form's field named `id`, if it has one. */
-const idOf = (el: Element) => el.getAttribute('id') || undefined
 
 /** A short CSS path to the element, like `main > form#pay > button.primary`. */
 export function selectorOf(el: Element): string {

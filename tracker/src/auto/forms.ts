@@ -1,4 +1,4 @@
-import { listen } from '../dom'
+import { idOf, listen } from '../dom'
 import { withoutQuery } from '../urls'
 import type { AutoContext } from '.'
 
@@ -11,8 +11,7 @@ export function trackForms(context: AutoContext): () => void {
       const form = event.target as HTMLFormElement
       if (form?.tagName !== 'FORM') return
       context.customEvent('$form_submit', {
-        // Attributes, not properties: a field named `id` would be what `form.id` gives.
-        id: form.getAttribute('id') || undefined,
+        id: idOf(form),
         name: form.getAttribute('name') ?? undefined,
         action: withoutQuery(form.getAttribute('action') ?? '', context.win.location.href),
         method: (form.getAttribute('method') ?? 'get').toLowerCase(),
