@@ -1,4 +1,4 @@
-import { UpstreamError } from './errors'
+import { UpstreamError } from './errors.ts'
 
 /**
  * Body helpers on Web streams. A body of undeclared size (chunked) is counted as it passes; past the

@@ -1,15 +1,15 @@
-import { cappedStream, readUpTo } from './body'
-import { errorResponse, UpstreamError } from './errors'
-import { bearerToken, KEY_IN_BODY_MAX_BYTES, shouldMoveKey, upstreamHeaders, writeKeyIntoBody, type ClientInfo, type KeyInBody } from './headers'
-import { isForwardedPath, normalizePrefix, splitUrl, underPrefix, type SplitUrl } from './paths'
-import { serveScript, type ScriptOptions } from './script'
-import { fetchClient } from './upstream/fetch'
-import type { UpstreamClient } from './upstream/types'
+import { cappedStream, readUpTo } from './body.ts'
+import { errorResponse, UpstreamError } from './errors.ts'
+import { bearerToken, KEY_IN_BODY_MAX_BYTES, shouldMoveKey, upstreamHeaders, writeKeyIntoBody, type ClientInfo, type KeyInBody } from './headers.ts'
+import { isForwardedPath, normalizePrefix, splitUrl, underPrefix, type SplitUrl } from './paths.ts'
+import { serveScript, type ScriptOptions } from './script.ts'
+import { fetchClient } from './upstream/fetch.ts'
+import type { UpstreamClient } from './upstream/types.ts'
 
-export type { ClientInfo, KeyInBody } from './headers'
-export type { ScriptOptions } from './script'
-export type { UpstreamClient, UpstreamRequest } from './upstream/types'
-export { fetchClient } from './upstream/fetch'
+export type { ClientInfo, KeyInBody } from './headers.ts'
+export type { ScriptOptions } from './script.ts'
+export type { UpstreamClient, UpstreamRequest } from './upstream/types.ts'
+export { fetchClient } from './upstream/fetch.ts'
 
 export interface RelayOptions {
   /** Core's base URL, e.g. "http://127.0.0.1:8000" (a path is kept: "https://internal/sightline"). */

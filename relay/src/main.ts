@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { serveRelay } from './adapters/bun'
-import type { KeyInBody } from './headers'
-import { fetchClient } from './upstream/fetch'
+import { serveRelay } from './adapters/bun.ts'
+import type { KeyInBody } from './headers.ts'
+import { fetchClient } from './upstream/fetch.ts'
 
 /**
  * Standalone mode, for operators who want a process rather than a module:

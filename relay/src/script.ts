@@ -1,4 +1,4 @@
-import { errorResponse } from './errors'
+import { errorResponse } from './errors.ts'
 
 /**
  * The tracker's browser bundle served from the relay's own prefix, so the script is first-party

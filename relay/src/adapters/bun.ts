@@ -1,6 +1,6 @@
 import type { Server } from 'bun'
-import { createRelay, type RelayOptions } from '../index'
-import { socketClient } from '../upstream/socket'
+import { createRelay, type RelayOptions } from '../index.ts'
+import { socketClient } from '../upstream/socket.ts'
 
 /** The relay for `Bun.serve`: upstream connections pooled on Bun's sockets (see `upstream/socket.ts`). */
 export function bunRelay(options: RelayOptions) {

@@ -1,4 +1,4 @@
-import { createRelay, type RelayOptions } from '../index'
+import { createRelay, type RelayOptions } from '../index.ts'
 
 /** What `Deno.serve` passes its handler beside the request. */
 export interface DenoServeInfo {

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
-import { createRelay, type RelayOptions } from '../index'
-import { socketClient } from '../upstream/socket'
+import { createRelay, type RelayOptions } from '../index.ts'
+import { socketClient } from '../upstream/socket.ts'
 
 /**
  * The relay as an Elysia plugin: `app.use(elysiaRelay({ upstream, prefix }))`. Bodies are not

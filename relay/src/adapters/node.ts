@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
-import { createRelay, type RelayOptions } from '../index'
+import { createRelay, type RelayOptions } from '../index.ts'
 
 type Next = (error?: unknown) => void
 

@@ -1,6 +1,6 @@
-import { UpstreamError } from '../errors'
-import { withoutDroppedHeaders } from '../headers'
-import type { UpstreamClient } from './types'
+import { UpstreamError } from '../errors.ts'
+import { withoutDroppedHeaders } from '../headers.ts'
+import type { UpstreamClient } from './types.ts'
 
 /**
  * The Web-standard client: `fetch`, which keeps upstream connections alive on every runtime that

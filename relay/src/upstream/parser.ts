@@ -1,4 +1,4 @@
-import { connectionOptions } from '../headers'
+import { connectionOptions } from '../headers.ts'
 
 /**
  * An incremental HTTP/1.1 response parser (RFC 9112) for the socket client: status line and

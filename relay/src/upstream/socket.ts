@@ -1,9 +1,9 @@
 import type { Socket } from 'bun'
-import { UpstreamError } from '../errors'
-import { isDroppedResponseHeader } from '../headers'
-import type { UpstreamClient, UpstreamRequest } from './types'
-import { deadlines } from './deadlines'
-import { ResponseParser, type ParsedHead } from './parser'
+import { UpstreamError } from '../errors.ts'
+import { isDroppedResponseHeader } from '../headers.ts'
+import type { UpstreamClient, UpstreamRequest } from './types.ts'
+import { deadlines } from './deadlines.ts'
+import { ResponseParser, type ParsedHead } from './parser.ts'
 
 /**
  * A pooled HTTP/1.1 client on Bun's sockets, for the Bun and Elysia adapters. `fetch` works

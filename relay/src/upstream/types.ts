@@ -1,4 +1,4 @@
-import type { HeaderList } from '../headers'
+import type { HeaderList } from '../headers.ts'
 
 /** One request to core, as the relay has prepared it: target fixed, headers already filtered. */
 export interface UpstreamRequest {
