@@ -34,7 +34,9 @@ function printWelcome(project: CreatedProject, port: number): void {
 
 function listen(app: ReturnType<typeof createApp>, config: Config) {
   try {
-    return app.listen({ port: config.port, hostname: config.host })
+    // Not shared with another process (Elysia asks Bun for SO_REUSEPORT): a second core on this port
+    // would take part of the traffic, into whatever database it has.
+    return app.listen({ port: config.port, hostname: config.host, reusePort: false })
   } catch (error) {
     throw new ConfigError(`cannot listen on ${config.host}:${config.port} (HOST, PORT): ${(error as Error).message}`)
   }

@@ -161,4 +161,24 @@ describe('a start with a setting that cannot work', () => {
       taken.stop(true)
     }
   })
+
+  // Bun shares a port between processes that both ask to (SO_REUSEPORT), and Elysia asks by default:
+  // a second core started on a running one's port would take half its traffic into another database.
+  test('a port a running core listens on: the second core refuses to start', async () => {
+    const databases = ['first', 'second'].map((name) => fresh(`port-shared-${name}`))
+    for (const dir of databases) {
+      mkdirSync(dir)
+      await (await PGlite.create(join(dir, 'pglite'), { loadDataDir: await migratedSnapshot() })).close()
+    }
+    const running = await spawnCore({ DATA_DIR: databases[0] })
+    try {
+      const port = new URL(running.url).port
+      const { stderr, exitCode } = await failedStart({ DATA_DIR: databases[1], PORT: port })
+      expect(exitCode).toBe(1)
+      expect(stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(new RegExp(`^sightline: cannot listen on 127.0.0.1:${port} \\(HOST, PORT\\)`))])
+      expect((await fetch(`${running.url}/health/simple`)).status).toBe(200)
+    } finally {
+      await running.stop()
+    }
+  }, 30_000)
 })
