@@ -74,5 +74,9 @@ try {
   const script = scriptPath ? `, script ${values.prefix}/${values['script-name']} from ${scriptPath}` : ', no script (build the tracker or pass --script)'
   process.stdout.write(`relay: listening on ${server.url} -> ${values.upstream}, prefix ${values.prefix}${script}\n`)
 } catch (error) {
-  fail((error as Error).message)
+  // A setting the relay refuses (upstream, prefix) is the command line's fault; anything else, such
+  // as a port already taken, is not, and the usage would only mislead.
+  if (error instanceof TypeError) fail(error.message)
+  process.stderr.write(`relay: cannot listen on ${values.host}:${values.port}: ${(error as Error).message}\n`)
+  process.exit(1)
 }

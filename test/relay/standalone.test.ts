@@ -46,3 +46,23 @@ test('bad arguments exit 2 with the usage', async () => {
   expect(await proc.exited).toBe(2)
   expect(await new Response(proc.stderr).text()).toContain('--upstream is required')
 })
+
+test('a port already taken exits 1 with one line that says so, without the usage', async () => {
+  const taken = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') })
+  try {
+    const proc = startStandalone(['--upstream', coreUrl, '--port', String(taken.port), '--host', '127.0.0.1'])
+    expect(await proc.exited).toBe(1)
+    const stderr = await new Response(proc.stderr).text()
+    expect(stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(new RegExp(`^relay: cannot listen on 127.0.0.1:${taken.port}: `))])
+  } finally {
+    taken.stop(true)
+  }
+})
+
+test('a prefix the relay refuses is the command line at fault: exit 2 with the usage', async () => {
+  const proc = startStandalone(['--upstream', coreUrl, '--prefix', '/a/../b', '--port', '0'])
+  expect(await proc.exited).toBe(2)
+  const stderr = await new Response(proc.stderr).text()
+  expect(stderr).toContain('is not a plain path')
+  expect(stderr).toContain('usage: npm run relay')
+})
