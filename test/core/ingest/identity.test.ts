@@ -17,6 +17,13 @@ describe('auth values', () => {
     expect(authValues({ email: '' }, ['email'])).toBeNull()
     expect(authValues({ email: 'a@x' }, [])).toBeNull()
   })
+
+  test('only the attributes\' own members are values, kept as own members', () => {
+    for (const field of ['constructor', 'toString', 'hasOwnProperty', '__proto__']) expect(authValues({ email: 'a@x' }, [field])).toBeNull()
+    expect(authValues({ email: 'a@x' }, ['email', 'constructor'])).toBeNull()
+    const sent = JSON.parse('{"__proto__":"x","email":"a@x"}')
+    expect(JSON.stringify(authValues(sent, ['__proto__', 'email']))).toBe('{"__proto__":"x","email":"a@x"}')
+  })
 })
 
 describe('POST /api/ingestion/user', () => {
@@ -99,6 +106,28 @@ describe('POST /api/ingestion/user/auth', () => {
       { alias_id: 'laptop', end_user_id: 'd-old' },
       { alias_id: 'phone', end_user_id: 'd-old' },
     ])
+  })
+
+  test('auth fields the attributes do not have, named like members every object inherits, do not alias', async () => {
+    const before = await aliases(core)
+    for (const field of ['constructor', 'toString', '__proto__']) {
+      expect((await auth(`mallory-${field.length}`, { name: 'Mallory' }, [field])).endUserId).toBe(`mallory-${field.length}`)
+    }
+    expect(await aliases(core)).toEqual(before)
+    // `__proto__` sent as an attribute is an attribute like any other: it matches only the same value.
+    const own = (userId: string, value: string) =>
+      core
+        .request('/api/ingestion/user/auth', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${core.key}` },
+          body: `{"userId":"${userId}","userAttributes":{"__proto__":"${value}"},"authFields":["__proto__"]}`,
+        })
+        .then((r) => r.json())
+    expect((await own('own-proto-1', 'x')).endUserId).toBe('own-proto-1')
+    expect((await own('own-proto-2', 'y')).endUserId).toBe('own-proto-2')
+    expect((await own('own-proto-3', 'x')).endUserId).toBe('own-proto-1')
+    expect(await aliases(core)).toEqual(expect.arrayContaining([...before, { alias_id: 'own-proto-3', end_user_id: 'own-proto-1' }]))
+    expect(await aliases(core)).toHaveLength(before.length + 1)
   })
 
   test('validation: authFields must be a list of names', async () => {

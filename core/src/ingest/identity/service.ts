@@ -18,18 +18,20 @@ export interface IdentifyRow {
 
 /**
  * The values of the auth fields, or null when any of them has none: a person is recognised by all the
- * fields the client named, never by a subset of them.
+ * fields the client named, never by a subset of them. Own members only, read and written: `constructor`
+ * read through the prototype (a function, which JSON drops) or `__proto__` assigned as a key (which sets
+ * the prototype instead) would leave `{}`, which every person's attributes contain.
  */
 export function authValues(attributes: Record<string, unknown>, authFields: readonly string[]): Record<string, unknown> | null {
   const fields = [...new Set(authFields)].sort()
   if (fields.length === 0) return null
-  const values: Record<string, unknown> = {}
+  const values: [string, unknown][] = []
   for (const field of fields) {
-    const value = attributes[field]
+    const value = Object.hasOwn(attributes, field) ? attributes[field] : undefined
     if (value === undefined || value === null || value === '') return null
-    values[field] = value
+    values.push([field, value])
   }
-  return values
+  return Object.fromEntries(values)
 }
 
 export function identifyRows(
