@@ -143,6 +143,19 @@ describe('POST /api/ingestion/sourcemaps', () => {
     const [row] = await stored('big@2')
     expect(row.content.byteLength).toBeLessThan(row.size_bytes / 100)
   })
+
+  test('an upload of more small maps than one statement can bind is stored whole, and the next write goes through', async () => {
+    const form = new FormData()
+    form.append('release', 'many@1')
+    const tiny = JSON.stringify({ version: 3, sources: [], names: [], mappings: '' })
+    for (let i = 0; i < 10_000; i++) form.append('file', new File([tiny], `chunk-${i}.js.map`))
+    const res = await upload(form)
+    expect(res.status).toBe(200)
+    expect((await res.json()).stored).toHaveLength(10_000)
+    const [{ n }] = await core.database.db.rows<{ n: number }>(sql`select count(*)::int as n from sourcemaps where release = 'many@1'`)
+    expect(n).toBe(10_000)
+    expect((await core.post('/api/ingestion/customEvent', { sessionId: 's-after-maps', eventName: 'after' })).status).toBe(200)
+  })
 })
 
 describe('which frames a stored map serves', () => {

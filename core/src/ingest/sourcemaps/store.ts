@@ -34,20 +34,29 @@ export async function sourceMapRows(projectId: string, release: string, uploads:
   )
 }
 
+/**
+ * Rows per statement: each binds 7 parameters, and a statement takes at most 65,535. One multipart
+ * upload may hold tens of thousands of small maps; bound all at once, they failed the commit, and
+ * with it every request's writes for a while after.
+ */
+const ROWS_PER_STATEMENT = 2_000
+
 /** Uploads replace what was stored under the same (release, name); the latest upload wins. */
 export const sourceMapsSink: Sink<SourceMapRow> = {
   name: 'sourcemaps',
   async write(tx, rows) {
     const latest = sortedBy(rows, (r) => `${r.projectId}\n${r.release}\n${r.name}`, { lastWins: true })
-    const values = latest.map(
-      (r) => sql`(${r.projectId}::uuid, ${r.release}, ${r.name}, ${r.url}, ${r.debugId}, ${r.content}::bytea, ${r.sizeBytes}::int, now())`,
-    )
-    await tx.execute(sql`
-      insert into sourcemaps (project_id, release, name, url, debug_id, content, size_bytes, uploaded_at)
-      values ${sql.join(values, sql`, `)}
-      on conflict (project_id, release, name) do update set
-        url = excluded.url, debug_id = excluded.debug_id, content = excluded.content,
-        size_bytes = excluded.size_bytes, uploaded_at = excluded.uploaded_at`)
+    for (let i = 0; i < latest.length; i += ROWS_PER_STATEMENT) {
+      const values = latest.slice(i, i + ROWS_PER_STATEMENT).map(
+        (r) => sql`(${r.projectId}::uuid, ${r.release}, ${r.name}, ${r.url}, ${r.debugId}, ${r.content}::bytea, ${r.sizeBytes}::int, now())`,
+      )
+      await tx.execute(sql`
+        insert into sourcemaps (project_id, release, name, url, debug_id, content, size_bytes, uploaded_at)
+        values ${sql.join(values, sql`, `)}
+        on conflict (project_id, release, name) do update set
+          url = excluded.url, debug_id = excluded.debug_id, content = excluded.content,
+          size_bytes = excluded.size_bytes, uploaded_at = excluded.uploaded_at`)
+    }
   },
 }
 
