@@ -144,6 +144,20 @@ describe('POST /api/ingestion/sourcemaps', () => {
     expect(row.content.byteLength).toBeLessThan(row.size_bytes / 100)
   })
 
+  test('a script beside the map is searched for its comments in linear time, however its lines run', async () => {
+    const form = new FormData()
+    form.append('release', 'lines@1')
+    form.append('file', new File([JSON.stringify(map('app.js'))], 'app.js.map'))
+    // Line breaks only: a comment pattern that lets its leading blanks span lines backtracks over
+    // all of them from each line start (this script held the server for over ten seconds).
+    form.append('file', new File(['\n'.repeat(120_000) + '\t//# debugId=85314830-023f-4cf1-a267-535f4e37bb17 \r\n'], 'app.js'))
+    const started = performance.now()
+    const res = await upload(form)
+    expect(performance.now() - started).toBeLessThan(2_000)
+    expect(res.status).toBe(200)
+    expect((await stored('lines@1')).map((r) => [r.url, r.debug_id])).toEqual([['app.js', '85314830023f4cf1a267535f4e37bb17']])
+  })
+
   test('an upload of more small maps than one statement can bind is stored whole, and the next write goes through', async () => {
     const form = new FormData()
     form.append('release', 'many@1')

@@ -74,9 +74,13 @@ export function parseSourceMap(name: string, content: string | Record<string, un
 
 const dirOf = (name: string) => (name.includes('/') ? name.slice(0, name.lastIndexOf('/') + 1) : '')
 
-/** The last `//# name=value` comment of a script (sourceMappingURL, debugId). */
+/**
+ * The last `//# name=value` comment of a script (sourceMappingURL, debugId). Blanks around it are
+ * spaces and tabs only: `\s` matches line breaks too, so `^\s*` tried from every line start ran
+ * to the end of a run of empty lines and back, quadratic in it (150 KB of them held core for 20 s).
+ */
 const scriptComment = (script: string, name: string): string | null => {
-  const matches = [...script.matchAll(new RegExp(`^\\s*//[#@]\\s*${name}=(\\S+)\\s*$`, 'gm'))]
+  const matches = [...script.matchAll(new RegExp(`^[ \\t]*//[#@][ \\t]*${name}=(\\S+)[ \\t]*$`, 'gm'))]
   return matches.at(-1)?.[1] ?? null
 }
 
