@@ -209,6 +209,14 @@ describe('grouping', () => {
     for (const names of same) expect(new Set(names.map(normalizeFunction)).size).toBe(1)
   })
 
+  test('a function name is whatever the client sent: a long run of blanks before "[as" takes linear time, not seconds', () => {
+    const started = performance.now()
+    expect(normalizeFunction(`total${' '.repeat(100_000)}[as sum]`)).toBe('total')
+    expect(normalizeFunction(`total${' '.repeat(100_000)}[as ${']'.repeat(100_000)}`)).toBe(`total${' '.repeat(100_000)}[as ${']'.repeat(100_000)}`)
+    expect(normalizeFunction(`total${'\t'.repeat(100_000)}[as sum`)).toBe(`total${'\t'.repeat(100_000)}[as sum`)
+    expect(performance.now() - started).toBeLessThan(1000)
+  })
+
   test('messages: numbers, ids, urls and e-mail addresses masked', () => {
     expect(maskMessage('order 1234 of 0b7f6a2c-1111-4a4a-8b8b-123456789abc failed at https://api.example/x?id=9 for a@b.example (deadbeef42)')).toBe(
       'order <n> of <uuid> failed at <url> for <email> (<hex>)',

@@ -72,11 +72,22 @@ export function normalizeFile(file: string, generated: boolean): string {
  * total) and `outer/inner`; Safari's `global code`.
  */
 export function normalizeFunction(name: string): string {
-  let fn = name.trim().replace(/^(?:async|new)\s+/, '').replace(/\s*\[as [^\]]*\]$/, '')
+  let fn = withoutAlias(name.trim().replace(/^(?:async|new)\s+/, ''))
   if (/^(?:global|eval|module) code$/.test(fn) || fn === '<anonymous>' || fn.endsWith('<')) return ''
   fn = fn.split('/').filter(Boolean).pop() ?? ''
   fn = fn.split('.').filter(Boolean).pop() ?? ''
   return fn === '<anonymous>' ? '' : fn.replace(/[<>*]/g, '')
+}
+
+/**
+ * Without V8's ` [as alias]` suffix. By hand: /\s*\[as [^\]]*\]$/ is tried from every blank of a
+ * run of them and scans to the end of the name from each, quadratic in the run (a report's frames
+ * name their functions as they like, a kilobyte each).
+ */
+function withoutAlias(fn: string): string {
+  if (!fn.endsWith(']')) return fn
+  const alias = fn.indexOf('[as ', fn.lastIndexOf(']', fn.length - 2) + 1)
+  return alias === -1 ? fn : fn.slice(0, alias).trimEnd()
 }
 
 /** A name a minifier made (`e`, `Module.a`, `async Gt`), not one a person wrote: one or two characters once normalized. */
