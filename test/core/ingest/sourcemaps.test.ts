@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
+import { MAX_GENERATED_LINES } from '@sightline/core/ingest/sourcemaps/service'
 import { startCore, type TestCore } from '../../helpers/core'
 
 let core: TestCore
@@ -65,6 +66,23 @@ describe('POST /api/ingestion/sourcemaps', () => {
     const indexed = { version: 3, sections: [{ offset: { line: 0, column: 0 }, map: map('a.js') }] }
     const res = await core.post('/api/ingestion/sourcemaps', { release: 'web@3', files: [{ name: 'a.js.map', content: indexed }] })
     expect(res.status).toBe(200)
+  })
+
+  test('a map may reach at most a million lines of generated code, however small it is', async () => {
+    const sectionAt = (line: unknown) => ({ version: 3, sections: [{ offset: { line, column: 0 }, map: map('a.js') }] })
+    const send = (content: unknown) => core.post('/api/ingestion/sourcemaps', { release: 'lines@2', files: [{ name: 'a.js.map', content }] })
+    const rssBefore = process.memoryUsage().rss
+    for (const content of [sectionAt(50_000_000), sectionAt(2 ** 40), { version: 3, sections: [{ offset: { line: 0, column: 0 }, map: JSON.stringify(sectionAt(MAX_GENERATED_LINES)) }] }]) {
+      const body = await refused(await send(content), 400, 'validation_failed', '/files/0/content')
+      expect(body.error.message).toBe('a.js.map: the source map describes more than 1000000 lines of generated code')
+    }
+    // Reading the first of those took 4 GB.
+    expect(process.memoryUsage().rss - rssBefore).toBeLessThan(256 * 1024 * 1024)
+    for (const line of ['5', -1, 1.5, null]) await refused(await send(sectionAt(line)), 400, 'validation_failed', '/files/0/content')
+    await refused(await send(map('a.js', { mappings: ';'.repeat(MAX_GENERATED_LINES) })), 400, 'validation_failed', '/files/0/content')
+    expect(await stored('lines@2')).toEqual([])
+    expect((await send(map('a.js', { mappings: ';'.repeat(MAX_GENERATED_LINES - 2) + 'AAAA' }))).status).toBe(200)
+    expect((await send(sectionAt(MAX_GENERATED_LINES - 1))).status).toBe(200)
   })
 
   const refused = async (res: Response, status: number, code: string, path?: string) => {
