@@ -120,7 +120,11 @@ export function shallowEnough<T>(value: T, sizeBytes = Infinity): T {
   return value
 }
 
-/** Multipart fields as a plain object; a repeated field becomes an array. */
+/**
+ * Multipart fields as a plain object; a repeated field becomes an array. Grown in place: copied at
+ * each repeat, 80,000 fields of one name (4 MB) took 23 s. Collected in a Map, a field named
+ * `__proto__` is a field like the others rather than the object's prototype.
+ */
 async function parseMultipart(bytes: Uint8Array, contentType: string): Promise<Record<string, unknown>> {
   let form: FormData
   try {
@@ -128,12 +132,14 @@ async function parseMultipart(bytes: Uint8Array, contentType: string): Promise<R
   } catch {
     throw new ApiError('validation_failed', 'the multipart body could not be read')
   }
-  const fields: Record<string, unknown> = {}
+  const fields = new Map<string, unknown>()
   for (const [name, value] of form) {
-    const previous = fields[name]
-    fields[name] = previous === undefined ? value : Array.isArray(previous) ? [...previous, value] : [previous, value]
+    const previous = fields.get(name)
+    if (previous === undefined) fields.set(name, value)
+    else if (Array.isArray(previous)) previous.push(value)
+    else fields.set(name, [previous, value])
   }
-  return fields
+  return Object.fromEntries(fields)
 }
 
 /**

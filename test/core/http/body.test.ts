@@ -113,6 +113,23 @@ describe('body parsing', () => {
     expect(res.status).toBe(200)
     expect(await res.json()).toEqual({ fields: ['release', 'file'] })
   })
+
+  test('many fields of one name are read in linear time; a field named __proto__ is a field', async () => {
+    const big = new Elysia()
+      .use(bodyParser({ maxBodyBytes: 4096, maxUploadBodyBytes: 8 * 1024 * 1024 }))
+      .post('/api/ingestion/sourcemaps', ({ body }) => {
+        const fields = body as Record<string, unknown>
+        return { keys: Object.keys(fields), files: (fields.file as unknown[]).length, prototype: Object.getPrototypeOf(fields) === Object.prototype }
+      })
+    let body = '--x\r\nContent-Disposition: form-data; name="__proto__"; filename="p.map"\r\n\r\n{}\r\n'
+    for (let i = 0; i < 80_000; i++) body += '--x\r\nContent-Disposition: form-data; name="file"\r\n\r\n1\r\n'
+    const started = performance.now()
+    const res = await big.handle(
+      new Request('http://localhost/api/ingestion/sourcemaps', { method: 'POST', body: `${body}--x--\r\n`, headers: { 'content-type': 'multipart/form-data; boundary=x' } }),
+    )
+    expect(await res.json()).toEqual({ keys: ['__proto__', 'file'], files: 80_000, prototype: true })
+    expect(performance.now() - started).toBeLessThan(3_000)
+  })
 })
 
 describe('body helpers', () => {
