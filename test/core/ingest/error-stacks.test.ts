@@ -204,6 +204,13 @@ describe('grouping', () => {
     expect(normalizeFile('../../src/checkout.ts', false)).toBe('src/checkout.ts')
   })
 
+  test('a file is whatever the client sent: its query goes in linear time, whatever follows it', () => {
+    const started = performance.now()
+    expect(normalizeFile(`https://shop.example/assets/app.js${'?'.repeat(50_000)}\nx`, true)).toBe('assets/app.js')
+    expect(normalizeFile('https://shop.example/app.js#a\nb', true)).toBe('app.js')
+    expect(performance.now() - started).toBeLessThan(1000)
+  })
+
   test('function names written the same whichever engine wrote them', () => {
     const same = [['Cart.total', 'total', 'async Cart.total', 'Object.total', 'total [as sum]'], ['new Cart', 'Cart'], ['checkout/<', '', '<anonymous>', 'global code', 'Object.<anonymous>'], ['outer/inner', 'inner']]
     for (const names of same) expect(new Set(names.map(normalizeFunction)).size).toBe(1)

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { stripQuery } from '../sourcemaps/service'
 
 /**
  * Grouping of error reports into Issues. Whatever varies between two sightings of the same bug is
@@ -54,7 +55,7 @@ const withoutHashes = (part: string) =>
  * and `/assets/app.77e0d1aa.js` agree.
  */
 export function normalizeFile(file: string, generated: boolean): string {
-  let path = file.replace(/[?#].*$/, '')
+  let path = stripQuery(file)
   path = path.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '').replace(/^[a-z][a-z0-9+.-]*:/i, '')
   const segments = path.split('/').filter((s) => s !== '' && s !== '.' && s !== '..' && s !== '~')
   if (!generated) return segments.join('/')
