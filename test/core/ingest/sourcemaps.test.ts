@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { MAX_GENERATED_LINES } from '@sightline/core/ingest/sourcemaps/service'
+import { MAX_GENERATED_LINES, sourceMapPicker, type SourceMapCandidate } from '@sightline/core/ingest/sourcemaps/service'
 import { startCore, type TestCore } from '../../helpers/core'
 
 let core: TestCore
@@ -253,5 +253,20 @@ describe('which frames a stored map serves', () => {
     const [winner] = json(rows[0]).sources
     expect(sources).toContain(winner)
     expect(await mappedSource('m@5', 'https://shop.example/race.js')).toBe(winner)
+  })
+})
+
+describe('picking a map among many', () => {
+  test('a release of thousands of maps is searched by file name, not map by map for each frame', () => {
+    const maps: SourceMapCandidate[] = Array.from({ length: 20_000 }, (_, i) => ({ release: 'big@1', name: `assets/chunk-${i}.js.map`, url: i % 2 ? `~/assets/chunk-${i}.js` : null, debugId: null }))
+    maps.push({ release: 'big@1', name: 'other/chunk-7.js.map', url: null, debugId: '85314830023f4cf1a267535f4e37bb17' })
+    const pick = sourceMapPicker(maps)
+    const started = performance.now()
+    for (let i = 0; i < 2_000; i++) pick(`https://shop.example/nowhere/file-${i}.js`, 'big@1', null)
+    expect(performance.now() - started).toBeLessThan(1_000)
+    expect(pick('https://shop.example/assets/chunk-7.js?v=2', 'big@1', null)?.name).toBe('assets/chunk-7.js.map')
+    expect(pick('https://shop.example/other/chunk-7.js', 'big@1', null)?.name).toBe('other/chunk-7.js.map')
+    expect(pick('https://shop.example/x/chunk-8.js', 'big@1', '85314830023f4cf1a267535f4e37bb17')?.name).toBe('other/chunk-7.js.map')
+    expect(pick('https://shop.example/assets/chunk-7.js', 'big@2', null)).toBeUndefined()
   })
 })

@@ -3,7 +3,7 @@ import { ApiError } from '../../errors'
 import type { Logger } from '../../log'
 import { readOrUnavailable } from '../shared/write'
 import { createSourceMapCache, type LoadedSourceMap, type SourceMapCache } from './cache'
-import { pickSourceMap } from './service'
+import { sourceMapPicker } from './service'
 import { sourceMapJson, storedSourceMaps } from './store'
 
 /** A frame's file and, when the client knew it, the debug id of the script it ran in. */
@@ -25,11 +25,12 @@ export function createSourceMapResolver(db: Database, log: Logger, cache: Source
       if (files.length === 0 || (!release && debugIds.length === 0)) return () => undefined
       const stored = await readOrUnavailable(storedSourceMaps(db, projectId, release, debugIds), log)
       if (stored.length === 0) return () => undefined
+      const pick = sourceMapPicker(stored)
       const keyOf = (f: FrameFile) => `${f.debugId ?? ''}\n${f.filename}`
       const loaded = new Map<string, LoadedSourceMap>()
       await Promise.all(
         [...new Map(files.map((f) => [keyOf(f), f])).values()].map(async (file) => {
-          const match = pickSourceMap(file.filename, release, file.debugId, stored)
+          const match = pick(file.filename, release, file.debugId)
           if (!match) return
           const key = `${projectId}\n${match.release}\n${match.name}\n${match.version}`
           try {

@@ -172,13 +172,16 @@ export function stripQuery(url: string): string {
 const pathOf = (url: string) => stripQuery(url).replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '').replace(/^file:/i, '')
 const baseOf = (path: string) => path.slice(path.lastIndexOf('/') + 1)
 
+/** A served file's path as matching compares it: `~/` (the site's root) written as `/`. */
+const servedPathOf = (served: string) => pathOf(served).replace(/^~\//, '/')
+
 /**
  * How well a frame's file (`url` without query, and its `path`) matches a served file: the same URL,
  * the same path (`~/` or `/` prefixed), the path ending in the served file's path, or the same file
- * name; 0 for none.
+ * name; 0 for none. Every match is of the same file name.
  */
 function matchScore(served: string, url: string, path: string): number {
-  const servedPath = pathOf(served).replace(/^~\//, '/')
+  const servedPath = servedPathOf(served)
   return served === url ? 4
     : servedPath.startsWith('/') && servedPath === path ? 3
     : path.endsWith(`/${servedPath.replace(/^\//, '')}`) ? 2
@@ -186,33 +189,40 @@ function matchScore(served: string, url: string, path: string): number {
     : 0
 }
 
+/** The two names a map gives its served file: its own name without `.map`, and its URL. */
+const servedNames = (candidate: SourceMapCandidate) => [candidate.name.replace(/\.map$/i, ''), ...(candidate.url ? [candidate.url] : [])]
+
 /**
- * The map for a frame's file: by debug id first; else, among the maps of the frame's release, the
- * one whose served file matches the frame's URL best. A map names its served file twice, by the
+ * Picks the map for a frame's file: by debug id first; else, among the maps of the frame's release,
+ * the one whose served file matches the frame's URL best. A map names its served file twice, by the
  * URL or `file` it came with and by its own name (`app.js.map` for `app.js`); when the two disagree
  * (a script renamed after the build, a `file` left over from an earlier step), either may be the
- * one browsers load.
+ * one browsers load. The candidates are indexed by file name, which every match shares: a release
+ * may hold thousands of maps, and scoring each against each frame took 30 s for one report batch.
  */
-export function pickSourceMap<C extends SourceMapCandidate>(
-  filename: string,
-  release: string | null,
-  debugId: string | null,
-  candidates: readonly C[],
-): C | undefined {
-  if (debugId) {
-    const byId = candidates.find((c) => c.debugId === debugId)
-    if (byId) return byId
-  }
-  if (!release) return undefined
-  const url = stripQuery(filename)
-  const path = pathOf(filename)
-  let best: C | undefined
-  let bestScore = 0
+export function sourceMapPicker<C extends SourceMapCandidate>(candidates: readonly C[]) {
+  const byDebugId = new Map<string, C>()
+  const byFileName = new Map<string, C[]>()
   for (const candidate of candidates) {
-    if (candidate.release !== release) continue
-    const byName = candidate.name.replace(/\.map$/i, '')
-    const score = Math.max(matchScore(byName, url, path), candidate.url ? matchScore(candidate.url, url, path) : 0)
-    if (score > bestScore) [best, bestScore] = [candidate, score]
+    if (candidate.debugId && !byDebugId.has(candidate.debugId)) byDebugId.set(candidate.debugId, candidate)
+    for (const name of new Set(servedNames(candidate).map((served) => baseOf(servedPathOf(served))))) {
+      const named = byFileName.get(name)
+      if (named) named.push(candidate)
+      else byFileName.set(name, [candidate])
+    }
   }
-  return best
+  return (filename: string, release: string | null, debugId: string | null): C | undefined => {
+    const byId = debugId ? byDebugId.get(debugId) : undefined
+    if (byId || !release) return byId
+    const url = stripQuery(filename)
+    const path = pathOf(filename)
+    let best: C | undefined
+    let bestScore = 0
+    for (const candidate of byFileName.get(baseOf(path)) ?? []) {
+      if (candidate.release !== release) continue
+      const score = Math.max(...servedNames(candidate).map((served) => matchScore(served, url, path)))
+      if (score > bestScore) [best, bestScore] = [candidate, score]
+    }
+    return best
+  }
 }
