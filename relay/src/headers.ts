@@ -88,17 +88,24 @@ export function withoutDroppedHeaders(response: Response): Response {
 
 /** What the relay knows about the connection it received the request on. */
 export interface ClientInfo {
-  /** The client's address (the socket peer), when the runtime tells it. */
-  address?: string
+  /**
+   * The client's address (the socket peer), when the runtime tells it; null when the runtime tells
+   * addresses but had none for this request (Bun and Node forget a peer once its connection is gone).
+   */
+  address?: string | null
 }
 
 /**
  * The forwarding fields: the client address is appended to any `X-Forwarded-For` it arrived with
  * (core believes that list only from `TRUSTED_PROXIES`), proto and host are what this request used.
+ * A peer the runtime could not name is appended as `unknown` (RFC 7239 §6.2's word for it), never
+ * left out: core reads the list from the right, and would take the client's own last entry for the
+ * address the relay saw. A runtime that tells no addresses at all (undefined) passes the list on.
  */
-export function forwardingHeaders(incomingForwardedFor: string | null, clientAddress: string | undefined, proto: string, host: string | null): HeaderList {
+export function forwardingHeaders(incomingForwardedFor: string | null, clientAddress: string | null | undefined, proto: string, host: string | null): HeaderList {
   const list: HeaderList = []
-  const forwardedFor = clientAddress ? (incomingForwardedFor ? `${incomingForwardedFor}, ${clientAddress}` : clientAddress) : incomingForwardedFor
+  const appended = clientAddress === null ? 'unknown' : clientAddress
+  const forwardedFor = appended ? (incomingForwardedFor ? `${incomingForwardedFor}, ${appended}` : appended) : incomingForwardedFor
   if (forwardedFor) list.push(['x-forwarded-for', forwardedFor])
   list.push(['x-forwarded-proto', proto])
   if (host) list.push(['x-forwarded-host', host])

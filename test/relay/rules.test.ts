@@ -34,6 +34,9 @@ describe('header rules', () => {
   test('X-Forwarded-For: appended, started, or kept when the address is unknown', () => {
     expect(forwardingHeaders('1.1.1.1', '2.2.2.2', 'http', 'h')[0]).toEqual(['x-forwarded-for', '1.1.1.1, 2.2.2.2'])
     expect(forwardingHeaders(null, '2.2.2.2', 'http', 'h')[0]).toEqual(['x-forwarded-for', '2.2.2.2'])
+    // A runtime that tells addresses but had none for this request: the list must not end in the client's own entry.
+    expect(forwardingHeaders('1.1.1.1', null, 'http', 'h')[0]).toEqual(['x-forwarded-for', '1.1.1.1, unknown'])
+    expect(forwardingHeaders(null, null, 'http', 'h')[0]).toEqual(['x-forwarded-for', 'unknown'])
     expect(forwardingHeaders('1.1.1.1', undefined, 'http', null)).toEqual([
       ['x-forwarded-for', '1.1.1.1'],
       ['x-forwarded-proto', 'http'],

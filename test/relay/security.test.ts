@@ -1,4 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
+import type { Server } from 'bun'
+import { bunRelay } from '@sightline/relay/adapters/bun'
 import { startCore } from '../helpers/core'
 import { rawRequest, startRelay, startTap, type AdapterName } from './helpers'
 
@@ -62,6 +64,19 @@ for (const adapter of ['bun', 'node', 'elysia'] as AdapterName[]) {
       if (status === 200) expect(tap.seen.slice(before).map((r) => r.target)).toEqual(['/health/simple'])
     })
 
+    test('a client gone before its request is relayed cannot name its own address: X-Forwarded-For never ends in what it sent', async () => {
+      const before = tap.seen.length
+      for (let i = 0; i < 20; i++) {
+        // Written and reset at once: by the time the relay runs, the runtime may no longer know the peer.
+        const socket = await Bun.connect({ hostname: '127.0.0.1', port: Number(new URL(relay.url).port), socket: { data() {}, error() {} } })
+        socket.write(`POST /_sl/api/ingestion/ip-info HTTP/1.1\r\nHost: shop.test\r\nAuthorization: Bearer ${core.key}\r\nX-Forwarded-For: 8.8.8.8\r\nContent-Length: 19\r\n\r\n{"sessionId":"rst"}`)
+        socket.terminate()
+      }
+      await Bun.sleep(500)
+      const lists = tap.seen.slice(before).map((r) => r.headers['x-forwarded-for'])
+      for (const list of lists) expect(['8.8.8.8, 127.0.0.1', '8.8.8.8, unknown']).toContain(list)
+    })
+
     test('CONNECT and TRACE are refused', async () => {
       const before = tap.seen.length
       for (const line of [`CONNECT ${other} HTTP/1.1`, 'TRACE /_sl/health HTTP/1.1']) {
@@ -74,3 +89,29 @@ for (const adapter of ['bun', 'node', 'elysia'] as AdapterName[]) {
     })
   })
 }
+
+describe('a peer the runtime no longer knows', () => {
+  test('is appended to X-Forwarded-For as unknown, so core behind it locates no one rather than the address the client wrote', async () => {
+    const trusting = await startCore({ env: { TRUSTED_PROXIES: '127.0.0.1' } })
+    try {
+      const handle = bunRelay({ upstream: await trusting.listen(), prefix: '/_sl' })
+      // What Bun's server answers for a request whose connection is already gone.
+      const gone = { requestIP: () => null } as unknown as Server<unknown>
+      const send = (server: Server<unknown>) =>
+        handle(
+          new Request('http://shop.test/_sl/api/ingestion/ip-info', {
+            method: 'POST',
+            headers: { authorization: `Bearer ${trusting.key}`, 'x-forwarded-for': '8.8.8.8' },
+            body: JSON.stringify({ sessionId: 'gone' }),
+          }),
+          server,
+        ).then((r) => r.json())
+      expect(await send(gone)).toEqual({ success: true, geo: null })
+      // Told the peer, the relay appends it and core reads past it as usual.
+      const known = { requestIP: () => ({ address: '127.0.0.1', port: 1, family: 'IPv4' }) } as unknown as Server<unknown>
+      expect((await send(known)).geo).toMatchObject({ country: 'US' })
+    } finally {
+      await trusting.close()
+    }
+  })
+})

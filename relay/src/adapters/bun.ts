@@ -5,7 +5,7 @@ import { socketClient } from '../upstream/socket.ts'
 /** The relay for `Bun.serve`: upstream connections pooled on Bun's sockets (see `upstream/socket.ts`). */
 export function bunRelay(options: RelayOptions) {
   const relay = createRelay({ client: socketClient(), ...options })
-  const handle = (request: Request, server: Server<unknown>) => relay(request, { address: server.requestIP(request)?.address })
+  const handle = (request: Request, server: Server<unknown>) => relay(request, { address: server.requestIP(request)?.address ?? null })
   return Object.assign(handle, { prefix: relay.prefix, handles: relay.handles })
 }
 

@@ -8,8 +8,9 @@ import { socketClient } from '../upstream/socket.ts'
  */
 export function elysiaRelay(options: RelayOptions) {
   const relay = createRelay({ client: socketClient(), ...options })
+  // Without a server (`app.handle`, no socket) there is no peer to name.
   const handle = ({ request, server }: { request: Request; server: { requestIP(r: Request): { address: string } | null } | null }) =>
-    relay(request, { address: server?.requestIP(request)?.address })
+    relay(request, { address: server ? (server.requestIP(request)?.address ?? null) : undefined })
   return new Elysia({ name: 'sightline-relay', seed: relay.prefix })
     .all(`${relay.prefix}/*`, handle, { parse: 'none' })
     .all(relay.prefix || '/', handle, { parse: 'none' })

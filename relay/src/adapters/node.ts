@@ -23,7 +23,7 @@ export function nodeRelay(options: RelayOptions) {
       res.statusCode = 400 // a target or Host that is not a URL
       return void res.end()
     }
-    relay(request, { address: req.socket.remoteAddress }).then(
+    relay(request, { address: req.socket.remoteAddress ?? null }).then(
       (response) => send(response, res),
       (error) => (next ? next(error) : res.destroy(error as Error)),
     )
