@@ -94,6 +94,30 @@ for (const [clientName, makeClient] of Object.entries(CLIENTS)) {
       expect(await core.database.db.rows(sql`select 1 from events where session_id = ${sessionId}`)).toHaveLength(1)
     })
 
+    test('an answer whose fields a Response cannot carry is 502, and its connection is closed', async () => {
+      const closed: boolean[] = []
+      const upstream = Bun.listen<{ index: number }>({
+        hostname: '127.0.0.1',
+        port: 0,
+        socket: {
+          open: (socket) => void (socket.data = { index: closed.push(false) - 1 }),
+          data: (socket) => void socket.write('HTTP/1.1 200 OK\r\nx-bad: a\nb\r\ncontent-length: 2\r\n\r\n{}'),
+          close: (socket) => void (closed[socket.data.index] = true),
+        },
+      })
+      try {
+        const relay = createRelay({ upstream: `http://127.0.0.1:${upstream.port}`, prefix: '/_sl', client: makeClient(), timeoutMs: 5000 })
+        const started = Date.now()
+        const res = await relay(new Request('http://shop.test/_sl/health'))
+        expect(res.status).toBe(502)
+        expect(Date.now() - started).toBeLessThan(2000)
+        expect(await errorOf(res)).toMatchObject({ success: false, error: { code: 'upstream_unreachable' } })
+        await until(() => closed.length > 0 && closed.every(Boolean))
+      } finally {
+        upstream.stop(true)
+      }
+    })
+
     test('a declared body over maxBodyBytes is 413 without contacting core', async () => {
       const before = tap.seen.length
       const relay = createRelay({ upstream: tap.url, prefix: '/_sl', client: makeClient(), maxBodyBytes: 1000 })

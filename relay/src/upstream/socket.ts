@@ -279,14 +279,13 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
       return fail(conn, new UpstreamError('refused', `core's answer could not be read: ${(error as Error).message}`))
     }
     if (result.head && !exchange.answered) answer(conn, exchange, result.head, result.complete)
+    if (conn.exchange !== exchange) return // the answer could not be passed on: failed, and the connection with it
     for (const piece of result.body) exchange.body?.enqueue(piece)
     if (exchange.body && (exchange.body.desiredSize ?? 1) <= 0) conn.socket?.pause()
     if (result.done) finish(conn, exchange, result.keepAlive)
   }
 
   function answer(conn: Connection, exchange: Exchange, head: ParsedHead, complete: Uint8Array | null): void {
-    settle(exchange)
-    exchange.answered = true
     let body: BodyInit | null = complete as Uint8Array<ArrayBuffer> | null
     if (!complete && head.hasBody) {
       body = new ReadableStream<Uint8Array>({
@@ -301,7 +300,18 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
         },
       })
     }
-    exchange.resolve(new Response(body as BodyInit | null, { status: head.status, statusText: head.statusText, headers: head.headers }))
+    let response: Response
+    try {
+      response = new Response(body as BodyInit | null, { status: head.status, statusText: head.statusText, headers: head.headers })
+    } catch (error) {
+      // A field value or status text a Response refuses (a bare CR or LF in it): 502, like any
+      // answer that cannot be read. Unanswered, the client waited forever and the connection leaked.
+      exchange.body = null
+      return fail(conn, new UpstreamError('refused', `core's answer could not be passed on: ${(error as Error).message}`))
+    }
+    settle(exchange)
+    exchange.answered = true
+    exchange.resolve(response)
   }
 
   function finish(conn: Connection, exchange: Exchange, keepAlive: boolean): void {
