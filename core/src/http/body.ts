@@ -143,6 +143,16 @@ async function parseMultipart(bytes: Uint8Array, contentType: string): Promise<R
 }
 
 /**
+ * The size of each body read here that its Content-Length does not tell: inflated, or sent without
+ * one (chunked). The writer bounds its queue by the bytes requests hold; counted as sent, a gzip body
+ * that inflates a thousandfold would pass for a small one.
+ */
+const readSizes = new WeakMap<Request, number>()
+
+/** The body's size as read (inflated), when it was not sent plainly with a Content-Length; else undefined. */
+export const readBodyBytes = (request: Request): number | undefined => readSizes.get(request)
+
+/**
  * Every body is JSON whatever its Content-Type (beacons send text/plain), except multipart uploads.
  * Size is checked before reading when Content-Length allows, and again after inflating.
  */
@@ -167,7 +177,11 @@ export function bodyParser(limits: BodyLimits, readers: Record<string, BodyReade
       return shallowEnough(parsed, Number(declared))
     }
 
-    const decode = (sent: Uint8Array) => (compression ? inflate(sent, compression, limit) : sent)
+    const decode = (sent: Uint8Array) => {
+      const bytes = compression ? inflate(sent, compression, limit) : sent
+      readSizes.set(request, (readSizes.get(request) ?? 0) + bytes.byteLength)
+      return bytes
+    }
     if (reader) return shallowEnough(await reader({ read: () => readCapped(request, limit), decode }))
     const bytes = decode(await readCapped(request, limit))
     return contentType.startsWith('multipart/form-data') ? parseMultipart(bytes, contentType) : parseJson(bytes)

@@ -124,6 +124,37 @@ describe('storage trouble', () => {
   })
 })
 
+describe("the write queue's bound counts what a body holds", () => {
+  // 200 events of 2 KB each: 400 KB of JSON, a few KB gzipped, over a queue bound of 256 KB.
+  const batch = { sessionId: 'bound', events: Array.from({ length: 200 }, (_, i) => ({ eventName: 'big', eventProperties: { i, text: 'x'.repeat(2048) } })) }
+  const encoded = new TextEncoder().encode(JSON.stringify(batch))
+
+  const cases: [name: string, init: () => RequestInit][] = [
+    ['a gzip body, at its inflated size', () => ({ headers: { 'content-encoding': 'gzip' }, body: Bun.gzipSync(encoded) })],
+    ['a body sent without a length (chunked), at its size', () => ({ body: new Blob([encoded]).stream(), duplex: 'half' }) as RequestInit],
+  ]
+  for (const [name, init] of cases) {
+    test(name, async () => {
+      const core = await startCore({ writer: { maxQueuedBytes: 256 * 1024 } })
+      try {
+        const { headers, ...rest } = init()
+        const res = await core.request('/api/ingestion/customEvent/batch', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${core.key}`, 'content-type': 'application/json', ...(headers as Record<string, string>) },
+          ...rest,
+        })
+        expect(res.status).toBe(503)
+        expect((await res.json()).error.code).toBe('overloaded')
+        expect(await core.database.db.rows(sql`select 1 from events where session_id = 'bound'`)).toHaveLength(0)
+        // The same request, plain and smaller than the bound, is taken.
+        expect((await core.post('/api/ingestion/customEvent/batch', { ...batch, events: batch.events.slice(0, 50) })).status).toBe(200)
+      } finally {
+        await core.close()
+      }
+    })
+  }
+})
+
 describe('end to end', () => {
   test('many concurrent requests over a socket, half of them retried: every acknowledged item is stored exactly once', async () => {
     const core = await startCore({ writer: { lingerMs: 1 } })
