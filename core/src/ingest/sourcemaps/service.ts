@@ -128,8 +128,10 @@ const scriptComment = (script: string, name: string): string | null => {
  * none. Scripts themselves are not stored. Any invalid map fails the whole upload.
  */
 export function sourceMapUploads(files: readonly UploadedFile[]): SourceMapUpload[] {
-  const scripts = files.filter((f) => SCRIPT.test(f.name) && typeof f.content === 'string')
-  const maps = files.filter((f) => !scripts.includes(f))
+  // One test per file: `scripts.includes` for each was quadratic in an upload of many small scripts.
+  const isScript = (f: UploadedFile) => SCRIPT.test(f.name) && typeof f.content === 'string'
+  const scripts = files.filter(isScript)
+  const maps = files.filter((f) => !isScript(f))
   if (maps.length === 0) throw invalid('the upload holds no source map')
   const linked = new Map<string, { script: string; debugId: string | null }>()
   for (const script of scripts) {
