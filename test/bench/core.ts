@@ -8,7 +8,7 @@ import { freePort, peakRssMb, removeDir, resetPeakRss, tempDir, waitForHttp } fr
 import { runWrk, type LoadOptions, type LoadResult } from './lib/wrk'
 
 /**
- * `npm run bench [-- core] [--runs N] [--seconds S]`: core's ingestion against its baselines, all
+ * `npm run bench [-- core] [--runs N] [--seconds S] [--only P2,...]`: core's ingestion against its baselines, all
  * in one run on this machine.
  *
  * - P1 single custom events, durable, against a raw `Bun.serve` that parses the same JSON and stores nothing;
@@ -21,9 +21,14 @@ import { runWrk, type LoadOptions, type LoadResult } from './lib/wrk'
  */
 const ROOT = join(import.meta.dir, '..', '..')
 
+const PHASES = ['P1', 'P2', 'P3', 'P5'] as const
+type Phase = (typeof PHASES)[number]
+
 interface Options {
   runs: number
   seconds: number
+  /** `--only P2,P5`: just these phases (the RSS row of P1–P3 needs them all); undefined: every one. */
+  only?: Phase[]
 }
 
 export function parseArgs(args: string[]): Options {
@@ -33,7 +38,10 @@ export function parseArgs(args: string[]): Options {
     if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} takes a positive number`)
     return n
   }
-  return { runs: value('runs', 3), seconds: value('seconds', 5) }
+  const i = args.indexOf('--only')
+  const only = i === -1 ? undefined : (args[i + 1] ?? '').toUpperCase().split(',')
+  if (only && !only.every((p): p is Phase => (PHASES as readonly string[]).includes(p))) throw new Error(`--only takes phases among ${PHASES.join(',')}`)
+  return { runs: value('runs', 3), seconds: value('seconds', 5), only }
 }
 
 export interface CoreProcess {
@@ -152,105 +160,142 @@ async function replayStorage(url: string): Promise<{ raw: number; stored: number
   }
 }
 
-export async function main(args: string[]): Promise<void> {
-  const { runs, seconds } = parseArgs(args)
-  const warmup = Math.min(2, seconds)
-  const log = (message: string) => console.error(`[bench] ${message}`)
-  let pg: PostgresServer | undefined
-  let core: CoreProcess | undefined
-  let embedded: CoreProcess | undefined
-  const raw = startRawServer()
-  const dataDir = tempDir('sightline-bench-data-')
+interface Context {
+  runs: number
+  seconds: number
+  warmup: number
+  rawUrl: string
+  log(message: string): void
+}
+
+async function singles(ctx: Context, core: CoreProcess): Promise<Row[]> {
+  const { runs, seconds, warmup, rawUrl } = ctx
+  ctx.log('P1 single customEvent vs raw Bun.serve')
+  const bodies = Array.from({ length: 64 }, (_, i) => customEvent(i))
+  const p1 = { url: `${core.url}/api/ingestion/customEvent`, headers: auth(core.key), bodies, connections: 32, seconds }
+  await load({ ...p1, seconds: warmup })
+  await load({ ...p1, url: rawUrl, seconds: warmup })
+  const single = await medianOf(runs, async () => {
+    const durable = await load(p1)
+    const baseline = await load({ ...p1, url: rawUrl })
+    return { rps: durable.requestsPerSecond, p50: durable.p50Ms, p99: durable.p99Ms, raw: baseline.requestsPerSecond }
+  })
+  // Group commit trades latency for throughput: with more requests waiting, each commit carries more.
+  const wide = await medianOf(runs, async () => {
+    const durable = await load({ ...p1, connections: 256 })
+    const baseline = await load({ ...p1, url: rawUrl, connections: 256 })
+    return { rps: durable.requestsPerSecond, p99: durable.p99Ms, raw: baseline.requestsPerSecond }
+  })
+  return [
+    { name: 'P1 customEvent, durable (Postgres), 32 connections', value: `${fmt(single.rps)} req/s, p50 ${fmt(single.p50, 2)} ms, p99 ${fmt(single.p99, 2)} ms`, target: 'p99 ≤ 10 ms', met: single.p99 <= 10 },
+    { name: 'P1 raw Bun.serve, parse only', value: `${fmt(single.raw)} req/s` },
+    { name: 'P1 ratio to raw', value: fmt(single.rps / single.raw, 2), target: '≥ 0.50', met: single.rps / single.raw >= 0.5 },
+    { name: 'P1 at 256 connections', value: `${fmt(wide.rps)} req/s, p99 ${fmt(wide.p99, 2)} ms; raw ${fmt(wide.raw)} req/s; ratio ${fmt(wide.rps / wide.raw, 2)}` },
+  ]
+}
+
+async function batches(ctx: Context, core: CoreProcess, pg: PostgresServer): Promise<Row[]> {
+  const { runs, seconds, warmup } = ctx
+  ctx.log('P2 customEvent/batch of 20 vs COPY')
+  const bodies = Array.from({ length: 16 }, (_, i) => customEventBatch(i))
+  const p2 = { url: `${core.url}/api/ingestion/customEvent/batch`, headers: auth(core.key), bodies, connections: 32, seconds }
+  await load({ ...p2, seconds: warmup })
+  const projectId = await projectIdOf(pg.url)
+  const batch = await medianOf(runs, async () => {
+    const durable = await load(p2)
+    const copy = await copyRowsPerSecond(pg.url, projectId, 200_000)
+    return { eventsPerSecond: durable.requestsPerSecond * 20, p99: durable.p99Ms, copy }
+  })
+  return [
+    { name: 'P2 customEvent/batch ×20, durable', value: `${fmt(batch.eventsPerSecond)} events/s, p99 ${fmt(batch.p99, 2)} ms` },
+    { name: 'P2 COPY of the same rows', value: `${fmt(batch.copy)} rows/s` },
+    { name: 'P2 ratio to COPY', value: fmt(batch.eventsPerSecond / batch.copy, 2), target: '≥ 0.75', met: batch.eventsPerSecond / batch.copy >= 0.75 },
+  ]
+}
+
+async function replayChunks(ctx: Context, core: CoreProcess, pg: PostgresServer): Promise<Row[]> {
+  const { runs, seconds, warmup, rawUrl } = ctx
+  ctx.log('P3 /events with rrweb chunks of up to 1 MB, recorded by the tracker')
+  const chunks = replayChunkBodies(readRecording(), '__UNIQUE__')
+  const chunkMb = chunks.reduce((n, c) => n + Buffer.byteLength(c), 0) / chunks.length / 1e6
+  const p3 = { url: `${core.url}/api/ingestion/events`, headers: auth(core.key), bodies: chunks, unique: '__UNIQUE__', connections: 8, seconds }
+  await load({ ...p3, seconds: warmup })
+  const replay = await medianOf(runs, async () => {
+    const durable = await load(p3)
+    const baseline = await load({ ...p3, url: rawUrl })
+    return { mbps: durable.requestsPerSecond * chunkMb, rawMbps: baseline.requestsPerSecond * chunkMb, p99: durable.p99Ms }
+  })
+  const storage = await replayStorage(pg.url)
+  return [
+    { name: `P3 /events, rrweb chunks of up to 1 MB (mean ${fmt(chunkMb, 2)} MB), durable`, value: `${fmt(replay.mbps, 1)} MB/s, p99 ${fmt(replay.p99, 1)} ms`, target: '≥ 150 MB/s', met: replay.mbps >= 150 },
+    { name: 'P3 raw Bun.serve, parse only', value: `${fmt(replay.rawMbps, 1)} MB/s` },
+    { name: 'P3 stored / raw bytes', value: `1/${fmt(storage.raw / storage.stored, 1)}`, target: '≤ 1/8', met: storage.stored * 8 <= storage.raw },
+  ]
+}
+
+async function embeddedSingles(ctx: Context, dataDir: string): Promise<Row[]> {
+  const { runs, seconds, warmup } = ctx
+  ctx.log('P5 single customEvent on the embedded database')
+  const embedded = await startCoreProcess({ DATA_DIR: dataDir })
   try {
-    log('starting Postgres and core')
-    pg = await startPostgres()
-    core = await startCoreProcess({ DATABASE_URL: pg.url })
-    resetPeakRss(core.proc.pid)
-    const rawUrl = `http://127.0.0.1:${raw.port}/api/ingestion/customEvent`
-    const singles = Array.from({ length: 64 }, (_, i) => customEvent(i))
-    const batches = Array.from({ length: 16 }, (_, i) => customEventBatch(i))
-
-    log('P1 single customEvent vs raw Bun.serve')
-    const p1 = { url: `${core.url}/api/ingestion/customEvent`, headers: auth(core.key), bodies: singles, connections: 32, seconds }
-    await load({ ...p1, seconds: warmup })
-    await load({ ...p1, url: rawUrl, seconds: warmup })
-    const single = await medianOf(runs, async () => {
-      const durable = await load(p1)
-      const baseline = await load({ ...p1, url: rawUrl })
-      return { rps: durable.requestsPerSecond, p50: durable.p50Ms, p99: durable.p99Ms, raw: baseline.requestsPerSecond }
-    })
-    // Group commit trades latency for throughput: with more requests waiting, each commit carries more.
-    const wide = await medianOf(runs, async () => {
-      const durable = await load({ ...p1, connections: 256 })
-      const baseline = await load({ ...p1, url: rawUrl, connections: 256 })
-      return { rps: durable.requestsPerSecond, p99: durable.p99Ms, raw: baseline.requestsPerSecond }
-    })
-
-    log('P2 customEvent/batch of 20 vs COPY')
-    const p2 = { url: `${core.url}/api/ingestion/customEvent/batch`, headers: auth(core.key), bodies: batches, connections: 32, seconds }
-    await load({ ...p2, seconds: warmup })
-    const projectId = await projectIdOf(pg.url)
-    const batch = await medianOf(runs, async () => {
-      const durable = await load(p2)
-      const copy = await copyRowsPerSecond(pg!.url, projectId, 200_000)
-      return { eventsPerSecond: durable.requestsPerSecond * 20, p99: durable.p99Ms, copy }
-    })
-
-    const peakRssP12 = (await peakRssMb(core.proc.pid)) ?? NaN
-    resetPeakRss(core.proc.pid)
-
-    log('P3 /events with rrweb chunks of up to 1 MB, recorded by the tracker')
-    const chunks = replayChunkBodies(readRecording(), '__UNIQUE__')
-    const chunkMb = chunks.reduce((n, c) => n + Buffer.byteLength(c), 0) / chunks.length / 1e6
-    const p3 = { url: `${core.url}/api/ingestion/events`, headers: auth(core.key), bodies: chunks, unique: '__UNIQUE__', connections: 8, seconds }
-    await load({ ...p3, seconds: warmup })
-    const replay = await medianOf(runs, async () => {
-      const durable = await load(p3)
-      const baseline = await load({ ...p3, url: rawUrl })
-      return { mbps: durable.requestsPerSecond * chunkMb, rawMbps: baseline.requestsPerSecond * chunkMb, p99: durable.p99Ms }
-    })
-    const storage = await replayStorage(pg.url)
-    const peakRssP3 = (await peakRssMb(core.proc.pid)) ?? NaN
-    const peakRss = Math.max(peakRssP12, peakRssP3)
-    await core.stop()
-    core = undefined
-
-    log('P5 single customEvent on the embedded database')
-    embedded = await startCoreProcess({ DATA_DIR: dataDir })
     // The first start on an empty data directory runs initdb, whose memory is gone once it is done.
     const firstStartRss = (await peakRssMb(embedded.proc.pid)) ?? NaN
     resetPeakRss(embedded.proc.pid)
-    const p5 = { ...p1, url: `${embedded.url}/api/ingestion/customEvent`, headers: auth(embedded.key) }
+    const bodies = Array.from({ length: 64 }, (_, i) => customEvent(i))
+    const p5 = { url: `${embedded.url}/api/ingestion/customEvent`, headers: auth(embedded.key), bodies, connections: 32, seconds }
     await load({ ...p5, seconds: warmup })
     const pglite = await medianOf(runs, async () => {
       const durable = await load(p5)
       return { rps: durable.requestsPerSecond, p99: durable.p99Ms }
     })
     const embeddedRss = (await peakRssMb(embedded.proc.pid)) ?? NaN
-
-    const rows: Row[] = [
-      { name: 'P1 customEvent, durable (Postgres), 32 connections', value: `${fmt(single.rps)} req/s, p50 ${fmt(single.p50, 2)} ms, p99 ${fmt(single.p99, 2)} ms`, target: 'p99 ≤ 10 ms', met: single.p99 <= 10 },
-      { name: 'P1 raw Bun.serve, parse only', value: `${fmt(single.raw)} req/s` },
-      { name: 'P1 ratio to raw', value: fmt(single.rps / single.raw, 2), target: '≥ 0.50', met: single.rps / single.raw >= 0.5 },
-      {
-        name: 'P1 at 256 connections',
-        value: `${fmt(wide.rps)} req/s, p99 ${fmt(wide.p99, 2)} ms; raw ${fmt(wide.raw)} req/s; ratio ${fmt(wide.rps / wide.raw, 2)}`,
-      },
-      { name: 'P2 customEvent/batch ×20, durable', value: `${fmt(batch.eventsPerSecond)} events/s, p99 ${fmt(batch.p99, 2)} ms` },
-      { name: 'P2 COPY of the same rows', value: `${fmt(batch.copy)} rows/s` },
-      { name: 'P2 ratio to COPY', value: fmt(batch.eventsPerSecond / batch.copy, 2), target: '≥ 0.75', met: batch.eventsPerSecond / batch.copy >= 0.75 },
-      { name: `P3 /events, rrweb chunks of up to 1 MB (mean ${fmt(chunkMb, 2)} MB), durable`, value: `${fmt(replay.mbps, 1)} MB/s, p99 ${fmt(replay.p99, 1)} ms`, target: '≥ 150 MB/s', met: replay.mbps >= 150 },
-      { name: 'P3 raw Bun.serve, parse only', value: `${fmt(replay.rawMbps, 1)} MB/s` },
-      { name: 'P3 stored / raw bytes', value: `1/${fmt(storage.raw / storage.stored, 1)}`, target: '≤ 1/8', met: storage.stored * 8 <= storage.raw },
+    return [
       { name: 'P5 customEvent, committed (embedded PGlite, which does not fsync)', value: `${fmt(pglite.rps)} req/s, p99 ${fmt(pglite.p99, 2)} ms`, target: '≥ 10,000 req/s', met: pglite.rps >= 10_000 },
-      { name: 'core peak RSS under P1–P3 load', value: `${fmt(peakRss)} MB (P1–P2 ${fmt(peakRssP12)} MB, P3 ${fmt(peakRssP3)} MB)`, target: '≤ 200 MB', met: peakRss <= 200 },
       { name: 'core peak RSS, embedded, under P5 load', value: `${fmt(embeddedRss)} MB` },
       { name: 'core peak RSS, embedded, first start (initdb)', value: `${fmt(firstStartRss)} MB` },
     ]
-    console.log(table(`Core ingestion (medians of ${runs} runs of ${seconds} s)`, rows))
+  } finally {
+    await embedded.stop()
+  }
+}
+
+export async function main(args: string[]): Promise<void> {
+  const { runs, seconds, only } = parseArgs(args)
+  const measures = (phase: Phase) => only === undefined || only.includes(phase)
+  const raw = startRawServer()
+  const rawUrl = `http://127.0.0.1:${raw.port}/api/ingestion/customEvent`
+  const ctx: Context = { runs, seconds, warmup: Math.min(2, seconds), rawUrl, log: (message) => console.error(`[bench] ${message}`) }
+  let pg: PostgresServer | undefined
+  let core: CoreProcess | undefined
+  const dataDir = tempDir('sightline-bench-data-')
+  const rows: Row[] = []
+  try {
+    if (measures('P1') || measures('P2') || measures('P3')) {
+      ctx.log('starting Postgres and core')
+      pg = await startPostgres()
+      core = await startCoreProcess({ DATABASE_URL: pg.url })
+      resetPeakRss(core.proc.pid)
+      if (measures('P1')) rows.push(...(await singles(ctx, core)))
+      if (measures('P2')) rows.push(...(await batches(ctx, core, pg)))
+      const peakRssP12 = (await peakRssMb(core.proc.pid)) ?? NaN
+      resetPeakRss(core.proc.pid)
+      if (measures('P3')) rows.push(...(await replayChunks(ctx, core, pg)))
+      const peakRssP3 = (await peakRssMb(core.proc.pid)) ?? NaN
+      if (measures('P1') && measures('P2') && measures('P3')) {
+        const peakRss = Math.max(peakRssP12, peakRssP3)
+        rows.push({ name: 'core peak RSS under P1–P3 load', value: `${fmt(peakRss)} MB (P1–P2 ${fmt(peakRssP12)} MB, P3 ${fmt(peakRssP3)} MB)`, target: '≤ 200 MB', met: peakRss <= 200 })
+      }
+      await core.stop()
+      core = undefined
+    }
+    if (measures('P5')) rows.push(...(await embeddedSingles(ctx, dataDir)))
+    // The rows in the order of the full table, whatever phases ran.
+    const order = ['P1', 'P2', 'P3', 'P5', 'core peak RSS under', 'core peak RSS, embedded']
+    rows.sort((a, b) => order.findIndex((o) => a.name.startsWith(o)) - order.findIndex((o) => b.name.startsWith(o)))
+    const phases = only === undefined ? '' : `, ${only.join(' ')} only`
+    console.log(table(`Core ingestion (medians of ${runs} runs of ${seconds} s${phases})`, rows))
   } finally {
     await core?.stop()
-    await embedded?.stop()
     raw.stop(true)
     await pg?.stop()
     removeDir(dataDir)
