@@ -24,9 +24,9 @@ export interface Database {
   /**
    * A transaction for raw-SQL writers (no relational queries on `tx`): on Postgres its BEGIN goes out
    * with its first statements instead of waiting for an answer of its own, which on a busy writer is
-   * most of what a short transaction costs. Elsewhere it is `orm.transaction`.
+   * most of what a short transaction costs, and `copyIn` is given. Elsewhere it is `orm.transaction`.
    */
-  transaction<T>(fn: (tx: Orm) => Promise<T>): Promise<T>
+  transaction<T>(fn: (tx: Orm, copyIn?: CopyIn) => Promise<T>): Promise<T>
   /**
    * Postgres LISTEN. `onConnect` runs on the first and on every later (re)connection: notifications
    * sent while disconnected are lost, so a listener that caches must drop its cache there.
@@ -40,6 +40,26 @@ export interface Database {
    */
   migrate(whileLocked?: (orm: Orm) => Promise<void>, onWait?: () => void): Promise<void>
   close(): Promise<void>
+}
+
+/**
+ * Postgres only (PGlite takes no COPY data from a client): ends a writer transaction with `COPY ...
+ * FROM STDIN` and its COMMIT, sent behind every statement issued before (`statement` is the COPY).
+ * Their answers and the server's call for the rows come back in one round trip, and the rows and the
+ * commit go in the next: a commit takes as many round trips as without the COPY. Nothing else may be
+ * sent on the transaction until the COPY settles (`commit` or `cancel`).
+ */
+export type CopyIn = (statement: string) => PendingCopy
+
+export interface PendingCopy {
+  /**
+   * Sends the rows (`text`, in COPY's text format) and commits the transaction with them; resolves
+   * once committed. If the COPY fails, nothing is committed: the transaction is as it was before the
+   * COPY (which runs inside a savepoint), still open, and the server's error is thrown.
+   */
+  commit(text: string): Promise<void>
+  /** Gives the COPY up: the transaction is as it was before it, still open. Never throws. */
+  cancel(): Promise<void>
 }
 
 export class DatabaseInUseError extends Error {}
@@ -153,7 +173,7 @@ export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}): Da
     kind: 'embedded',
     orm,
     rows: async (query, executor = orm) => rowsOf(await executor.execute(query)),
-    transaction: (fn) => writers.transaction(fn),
+    transaction: (fn) => writers.transaction((tx) => fn(tx)), // no COPY: see CopyIn
     async listen(channel, onMessage, onConnect) {
       const unlisten = await pg.listen(channel, onMessage)
       onConnect?.()

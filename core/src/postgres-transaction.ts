@@ -1,6 +1,7 @@
 import { drizzle } from 'drizzle-orm/postgres-js'
+import type { Writable } from 'node:stream'
 import type { ReservedSql, Sql } from 'postgres'
-import type { Orm } from './db'
+import type { CopyIn, Orm, PendingCopy } from './db'
 
 /**
  * The writer's transactions on Postgres, each on a connection reserved from the pool. BEGIN goes out
@@ -25,7 +26,7 @@ import type { Orm } from './db'
 export interface PostgresTransactions {
   /** The pool's `onclose`. */
   connectionClosed(connectionId: number): void
-  run<T>(client: Sql, fn: (tx: Orm) => Promise<T>): Promise<T>
+  run<T>(client: Sql, fn: (tx: Orm, copyIn: CopyIn) => Promise<T>): Promise<T>
   /** Stops the re-asking timer (with the pool). */
   close(): void
 }
@@ -85,9 +86,11 @@ interface Slot {
   lost: (() => void) | null
 }
 
-async function runReserved<T>(client: Sql, reserved: ReservedSql, running: Map<number, Slot>, fn: (tx: Orm) => Promise<T>): Promise<T> {
+async function runReserved<T>(client: Sql, reserved: ReservedSql, running: Map<number, Slot>, fn: (tx: Orm, copyIn: CopyIn) => Promise<T>): Promise<T> {
   let slot: Slot | undefined
   let lost = false
+  /** A statement sent while a COPY waits for its data would reach the server as COPY data (a protocol error). */
+  let copying = false
   let closed!: (error: Error) => void
   const whenClosed = new Promise<never>((_, reject) => (closed = reject))
   whenClosed.catch(() => {})
@@ -95,13 +98,37 @@ async function runReserved<T>(client: Sql, reserved: ReservedSql, running: Map<n
     lost = true
     closed(connectionLost())
   }
-  /** Sends a statement unless the connection is gone, and notes a failure that says it is. */
-  const send = <Q extends Promise<unknown>>(query: () => Q): Q => {
-    if (lost) throw connectionLost()
-    const sent = query()
+  /** Notes a failure that says the connection is gone. */
+  const watch = <Q extends Promise<unknown>>(sent: Q): Q => {
     sent.catch((error: unknown) => isConnectionLost(error) && markLost())
     return sent
   }
+  /** Sends a statement unless the connection is gone. */
+  const send = <Q extends Promise<unknown>>(query: () => Q): Q => {
+    if (lost) throw connectionLost()
+    if (copying) throw new Error('a statement was sent on a transaction while its COPY was under way')
+    return watch(query())
+  }
+  // The connection's own, before drizzle's is put in its place (below).
+  const unsafe = reserved.unsafe.bind(reserved)
+  /** Set once a COPY committed the transaction with its rows (see CopyIn). */
+  let committedByCopy = false
+  let pending: PendingCopy | undefined
+  const copyIn: CopyIn = (statement) =>
+    (pending = pendingCopy(
+      () => {
+        if (lost) throw connectionLost()
+        const copy = copyQuery(unsafe(`savepoint copy_in; ${statement}; commit`), (ok) => {
+          copying = false
+          committedByCopy = ok
+        })
+        copying = true
+        watch(copy.done).catch(() => {})
+        return copy
+      },
+      () => (lost ? Promise.resolve() : send(() => reserved`rollback to savepoint copy_in`)),
+      () => lost,
+    ))
   // `onexecute` is how postgres.js's own transactions learn their connection (internal: should a later
   // version drop it, a failed statement still tells a lost connection, only not a quiet close).
   const begun = send(() =>
@@ -117,21 +144,25 @@ async function runReserved<T>(client: Sql, reserved: ReservedSql, running: Map<n
   begun.catch(() => {}) // its failure fails the statements after it, which is what is reported
   try {
     // drizzle reads the type parsers from `options`, which a reserved connection shares with its pool.
-    const unsafe = reserved.unsafe.bind(reserved)
     const connection = Object.assign(reserved, {
       options: client.options,
       unsafe: (query: string, params?: unknown[], options?: object) => send(() => unsafe(query, params as never, { ...options, prepare: true })),
     })
+    const orm = drizzle(connection) as unknown as Orm
     const committed = (async () => {
-      const result = await fn(drizzle(connection) as unknown as Orm)
+      const result = await fn(orm, copyIn)
       await begun
-      await send(() => reserved`commit`)
+      if (committedByCopy) return result
+      // A transaction an error left aborted answers COMMIT with ROLLBACK, and no error: never a success.
+      const { command } = await send(() => reserved`commit`)
+      if (command !== 'COMMIT') throw new Error(`the transaction was rolled back (${command})`)
       return result
     })()
     const result = await Promise.race([committed, whenClosed])
     reserved.release()
     return result
   } catch (error) {
+    await pending?.cancel() // a COPY still waiting for its rows would take the ROLLBACK for one
     if (!lost) await send(() => reserved`rollback`).catch(() => {})
     if (!lost) reserved.release()
     throw error
@@ -152,3 +183,106 @@ function isConnectionLost(error: unknown): boolean {
 
 const connectionLost = () =>
   Object.assign(new Error('the database connection was lost during the transaction'), { code: 'CONNECTION_CLOSED', errno: 'CONNECTION_CLOSED' })
+
+/**
+ * The COPY of CopyIn, sent a turn of the event loop later: the statements issued before it reach the
+ * connection only a few promise callbacks after drizzle is given them, and the COPY must follow them
+ * (what follows a COPY before its rows would be read as its rows). `rollback` restores the savepoint,
+ * if the connection is not `lost`.
+ */
+function pendingCopy(send: () => SentCopy, rollback: () => Promise<unknown>, lost: () => boolean): PendingCopy {
+  const sent = new Promise<SentCopy>((resolve, reject) =>
+    setImmediate(() => {
+      try {
+        const copy = send()
+        copy.query.catch(() => {}) // sends it; its outcome is `done`'s
+        resolve(copy)
+      } catch (error) {
+        reject(error)
+      }
+    }),
+  )
+  sent.catch(() => {})
+  let settled = false
+  return {
+    async commit(text) {
+      if (settled) throw new Error('this COPY was settled already')
+      settled = true
+      const { stream, done } = await sent
+      try {
+        const writable = await stream
+        writable.end(text)
+        await done
+      } catch (error) {
+        // Its own failure (the connection lost, a savepoint never made) is the one to report then.
+        await rollback()
+        throw error
+      }
+    },
+    async cancel() {
+      // On a lost connection there is nothing to restore, and a COPY it never sent never settles.
+      if (settled || lost()) return
+      settled = true
+      const copy = await sent.catch(() => undefined)
+      if (!copy) return
+      const writable = await copy.stream.catch(() => undefined)
+      writable?.destroy(new Error('the COPY was given up')) // CopyFail: the server fails the COPY
+      await copy.done.catch(() => {})
+      await rollback().catch(() => {})
+    },
+  }
+}
+
+interface SentCopy {
+  /** postgres.js's query, sent once awaited. */
+  query: Promise<unknown>
+  /** Takes the rows once the server asks for them. */
+  stream: Promise<Writable>
+  /** Settles with the whole statement (savepoint, COPY, commit). */
+  done: Promise<void>
+}
+
+/**
+ * A postgres.js query ending in a COPY FROM STDIN, made and not sent yet. postgres.js (3.4.9) settles
+ * nothing when the server refuses the rows after the stream ended, which is when a duplicate key is
+ * found: the stream neither finishes nor fails, so awaiting it waits forever (porsager/postgres#1173).
+ * The query itself is told, though (its `resolve` called a second time, with the command's result, or
+ * its `reject` with the error): `done` and `settled` listen there.
+ */
+function copyQuery(made: unknown, settled: (ok: boolean) => void): SentCopy {
+  const query = made as CopyQuery
+  let streamed!: (stream: Writable) => void
+  let refused!: (error: unknown) => void
+  let finished!: () => void
+  let failed!: (error: unknown) => void
+  const stream = new Promise<Writable>((resolve, reject) => ((streamed = resolve), (refused = reject)))
+  const done = new Promise<void>((resolve, reject) => ((finished = resolve), (failed = reject)))
+  // Either may fail before anyone awaits it (the connection lost while other statements run): an
+  // unhandled rejection would end the process.
+  stream.catch(() => {})
+  done.catch(() => {})
+  const { resolve, reject } = query
+  let answers = 0
+  query.resolve = (value) => {
+    resolve(value)
+    if (answers++ > 0) return settled(true), finished()
+    const writable = value as Writable
+    writable.on('error', () => {}) // reported by `done`
+    streamed(writable)
+  }
+  query.reject = (error) => {
+    reject(error)
+    settled(false)
+    refused(error)
+    failed(error)
+  }
+  query.simple() // COPY data follows a simple query only
+  return { query, stream, done }
+}
+
+/** What copyQuery uses of postgres.js's query object (internal, see there). */
+interface CopyQuery extends Promise<unknown> {
+  resolve(value: unknown): void
+  reject(error: unknown): void
+  simple(): void
+}

@@ -75,3 +75,78 @@ describe.skipIf(engine !== 'postgres')('Postgres transactions losing their conne
     expect(await answer()).toEqual([{ x: 42 }])
   })
 })
+
+// The writer's COPY (CopyIn) on a real server: what a failure leaves of the transaction.
+describe.skipIf(engine !== 'postgres')('Postgres transactions ending with a COPY', () => {
+  let database: TestDatabase
+  let db: Database
+  beforeAll(async () => {
+    database = await createTestDatabase()
+    db = postgresDatabase(database.url!, 2)
+    await db.rows(sql`create table copied (id int primary key, note text)`)
+  })
+  afterAll(async () => {
+    await db.close()
+    await database.close()
+  })
+
+  const ids = async () => (await db.rows<{ id: number }>(sql`select id from copied order by id`)).map((r) => r.id)
+  const copy = 'copy copied (id, note) from stdin'
+
+  test('the rows are committed with the transaction, after the statements issued before the COPY', async () => {
+    await db.transaction(async (tx, copyIn) => {
+      const before = db.rows(sql`insert into copied values (1, 'inserted')`, tx)
+      const pending = copyIn!(copy)
+      await before
+      await pending.commit('2\tcopied\n3\t\\N\n') // \\N: NULL
+    })
+    expect(await db.rows(sql`select id, note from copied order by id`)).toEqual([
+      { id: 1, note: 'inserted' },
+      { id: 2, note: 'copied' },
+      { id: 3, note: null },
+    ])
+  })
+
+  test('a COPY that fails on a duplicate key leaves the transaction as before it, to go on and commit', async () => {
+    await db.transaction(async (tx, copyIn) => {
+      await db.rows(sql`insert into copied values (10, null)`, tx)
+      const failed = await copyIn!(copy).commit('11\tx\n1\tduplicate\n').then(() => 'copied', (error: { code?: string }) => error.code)
+      expect(failed).toBe('23505')
+      await db.rows(sql`insert into copied values (12, null)`, tx)
+    })
+    expect(await ids()).toEqual([1, 2, 3, 10, 12])
+  })
+
+  test('a COPY given up leaves the transaction as before it', async () => {
+    await db.transaction(async (tx, copyIn) => {
+      const pending = copyIn!(copy)
+      await pending.cancel()
+      await db.rows(sql`insert into copied values (20, null)`, tx)
+    })
+    expect(await ids()).toEqual([1, 2, 3, 10, 12, 20])
+  })
+
+  test('a connection ended while the COPY waits for its rows fails the transaction, and the next one is served', async () => {
+    const failed = db.transaction(async (tx, copyIn) => {
+      const pending = copyIn!(copy)
+      let copying: { pid: number }[] = []
+      const deadline = Date.now() + 5_000
+      while (copying.length === 0 && Date.now() < deadline) {
+        copying = await db.rows(sql`select pid from pg_stat_activity where datname = current_database() and query like 'savepoint copy_in;%'`)
+      }
+      const refused = await db.rows(sql`select 1`, tx).then(() => 'sent', (error: Error & { cause?: Error }) => (error.cause ?? error).message)
+      expect(refused).toBe('a statement was sent on a transaction while its COPY was under way')
+      await db.rows(sql`select pg_terminate_backend(${copying[0].pid})`)
+      await pending.commit('30\tlost\n')
+    })
+    expect(await failed.then(() => 'committed', (error: { code?: string }) => error.code)).toBe('CONNECTION_CLOSED')
+    expect(await ids()).toEqual([1, 2, 3, 10, 12, 20])
+  })
+
+  test('a transaction an ignored failure left aborted is not reported committed (the server answers COMMIT with ROLLBACK)', async () => {
+    const outcome = db.transaction(async (tx) => {
+      await db.rows(sql`insert into copied values (1, 'again')`, tx).catch(() => {})
+    })
+    expect(await outcome.then(() => 'committed', (error: Error) => error.message)).toMatch(/rolled back/)
+  })
+})

@@ -8,6 +8,7 @@ import type { LogRow } from './service'
 /** Log lines; a content hash already stored makes the row a no-op, so a resent batch is stored once. */
 export const logsSink: Sink<LogRow> = {
   name: 'logs',
+  singleStatement: true,
   async write(tx, rows) {
     return insertCounted(tx, rows, sql`
       insert into logs (project_id, content_hash, session_id, end_user_id, level, message, stack, url, user_agent, timestamp)

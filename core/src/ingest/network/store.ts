@@ -8,6 +8,7 @@ import type { NetworkErrorRow } from './service'
 /** Network errors; (session, requestId) already stored makes the row a no-op, so a resend is stored once. */
 export const networkErrorsSink: Sink<NetworkErrorRow> = {
   name: 'network_errors',
+  singleStatement: true,
   async write(tx, rows) {
     const sorted = sortedBy(rows, (r) => `${r.projectId}\n${r.sessionId}\n${r.requestId}`)
     return insertCounted(tx, rows, sql`

@@ -54,6 +54,7 @@ const EARLIER_ENTRY = sql.raw('excluded.entry_url is not null and (s.entry_url i
  */
 export const sessionsSink: Sink<SessionTouch> = {
   name: 'sessions',
+  singleStatement: true,
   async write(tx, rows) {
     const touches = mergeSessionTouches(rows).filter((t) => !sessionTouchIsKnown(t, knownSessions.get(sessionKey(t))))
     knownSessions.wrote(rows, touches)
@@ -99,6 +100,7 @@ export const sessionsSink: Sink<SessionTouch> = {
 /** Creates or extends end users; identify's attributes merge into what is stored. */
 export const endUsersSink: Sink<EndUserTouch> = {
   name: 'end_users',
+  singleStatement: true,
   async write(tx, rows) {
     const touches = mergeEndUserTouches(rows).filter((t) => !endUserTouchIsKnown(t, knownEndUsers.get(endUserKey(t))))
     knownEndUsers.wrote(rows, touches)

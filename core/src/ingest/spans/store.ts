@@ -8,6 +8,7 @@ import type { SpanRow } from './service'
 /** Spans; (traceId, spanId) already stored makes the row a no-op, so a resend is stored once. */
 export const spansSink: Sink<SpanRow> = {
   name: 'spans',
+  singleStatement: true,
   async write(tx, rows) {
     const sorted = sortedBy(rows, (r) => `${r.projectId}\n${r.traceId}\n${r.spanId}`)
     return insertCounted(tx, rows, sql`
