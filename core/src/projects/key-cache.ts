@@ -1,4 +1,5 @@
 import type { Database, Unlisten } from '../db'
+import { ApiError } from '../errors'
 import type { Logger } from '../log'
 import { hashKey, isWellFormedKey } from './keys'
 import { KEYS_CHANNEL } from './service'
@@ -54,10 +55,18 @@ export function createKeyCache(db: Database, log: Logger, options: KeyCacheOptio
     if (pending) return pending
     const startedIn = generation
     const lookup = findLiveKey(db.orm, hashKey(key))
-      .then((owner) => {
-        if (generation === startedIn) remember(key, owner ?? null)
-        return owner ?? null
-      })
+      .then(
+        (owner) => {
+          if (generation === startedIn) remember(key, owner ?? null)
+          return owner ?? null
+        },
+        // The database is out of reach (its connections are cut right after a restart clears this
+        // cache): the request is refused as any write would be then, for a retry, not as a fault.
+        (error: unknown) => {
+          log.warn('key lookup failed', { error: String(error) })
+          throw new ApiError('storage_unavailable', 'the project key cannot be checked: storage is unavailable; retry later', { retryAfterSeconds: 2 })
+        },
+      )
       .finally(() => {
         if (lookups.get(key) === lookup) lookups.delete(key)
       })

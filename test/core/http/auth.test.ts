@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { extractKey } from '@sightline/core/http/auth'
 import { createKey, revokeKey, rotateKey } from '@sightline/core/projects/service'
+import { coreWithBreakableDatabase } from '../../helpers/breakable-database'
 import { startCore, type TestCore } from '../../helpers/core'
 import { engine } from '../../helpers/database'
 import { spawnCore } from '../../helpers/process'
@@ -118,6 +119,33 @@ describe('rotation and revocation', () => {
       expect(seenAfterMs).toBeLessThan(100)
     } finally {
       await other.stop()
+    }
+  })
+})
+
+describe('a key that must be looked up while the database is out of reach', () => {
+  test('503 storage_unavailable with Retry-After, not an internal error; the key works once it is back', async () => {
+    const setup = await coreWithBreakableDatabase()
+    const { core } = setup
+    try {
+      // What a reconnection does: the cache is emptied, as notifications may have been missed.
+      core.services.keys.clear()
+      setup.breakDatabase()
+      const res = await core.post('/api/ingestion/customEvent', { sessionId: 'lookup', eventName: 'e' })
+      expect(res.status).toBe(503)
+      expect(res.headers.get('retry-after')).toMatch(/^\d+$/)
+      expect((await res.json()).error.code).toBe('storage_unavailable')
+      if (engine === 'postgres') {
+        setup.repair()
+        let status = 0
+        for (let i = 0; i < 50 && status !== 200; i++) {
+          status = (await core.post('/api/ingestion/customEvent', { sessionId: 'lookup', eventName: 'e' })).status
+          if (status !== 200) await Bun.sleep(100)
+        }
+        expect(status).toBe(200)
+      }
+    } finally {
+      await setup.close()
     }
   })
 })
