@@ -14,6 +14,9 @@ import type { Logger } from './log'
  *   on a half-open connection. It may still land later; writes are idempotent, so the retry is a no-op.
  * - A row the database rejects as data (bad text, out-of-range number) would sink everyone else's
  *   rows with it; the batch is split until the one request at fault is found, and only it fails.
+ *   So is a batch whose statement fails for a reason of its own rather than the database's (see
+ *   `faultOf`): whatever one request brings, it must not cost other requests, or other projects,
+ *   their writes and the next second of fail-fast.
  */
 
 /** Per project, how many of the rows a sink was given were stored already: resends. */
@@ -148,10 +151,44 @@ export function isDataError(error: unknown): boolean {
 /** Deadlock or serialization failure: the same commit may succeed if tried again. */
 export const isRetryable = (error: unknown) => ['40001', '40P01'].includes(sqlState(error) ?? '')
 
-function sqlState(error: unknown): string | undefined {
-  // Drizzle wraps the driver's error; the SQLSTATE is on the cause.
+/**
+ * SQLSTATE classes that mean "this database, now", whatever the statement: 08 connection, 28 and 3D
+ * the login or the database gone, 53 insufficient resources (disk full, out of memory), 55 a lock or
+ * object not available, 57 operator intervention (shutdown, cancel), 58 system (I/O) error, F0
+ * configuration, XX internal error. Retrying later is the client's right answer.
+ */
+const STORAGE_CLASSES = new Set(['08', '28', '3D', '53', '55', '57', '58', 'F0', 'XX'])
+
+/** What the driver says of a statement it refused to send, before the database saw it. */
+const DRIVER_STATEMENT_ERRORS = new Set(['MAX_PARAMETERS_EXCEEDED', 'UNDEFINED_VALUE'])
+
+/**
+ * Whose fault a failed commit is:
+ * - `rows`: the database refused a value (isDataError); the request holding it gets 400.
+ * - `statement`: a statement built from these rows failed on its own terms (an SQL error of another
+ *   class, a driver refusing it, our own code throwing on a value); a fault of the service that the
+ *   same rows meet again, so its request gets 500, and only it.
+ * - `storage`: the database or the way to it (any other error: connections, timeouts, the SQLSTATE
+ *   classes above); every request gets 503 and the writer fails fast for a while.
+ */
+export function faultOf(error: unknown): 'rows' | 'statement' | 'storage' {
+  if (isDataError(error)) return 'rows'
+  const code = sqlState(error)
+  if (code !== undefined) return STORAGE_CLASSES.has(code.slice(0, 2)) || isRetryable(error) ? 'storage' : 'statement'
   for (let e = error as { code?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
-    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return e.code
+    if (typeof e.code === 'string' && DRIVER_STATEMENT_ERRORS.has(e.code)) return 'statement'
+  }
+  // Thrown by JavaScript itself on a value (a property of undefined, an invalid array length): the
+  // drivers report their own troubles with errors of their own, carrying a code.
+  const plain = error instanceof TypeError || error instanceof RangeError
+  return plain && (error as { code?: unknown }).code === undefined ? 'statement' : 'storage'
+}
+
+function sqlState(error: unknown): string | undefined {
+  // Drizzle wraps the driver's error; the SQLSTATE is on the cause, an error the database sent (with
+  // a severity: a system error's code, such as EPIPE, may look like an SQLSTATE too).
+  for (let e = error as { code?: unknown; severity?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (typeof e.code === 'string' && typeof e.severity === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return e.code
   }
   return undefined
 }
@@ -278,20 +315,22 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
       batch.forEach((pending, i) => (verdicts[i] ? pending.reject(verdicts[i]) : pending.resolve()))
     } catch (error) {
       if (isRetryable(error) && attempt < 3) return commitIsolating(batch, attempt + 1)
-      if (isDataError(error)) {
-        if (batch.length === 1) {
-          log.warn('rows refused by the database', { error: errorText(error) })
-          batch[0].reject(new ApiError('validation_failed', 'a value in this request cannot be stored (invalid text, an out-of-range number or a value over a database limit)'))
-          return
-        }
+      const fault = faultOf(error)
+      if (fault === 'storage') {
+        unavailableUntil = now() + failFastMs
+        log.error('commit failed', { requests: batch.length, error: errorText(error) })
+        for (const pending of batch) pending.reject(unavailable())
+      } else if (batch.length > 1) {
         const half = Math.ceil(batch.length / 2)
         await commitIsolating(batch.slice(0, half))
         await commitIsolating(batch.slice(half))
-        return
+      } else if (fault === 'rows') {
+        log.warn('rows refused by the database', { error: errorText(error) })
+        batch[0].reject(new ApiError('validation_failed', 'a value in this request cannot be stored (invalid text, an out-of-range number or a value over a database limit)'))
+      } else {
+        log.error('a request could not be stored', { error: errorText(error), stack: String((error as Error)?.stack ?? '') })
+        batch[0].reject(new ApiError('internal_error', 'this request could not be stored because of a fault in the service; nothing of it was stored'))
       }
-      unavailableUntil = now() + failFastMs
-      log.error('commit failed', { requests: batch.length, error: errorText(error) })
-      for (const pending of batch) pending.reject(unavailable())
     }
   }
 

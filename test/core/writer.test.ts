@@ -170,6 +170,63 @@ describe('bounds and failures', () => {
     expect((await stored()).map((r) => r.id)).toEqual(['l1', 'l2', 'l3'])
   })
 
+  /** Writes probe rows; a row whose id names a fault meets it, for real, in the same transaction. */
+  const faultySink: Sink<ProbeRow> = {
+    name: 'writer_probe',
+    async write(tx, rows) {
+      for (const row of rows) {
+        if (row.id === 'bad-statement') await tx.execute(sql`select no_such_column from writer_probe`)
+        if (row.id === 'bad-code') (row.value as unknown as { length: number } | undefined)!.length // a TypeError, as a bug would throw
+        if (row.id === 'disk-full') await tx.execute(sql.raw(`do $$ begin raise exception 'could not extend file' using errcode = '53100'; end $$`))
+      }
+      await probeSink().write(tx, rows)
+    },
+  }
+
+  for (const [id, what] of [
+    ['bad-statement', 'a statement failing with an SQL error of its own (not a data error)'],
+    ['bad-code', 'the sink throwing a TypeError on a value'],
+  ] as const) {
+    test(`${what} fails only its own request, 500 internal_error, and the writer does not fail fast`, async () => {
+      const now = 1_000_000 // frozen: a fail-fast window would still be open at the next write
+      const w = writer({ lingerMs: 20, now: () => now })
+      const ids = ['s1', 's2', id, 's3', 's4', 's5']
+      const results = await Promise.allSettled(ids.map((rowId) => w.write(request(faultySink, { id: rowId }))))
+      expect(results.map((r) => (r.status === 'rejected' ? r.reason.code : 'ok'))).toEqual(['ok', 'ok', 'internal_error', 'ok', 'ok', 'ok'])
+      expect(results[2]).toMatchObject({ reason: { status: 500 } })
+      expect((results[2] as PromiseRejectedResult).reason.message).not.toContain('no_such_column')
+      await w.write(request(faultySink, { id: 's6' }))
+      expect((await stored()).map((r) => r.id)).toEqual(['s1', 's2', 's3', 's4', 's5', 's6'])
+    })
+  }
+
+  test('a database in trouble (disk full) fails the whole batch with storage_unavailable and fails fast: no request is singled out', async () => {
+    let now = 1_000_000
+    const w = writer({ lingerMs: 20, failFastMs: 1000, now: () => now })
+    let commits = 0
+    const counting: Sink<ProbeRow> = { name: 'writer_probe', write: (tx, rows) => (commits++, faultySink.write(tx, rows)) }
+    const results = await Promise.allSettled(['t1', 'disk-full', 't2', 't3'].map((id) => w.write(request(counting, { id }))))
+    expect(results.map((r) => (r.status === 'rejected' ? r.reason.code : 'ok'))).toEqual(Array(4).fill('storage_unavailable'))
+    expect(commits).toBe(1)
+    await expect(w.write(request(counting, { id: 't4' }))).rejects.toMatchObject({ code: 'storage_unavailable', details: { retryAfterSeconds: 2 } })
+    now += 1001
+    await w.write(request(counting, { id: 't4' }))
+    expect((await stored()).map((r) => r.id)).toEqual(['t4'])
+  })
+
+  test('a system error whose code looks like an SQLSTATE (EPIPE) is the connection\'s trouble, not the request\'s', async () => {
+    const broken: Sink<ProbeRow> = {
+      name: 'writer_probe',
+      write: async () => {
+        throw Object.assign(new Error('write EPIPE'), { code: 'EPIPE', errno: -32, syscall: 'write' })
+      },
+    }
+    const w = writer({ lingerMs: 20, now: () => 1_000_000 })
+    const results = await Promise.allSettled(['e1', 'e2'].map((id) => w.write(request(broken, { id }))))
+    expect(results.map((r) => (r.status === 'rejected' ? r.reason.code : 'ok'))).toEqual(['storage_unavailable', 'storage_unavailable'])
+    await expect(w.write(request(probeSink(), { id: 'e3' }))).rejects.toMatchObject({ code: 'storage_unavailable' })
+  })
+
   test('with several tables in a commit, the refused row is still found: later statements only report the aborted transaction', async () => {
     // The second table's bad row fails while the first table is still writing row by row, whose next
     // statement then fails only as "transaction aborted".

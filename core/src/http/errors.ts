@@ -6,10 +6,10 @@ interface ElysiaValidationError {
   all?: { path?: string; summary?: string; message?: string }[]
 }
 
-/** Turns whatever a handler threw into an ApiError; Elysia's own errors map onto WIRE.md codes. */
 /** Path -> methods served there, so a wrong method answers 405 with a truthful `Allow`. */
 export type RouteTable = ReadonlyMap<string, readonly string[]>
 
+/** Turns whatever a handler threw into an ApiError; Elysia's own errors map onto WIRE.md codes. */
 export function toApiError(code: string | number, error: unknown, request: Request, routes: RouteTable): ApiError {
   if (error instanceof ApiError) return error
   if (error instanceof Error && error.cause instanceof ApiError) return error.cause
@@ -41,7 +41,8 @@ export function toApiError(code: string | number, error: unknown, request: Reque
 export function errorHandler(log: Logger, routes: () => RouteTable) {
   return new Elysia({ name: 'http/errors' }).onError({ as: 'global' }, ({ code, error, request, set }) => {
     const apiError = toApiError(code, error, request, routes())
-    if (apiError.code === 'internal_error') {
+    // An ApiError of its own was logged where it was decided, with what caused it.
+    if (apiError.code === 'internal_error' && !(error instanceof ApiError)) {
       log.error('unhandled error', { path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) })
     }
     set.status = apiError.status
