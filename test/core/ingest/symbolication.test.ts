@@ -5,7 +5,7 @@ import { basename, join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import { parseStack } from '@sightline/core/ingest/errors/stack'
 import type { StoredFrame } from '@sightline/core/ingest/errors/service'
-import { createSourceMapCache } from '@sightline/core/ingest/sourcemaps/cache'
+import { createSourceMapCache, loadSourceMap } from '@sightline/core/ingest/sourcemaps/cache'
 import { startCore, type TestCore } from '../../helpers/core'
 
 /*
@@ -276,20 +276,41 @@ describe('source map cache', () => {
   })
 
   test('bounded: the least recently used maps leave first; a map larger than the bound is not kept', async () => {
-    const cache = createSourceMapCache({ maxBytes: tinyMap.length * 2 })
+    const tiny = loadSourceMap('tiny', tinyMap).bytes
+    const cache = createSourceMapCache({ maxBytes: tiny * 2 })
     const fetched: string[] = []
     const get = (key: string, json = tinyMap) => cache.get(key, key, async () => (fetched.push(key), json))
     await get('a')
     await get('b')
     await get('a')
     await get('c')
-    expect(cache.stats()).toEqual({ entries: 2, bytes: tinyMap.length * 2 })
+    expect(cache.stats()).toEqual({ entries: 2, bytes: tiny * 2 })
     await get('a')
     await get('b')
     expect(fetched).toEqual(['a', 'b', 'c', 'b'])
-    const huge = JSON.stringify({ version: 3, sources: ['a.ts'], names: [], mappings: 'AAAA', x: 'y'.repeat(100) })
+    const huge = JSON.stringify({ version: 3, sources: ['a.ts'], names: [], mappings: 'AAAA', x: 'y'.repeat(1000) })
     expect(await get('huge', huge)).not.toBeNull()
-    expect(cache.stats().bytes).toBeLessThanOrEqual(tinyMap.length * 2)
+    expect(cache.stats().bytes).toBeLessThanOrEqual(tiny * 2)
     expect(await cache.get('gone', 'gone', async () => null)).toBeNull()
+  })
+
+  test('maps are counted at what they take decoded, not at their JSON: many segments weigh far more than their text', async () => {
+    // 20,000 segments of 4 characters, and a source of 50,000 characters split into lines for context.
+    const dense = JSON.stringify({ version: 3, sources: ['a.ts'], sourcesContent: ['x\n'.repeat(25_000)], names: [], mappings: Array(200).fill(Array(100).fill('CAAC').join(',')).join(';') })
+    const loaded = loadSourceMap('dense.js.map', dense)
+    expect(loaded.bytes).toBeGreaterThan(dense.length + 20_000 * 50)
+    // A bound of five times its JSON would have kept it, counted by its JSON; it takes more.
+    const cache = createSourceMapCache({ maxBytes: dense.length * 5 })
+    expect(loaded.bytes).toBeGreaterThan(dense.length * 5)
+    expect(await cache.get('dense', 'dense.js.map', async () => dense)).not.toBeNull()
+    expect(cache.stats()).toEqual({ entries: 0, bytes: 0 })
+    // The estimate holds against the heap: forty such maps, kept, take about what it says.
+    Bun.gc(true)
+    const before = process.memoryUsage().heapUsed
+    const kept = Array.from({ length: 40 }, (_, i) => loadSourceMap(`d${i}`, dense.replace('"version"', `"n":${i},"version"`)))
+    Bun.gc(true)
+    const perMap = (process.memoryUsage().heapUsed - before) / kept.length
+    expect(perMap).toBeGreaterThan(loaded.bytes * 0.5)
+    expect(perMap).toBeLessThan(loaded.bytes * 2)
   })
 })
