@@ -1,4 +1,3 @@
-import { Elysia } from 'elysia'
 import { ApiError } from '../errors'
 import type { KeyCache } from '../projects/key-cache'
 import type { KeyOwner } from '../projects/store'
@@ -19,14 +18,4 @@ export async function authenticate(keys: KeyCache, key: string | undefined): Pro
   const owner = await keys.resolve(key)
   if (!owner) throw new ApiError('invalid_api_key', 'the project key is unknown, revoked or rotated')
   return owner
-}
-
-/**
- * Adds `caller` (project and environment of the key) to the routes of the feature that uses it.
- * Runs before body validation, so a request without a valid key learns that first.
- */
-export function authentication(keys: KeyCache) {
-  return new Elysia().derive({ as: 'scoped' }, async ({ headers, body, query }) => ({
-    caller: await authenticate(keys, extractKey(headers.authorization, body, query.apiKey)),
-  }))
 }

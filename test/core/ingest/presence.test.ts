@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { hasLiveViewer, liveSessions, liveWindows, registerLiveViewer, unregisterLiveViewer } from '@sightline/core/ingest/presence/store'
+import { createLiveViewerReader, liveSessions, liveWindows, registerLiveViewer, unregisterLiveViewer } from '@sightline/core/ingest/presence/store'
 import { lastChangePerWindow, presenceRows, type PresenceChange } from '@sightline/core/ingest/presence/service'
 import { presenceSink } from '@sightline/core/ingest/presence/store'
 import { endUsersSink, sessionsSink } from '@sightline/core/ingest/sessions/store'
@@ -86,7 +86,7 @@ describe('heartbeat and session-end', () => {
     await beat('p-5', 'w')
     expect(await registerLiveViewer(db(), projectId(), 'p-5')).toBe(true)
     expect(await (await beat('p-5', 'w')).json()).toEqual({ success: true, liveViewer: true })
-    expect(await hasLiveViewer(db(), projectId(), 'p-5')).toBe(true)
+    expect(await createLiveViewerReader(db())(projectId(), 'p-5')).toBe(true)
     await unregisterLiveViewer(db(), projectId(), 'p-5')
     expect(await (await beat('p-5', 'w')).json()).toEqual({ success: true, liveViewer: false })
 

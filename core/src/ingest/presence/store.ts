@@ -118,13 +118,6 @@ export function createLiveViewerReader(db: Database) {
     })
 }
 
-/** Whether a dashboard viewer is registered for the session now (the heartbeat's `liveViewer`). */
-export async function hasLiveViewer(db: Database, projectId: string, sessionId: string): Promise<boolean> {
-  const [row] = await db.rows<{ watched: boolean }>(sql`
-    select coalesce(live_viewer_until > now(), false) as watched from sessions where project_id = ${projectId} and session_id = ${sessionId}`)
-  return row?.watched ?? false
-}
-
 /**
  * For the dashboard: a viewer watches the session live, for `ttlSeconds` unless renewed; while one
  * does, heartbeats answer `liveViewer: true` and the tracker flushes replay faster. Several viewers
