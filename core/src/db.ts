@@ -139,6 +139,9 @@ export function errorMessage(error: unknown): string {
   return text.replace(/\s*\n\s*/g, ' ')
 }
 
+/** errorMessage cut to a log line: a failed statement's error may carry megabytes of parameters. */
+export const errorText = (error: unknown): string => errorMessage(error).slice(0, 300)
+
 /** Embedded PGlite, persisted under `dataDir`; one process at a time may open it. */
 export async function openEmbeddedDatabase(dataDir: string): Promise<Database> {
   const unusable = (error: unknown) => new ConfigError(`DATA_DIR: cannot open the embedded database in ${resolve(dataDir)}: ${errorMessage(error)}`)

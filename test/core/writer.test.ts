@@ -156,6 +156,7 @@ describe('bounds and failures', () => {
     )
     const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [[i, r.reason.code]] : []))
     expect(failed).toEqual([[7, 'validation_failed']])
+    expect((results[7] as PromiseRejectedResult).reason.details).toMatchObject({ path: '/' })
     expect(await stored()).toHaveLength(19)
   })
 
@@ -189,12 +190,19 @@ describe('bounds and failures', () => {
   ] as const) {
     test(`${what} fails only its own request, 500 internal_error, and the writer does not fail fast`, async () => {
       const now = 1_000_000 // frozen: a fail-fast window would still be open at the next write
-      const w = writer({ lingerMs: 20, now: () => now })
+      const lines: string[] = []
+      const w = createWriter(database.db, createLogger('warn', (line) => lines.push(line)), { concurrency: 1, lingerMs: 20, now: () => now })
       const ids = ['s1', 's2', id, 's3', 's4', 's5']
       const results = await Promise.allSettled(ids.map((rowId) => w.write(request(faultySink, { id: rowId }))))
       expect(results.map((r) => (r.status === 'rejected' ? r.reason.code : 'ok'))).toEqual(['ok', 'ok', 'internal_error', 'ok', 'ok', 'ok'])
       expect(results[2]).toMatchObject({ reason: { status: 500 } })
       expect((results[2] as PromiseRejectedResult).reason.message).not.toContain('no_such_column')
+      // The operator's log says why, once, on one line: the database's reason, not the failed query.
+      const logged = lines.map((line) => JSON.parse(line)).filter((entry) => entry.level === 'error')
+      expect(logged).toHaveLength(1)
+      expect(logged[0].msg).toBe('a request could not be stored')
+      if (id === 'bad-statement') expect(logged[0].error).toMatch(/column "no_such_column" does not exist/)
+      else expect(logged[0].stack).toContain('writer.test.ts')
       await w.write(request(faultySink, { id: 's6' }))
       expect((await stored()).map((r) => r.id)).toEqual(['s1', 's2', 's3', 's4', 's5', 's6'])
     })

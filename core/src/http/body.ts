@@ -1,6 +1,7 @@
 import { gunzipSync, inflateRawSync, inflateSync } from 'node:zlib'
 import { Elysia } from 'elysia'
 import { ApiError } from '../errors'
+import { parseJson, shallowEnough } from './json'
 
 export interface BodyLimits {
   /** Every route but the large ones. */
@@ -81,45 +82,6 @@ export function inflate(bytes: Uint8Array, compression: 'gzip' | 'deflate', limi
 const isOutputTooLarge = (error: unknown) =>
   error instanceof RangeError || (error as NodeJS.ErrnoException)?.code === 'ERR_BUFFER_TOO_LARGE'
 
-export function parseJson(bytes: Uint8Array): unknown {
-  if (bytes.byteLength === 0) throw new ApiError('invalid_json', 'the body is empty; send a JSON object')
-  let value: unknown
-  try {
-    value = JSON.parse(new TextDecoder().decode(bytes))
-  } catch {
-    throw new ApiError('invalid_json', 'the body is not valid JSON')
-  }
-  return shallowEnough(value, bytes.byteLength)
-}
-
-/**
- * Deeper than any real payload, and far from where the database's JSON parser runs out of stack:
- * Postgres refuses a jsonb value some thousands of levels deep, and the embedded one fails worse
- * (an internal error), which would fail every request of the commit with it, not only this one.
- */
-export const MAX_JSON_DEPTH = 512
-
-/** The parsed body, unless it nests arrays and objects deeper than MAX_JSON_DEPTH (400). */
-export function shallowEnough<T>(value: T, sizeBytes = Infinity): T {
-  // Each level takes a byte: small bodies, the common case, are not walked.
-  if (sizeBytes <= MAX_JSON_DEPTH) return value
-  const values: unknown[] = [value]
-  const depths: number[] = [1]
-  while (values.length > 0) {
-    const node = values.pop()
-    const depth = depths.pop()!
-    // Only what JSON makes: a route's own reader may put class instances (typed arrays) in the body.
-    const children = Array.isArray(node) ? node : Object.getPrototypeOf(node) === Object.prototype ? Object.values(node as object) : []
-    for (const child of children) {
-      if (child === null || typeof child !== 'object') continue
-      if (depth >= MAX_JSON_DEPTH) throw new ApiError('validation_failed', `the body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`, { path: '/' })
-      values.push(child)
-      depths.push(depth + 1)
-    }
-  }
-  return value
-}
-
 /**
  * Multipart fields as a plain object; a repeated field becomes an array. Grown in place: copied at
  * each repeat, 80,000 fields of one name (4 MB) took 23 s. Collected in a Map, a field named
@@ -130,7 +92,7 @@ async function parseMultipart(bytes: Uint8Array, contentType: string): Promise<R
   try {
     form = await new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { 'content-type': contentType } }).formData()
   } catch {
-    throw new ApiError('validation_failed', 'the multipart body could not be read')
+    throw new ApiError('validation_failed', 'the multipart body could not be read', { path: '/' })
   }
   const fields = new Map<string, unknown>()
   for (const [name, value] of form) {

@@ -1,4 +1,4 @@
-import type { Database, Unlisten } from '../db'
+import { errorText, type Database, type Unlisten } from '../db'
 import { ApiError } from '../errors'
 import type { Logger } from '../log'
 import { hashKey, isWellFormedKey } from './keys'
@@ -63,7 +63,7 @@ export function createKeyCache(db: Database, log: Logger, options: KeyCacheOptio
         // The database is out of reach (its connections are cut right after a restart clears this
         // cache): the request is refused as any write would be then, for a retry, not as a fault.
         (error: unknown) => {
-          log.warn('key lookup failed', { error: String(error) })
+          log.warn('key lookup failed', { error: errorText(error) })
           throw new ApiError('storage_unavailable', 'the project key cannot be checked: storage is unavailable; retry later', { retryAfterSeconds: 2 })
         },
       )

@@ -1,6 +1,6 @@
 import { ApiError } from '../../errors'
 import type { Caller } from '../../http/auth'
-import { parseJson } from '../../http/body'
+import { parseJson } from '../../http/json'
 import type { ClientFacts } from '../sessions/client'
 import type { EndUserTouch, SessionTouch } from '../sessions/service'
 import { clampTimestamp, stripNul } from '../shared/values'

@@ -1,5 +1,3 @@
-import { readBodyBytes } from '../../http/body'
-
 const DAY_MS = 24 * 60 * 60 * 1000
 
 /** Client clocks lie: a time more than 24 h ahead of receipt is taken as the receive time (WIRE.md). */
@@ -28,15 +26,4 @@ export function jsonParam(rows: unknown): string {
   if (json.includes('\\u0000')) json = json.replace(ESCAPED_NUL, '$1')
   if (json.includes('\\ud')) json = json.replace(ESCAPED_SURROGATE, '$1\\ufffd')
   return json
-}
-
-/**
- * Byte estimate of a request for the writer's bounds: the body as read when it was compressed or sent
- * without a length, else its Content-Length.
- */
-export function requestBytes(request: Request, fallback = 1024): number {
-  const read = readBodyBytes(request)
-  if (read !== undefined) return read
-  const declared = Number(request.headers.get('content-length'))
-  return declared > 0 ? declared : fallback
 }

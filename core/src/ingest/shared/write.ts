@@ -1,8 +1,9 @@
+import { errorText } from '../../db'
 import { ApiError } from '../../errors'
 import type { Caller } from '../../http/auth'
+import { readBodyBytes } from '../../http/body'
 import type { Logger } from '../../log'
 import type { SinkRows, Writer } from '../../writer'
-import { requestBytes } from './values'
 
 /** Hands one request's rows to the writer; resolves once they are committed (a 200 means stored). */
 export const commit = (writer: Writer, caller: Caller, request: Request, items: number, writes: SinkRows[]): Promise<void> =>
@@ -14,7 +15,18 @@ export async function readOrUnavailable<T>(read: Promise<T>, log: Logger): Promi
     return await read
   } catch (error) {
     if (error instanceof ApiError) throw error
-    log.error('read failed', { error: String((error as Error)?.message ?? error).slice(0, 300) })
+    log.error('read failed', { error: errorText(error) })
     throw new ApiError('storage_unavailable', 'storage is unavailable; retry later', { retryAfterSeconds: 2 })
   }
+}
+
+/**
+ * Byte estimate of a request for the writer's bounds: the body as read when it was compressed or sent
+ * without a length, else its Content-Length.
+ */
+export function requestBytes(request: Request, fallback = 1024): number {
+  const read = readBodyBytes(request)
+  if (read !== undefined) return read
+  const declared = Number(request.headers.get('content-length'))
+  return declared > 0 ? declared : fallback
 }

@@ -1,4 +1,4 @@
-import type { Database } from '../../db'
+import { errorText, type Database } from '../../db'
 import { ApiError } from '../../errors'
 import type { Logger } from '../../log'
 import { readOrUnavailable } from '../shared/write'
@@ -41,7 +41,7 @@ export function createSourceMapResolver(db: Database, log: Logger, cache: Source
             // would group it apart from its Issue. A map that cannot be parsed leaves its frames as
             // they came; the report is still stored.
             if (error instanceof ApiError) throw error
-            log.warn('source map not usable', { release: match.release, name: match.name, error: String((error as Error)?.message ?? error).slice(0, 300) })
+            log.warn('source map not usable', { release: match.release, name: match.name, error: errorText(error) })
           }
         }),
       )

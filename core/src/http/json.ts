@@ -1,0 +1,44 @@
+import { ApiError } from '../errors'
+
+// JSON bodies parsed, for the body parser and for routes that read their body themselves: plain
+// functions, no Elysia, so that services may use them.
+
+/** The body as JSON: 400 when it is empty, not JSON, or nested deeper than MAX_JSON_DEPTH. */
+export function parseJson(bytes: Uint8Array): unknown {
+  if (bytes.byteLength === 0) throw new ApiError('invalid_json', 'the body is empty; send a JSON object')
+  let value: unknown
+  try {
+    value = JSON.parse(new TextDecoder().decode(bytes))
+  } catch {
+    throw new ApiError('invalid_json', 'the body is not valid JSON')
+  }
+  return shallowEnough(value, bytes.byteLength)
+}
+
+/**
+ * Deeper than any real payload, and far from where the database's JSON parser runs out of stack:
+ * Postgres refuses a jsonb value some thousands of levels deep, and the embedded one fails worse
+ * (an internal error), which would fail every request of the commit with it, not only this one.
+ */
+export const MAX_JSON_DEPTH = 512
+
+/** The parsed body, unless it nests arrays and objects deeper than MAX_JSON_DEPTH (400). */
+export function shallowEnough<T>(value: T, sizeBytes = Infinity): T {
+  // Each level takes a byte: small bodies, the common case, are not walked.
+  if (sizeBytes <= MAX_JSON_DEPTH) return value
+  const values: unknown[] = [value]
+  const depths: number[] = [1]
+  while (values.length > 0) {
+    const node = values.pop()
+    const depth = depths.pop()!
+    // Only what JSON makes: a route's own reader may put class instances (typed arrays) in the body.
+    const children = Array.isArray(node) ? node : Object.getPrototypeOf(node) === Object.prototype ? Object.values(node as object) : []
+    for (const child of children) {
+      if (child === null || typeof child !== 'object') continue
+      if (depth >= MAX_JSON_DEPTH) throw new ApiError('validation_failed', `the body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`, { path: '/' })
+      values.push(child)
+      depths.push(depth + 1)
+    }
+  }
+  return value
+}
