@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { Database } from '../../db'
 import type { Sink } from '../../writer'
+import { sortedBy } from '../shared/rows'
 import { jsonParam } from '../shared/values'
 import { LIVE_VIEWER_TTL_SECONDS, LIVE_WINDOW_SECONDS, lastChangePerWindow, type PresenceChange } from './service'
 
@@ -14,9 +15,11 @@ const liveSince = sql`now() - make_interval(secs => ${LIVE_WINDOW_SECONDS})`
 /** The sessions of some changes, once each and sorted: rows are locked in the order they are looked up. */
 const sessionsOf = (changes: readonly PresenceChange[]) =>
   jsonParam(
-    [...new Map(changes.map((c) => [`${c.projectId}\n${c.sessionId}`, { projectId: c.projectId, sessionId: c.sessionId }])).entries()]
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([, session]) => session),
+    sortedBy(
+      changes.map((c) => ({ projectId: c.projectId, sessionId: c.sessionId })),
+      (s) => `${s.projectId}\n${s.sessionId}`,
+      { lastWins: true },
+    ),
   )
 
 /*

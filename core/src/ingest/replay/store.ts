@@ -1,9 +1,9 @@
 import { sql } from 'drizzle-orm'
 import type { Sink } from '../../writer'
-import { alreadyStoredOf, insertedPerProject } from '../shared/insert'
+import { alreadyStoredOf, inStatements, insertedPerProject } from '../shared/insert'
+import { sortedBy } from '../shared/rows'
 import type { ReplayChunkRow } from './service'
 
-const ROWS_PER_STATEMENT = 2_000
 const key = (r: ReplayChunkRow) => `${r.projectId}\n${r.sessionId}\n${r.windowId}\n${r.contentHash}`
 
 /**
@@ -14,10 +14,9 @@ const key = (r: ReplayChunkRow) => `${r.projectId}\n${r.sessionId}\n${r.windowId
 export const replayChunksSink: Sink<ReplayChunkRow> = {
   name: 'replay_chunks',
   async write(tx, rows) {
-    const sorted = [...rows].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0))
     const stored: { projectId: string; n: number }[] = []
-    for (let i = 0; i < sorted.length; i += ROWS_PER_STATEMENT) {
-      const values = sorted.slice(i, i + ROWS_PER_STATEMENT).map(
+    for (const run of inStatements(sortedBy(rows, key))) {
+      const values = run.map(
         (r) => sql`(${r.projectId}::uuid, ${r.sessionId}, ${r.windowId}, ${r.contentHash}, ${r.seq}::int,
           to_timestamp(${r.firstTimestamp}::float8 / 1000), to_timestamp(${r.lastTimestamp}::float8 / 1000),
           ${r.eventCount}::int, ${r.hasFullSnapshot}::boolean, ${r.rawBytes}::int, ${r.data}::bytea)`,

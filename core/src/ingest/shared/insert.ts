@@ -27,3 +27,16 @@ export function alreadyStoredOf(rows: readonly { projectId: string }[], stored: 
   for (const [projectId, n] of missing) if (n <= 0) missing.delete(projectId)
   return missing
 }
+
+/**
+ * Rows per statement for sinks that bind each row's values as parameters (binary data, bound as
+ * bytea): a statement takes at most 65,535 parameters, and 2,000 rows of a dozen values stay below.
+ */
+const ROWS_PER_STATEMENT = 2_000
+
+/** The rows in runs of at most `perStatement`, in order: one statement each. */
+export function inStatements<T>(rows: readonly T[], perStatement = ROWS_PER_STATEMENT): T[][] {
+  const runs: T[][] = []
+  for (let i = 0; i < rows.length; i += perStatement) runs.push(rows.slice(i, i + perStatement))
+  return runs
+}

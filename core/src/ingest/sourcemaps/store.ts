@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { Database } from '../../db'
 import type { Sink } from '../../writer'
+import { inStatements } from '../shared/insert'
 import { sortedBy } from '../shared/rows'
 import { jsonParam } from '../shared/values'
 import type { SourceMapCandidate, SourceMapUpload } from './service'
@@ -34,20 +35,15 @@ export async function sourceMapRows(projectId: string, release: string, uploads:
   )
 }
 
-/**
- * Rows per statement: each binds 7 parameters, and a statement takes at most 65,535. One multipart
- * upload may hold tens of thousands of small maps; bound all at once, they failed the commit, and
- * with it every request's writes for a while after.
- */
-const ROWS_PER_STATEMENT = 2_000
-
 /** Uploads replace what was stored under the same (release, name); the latest upload wins. */
 export const sourceMapsSink: Sink<SourceMapRow> = {
   name: 'sourcemaps',
   async write(tx, rows) {
     const latest = sortedBy(rows, (r) => `${r.projectId}\n${r.release}\n${r.name}`, { lastWins: true })
-    for (let i = 0; i < latest.length; i += ROWS_PER_STATEMENT) {
-      const values = latest.slice(i, i + ROWS_PER_STATEMENT).map(
+    // One multipart upload may hold tens of thousands of small maps: bound in one statement, they
+    // failed the commit, and with it every request's writes for a while after.
+    for (const run of inStatements(latest)) {
+      const values = run.map(
         (r) => sql`(${r.projectId}::uuid, ${r.release}, ${r.name}, ${r.url}, ${r.debugId}, ${r.content}::bytea, ${r.sizeBytes}::int, now())`,
       )
       await tx.execute(sql`
