@@ -1,6 +1,6 @@
 /**
  * Answers the relay gives itself, in WIRE.md's error shape. The codes core uses keep their meaning;
- * the two gateway failures are the relay's own.
+ * the gateway failures and the client gone before the answer are the relay's own.
  */
 export type RelayErrorCode =
   | 'not_found'

@@ -161,16 +161,19 @@ export interface BodyFacts {
   hasBearer: boolean
 }
 
+/** Whether the body could take the Bearer key at all, whatever its size: a plain (uncompressed) POST body. */
+export function canCarryKey(mode: KeyInBody, body: Omit<BodyFacts, 'contentLength'>): boolean {
+  if (mode === 'never' || !body.hasBearer || body.method !== 'POST' || body.queryCompression) return false
+  const encoding = body.contentEncoding?.trim().toLowerCase()
+  return !encoding || encoding === 'identity'
+}
+
 /**
- * Whether to try writing the Bearer key into the body. Only plain (uncompressed) bodies can take it;
- * "auto" also needs the body small enough to buffer, "always" buffers any declared size.
+ * Whether to try writing the Bearer key into the body: one that can carry it, of a known size that
+ * "auto" can buffer (64 KB); "always" buffers any declared size.
  */
 export function shouldMoveKey(mode: KeyInBody, body: BodyFacts): boolean {
-  if (mode === 'never' || !body.hasBearer || body.method !== 'POST') return false
-  if (body.queryCompression) return false
-  const encoding = body.contentEncoding?.trim().toLowerCase()
-  if (encoding && encoding !== 'identity') return false
-  if (body.contentLength === null || body.contentLength === 0) return false
+  if (!canCarryKey(mode, body) || body.contentLength === null || body.contentLength === 0) return false
   return mode === 'always' || body.contentLength <= KEY_IN_BODY_MAX_BYTES
 }
 

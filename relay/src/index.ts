@@ -1,6 +1,6 @@
 import { cappedStream, readUpTo } from './body.ts'
 import { errorResponse, UpstreamError } from './errors.ts'
-import { bearerToken, KEY_IN_BODY_MAX_BYTES, shouldMoveKey, upstreamHeaders, writeKeyIntoBody, type ClientInfo, type KeyInBody } from './headers.ts'
+import { bearerToken, canCarryKey, KEY_IN_BODY_MAX_BYTES, shouldMoveKey, upstreamHeaders, writeKeyIntoBody, type ClientInfo, type KeyInBody } from './headers.ts'
 import { isForwardedPath, normalizePrefix, splitUrl, underPrefix, type SplitUrl } from './paths.ts'
 import { serveScript, type ScriptOptions } from './script.ts'
 import { fetchClient } from './upstream/fetch.ts'
@@ -54,6 +54,9 @@ const QUERY_COMPRESSION = /[?&]compression=/
 
 const numberOrNull = (value: string | null) => (value === null ? null : Number(value))
 
+/** Bodies larger are refused with 413 before core is contacted, unless `maxBodyBytes` says otherwise. */
+export const DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024
+
 export function createRelay(options: RelayOptions): Relay {
   const prefix = normalizePrefix(options.prefix)
   const upstream = new URL(options.upstream)
@@ -62,7 +65,7 @@ export function createRelay(options: RelayOptions): Relay {
   const origin = upstream.origin
   const basePath = upstream.pathname.replace(/\/+$/, '')
   const mode = options.keyInBody ?? 'auto'
-  const maxBodyBytes = options.maxBodyBytes ?? 5 * 1024 * 1024
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
   const timeoutMs = options.timeoutMs ?? 30_000
   const send = options.client ?? fetchClient()
   const script = options.script ? serveScript(options.script) : null
@@ -73,11 +76,10 @@ export function createRelay(options: RelayOptions): Relay {
    */
   async function prepareBody(request: Request, body: ReadableStream<Uint8Array>, declared: number | null, search: string): Promise<PreparedBody> {
     const bearer = bearerToken(request.headers.get('authorization'))
-    const facts = { method: 'POST', contentLength: declared, contentEncoding: request.headers.get('content-encoding'), queryCompression: QUERY_COMPRESSION.test(search), hasBearer: bearer !== null }
+    const facts = { method: request.method, contentLength: declared, contentEncoding: request.headers.get('content-encoding'), queryCompression: QUERY_COMPRESSION.test(search), hasBearer: bearer !== null }
     let bytes: Uint8Array
     if (declared === null) {
-      const mayMove = shouldMoveKey(mode, { ...facts, contentLength: 1 })
-      const limit = mayMove && mode === 'always' ? maxBodyBytes : Math.min(KEY_IN_BODY_MAX_BYTES, maxBodyBytes)
+      const limit = mode === 'always' && canCarryKey(mode, facts) ? maxBodyBytes : Math.min(KEY_IN_BODY_MAX_BYTES, maxBodyBytes)
       const first = await readUpTo(body, limit)
       if (first.rest && limit === maxBodyBytes) {
         // Already past the limit: refused before core is contacted.

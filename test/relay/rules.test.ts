@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { bearerToken, connectionOptions, forwardingHeaders, shouldMoveKey, upstreamHeaders, writeKeyIntoBody } from '@sightline/relay/headers'
+import { bearerToken, canCarryKey, connectionOptions, forwardingHeaders, shouldMoveKey, upstreamHeaders, writeKeyIntoBody } from '@sightline/relay/headers'
 import { isForwardedPath, normalizePrefix, splitUrl, underPrefix } from '@sightline/relay/paths'
 
 const bytes = (text: string) => new TextEncoder().encode(text)
@@ -64,6 +64,17 @@ describe('header rules', () => {
     expect(shouldMoveKey('auto', { ...body, queryCompression: true })).toBe(false)
     expect(shouldMoveKey('auto', { ...body, hasBearer: false })).toBe(false)
     expect(shouldMoveKey('auto', { ...body, contentLength: 0 })).toBe(false)
+    expect(shouldMoveKey('auto', { ...body, contentLength: null })).toBe(false)
+  })
+
+  test('which bodies could carry the key at all, before their size is known (chunked)', () => {
+    const body = { method: 'POST', contentEncoding: null, queryCompression: false, hasBearer: true }
+    expect(canCarryKey('auto', body)).toBe(true)
+    expect(canCarryKey('always', body)).toBe(true)
+    expect(canCarryKey('never', body)).toBe(false)
+    expect(canCarryKey('auto', { ...body, contentEncoding: 'gzip' })).toBe(false)
+    expect(canCarryKey('auto', { ...body, queryCompression: true })).toBe(false)
+    expect(canCarryKey('auto', { ...body, hasBearer: false })).toBe(false)
   })
 })
 

@@ -1,5 +1,5 @@
 import type { Server } from 'bun'
-import { createRelay, type RelayOptions } from '../index.ts'
+import { createRelay, DEFAULT_MAX_BODY_BYTES, type RelayOptions } from '../index.ts'
 import { socketClient } from '../upstream/socket.ts'
 
 /** The relay for `Bun.serve`: upstream connections pooled on Bun's sockets (see `upstream/socket.ts`). */
@@ -17,7 +17,7 @@ export function serveRelay(options: RelayOptions & { port?: number; hostname?: s
     port,
     hostname,
     // The relay enforces its own limit with WIRE.md's 413; Bun's must not answer first.
-    maxRequestBodySize: 2 * (relayOptions.maxBodyBytes ?? 5 * 1024 * 1024),
+    maxRequestBodySize: 2 * (relayOptions.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES),
     fetch,
   })
 }
