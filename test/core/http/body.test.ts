@@ -114,6 +114,12 @@ describe('body parsing', () => {
     expect(await res.json()).toEqual({ fields: ['release', 'file'] })
   })
 
+  test('a multipart body that cannot be read is a validation failure of the whole body, in WIRE.md\'s shape', async () => {
+    const res = await send('/api/ingestion/sourcemaps', '--x\r\nnot a part', { 'content-type': 'multipart/form-data; boundary=x' })
+    expect(res.status).toBe(400)
+    expect(await res.json()).toEqual({ success: false, error: { code: 'validation_failed', message: 'the multipart body could not be read' }, path: '/' })
+  })
+
   test('many fields of one name are read in linear time; a field named __proto__ is a field', async () => {
     const big = new Elysia()
       .use(bodyParser({ maxBodyBytes: 4096, maxUploadBodyBytes: 8 * 1024 * 1024 }))
