@@ -3,7 +3,7 @@ import type { Writer } from '../../writer'
 import { asBatch } from '../shared/validate'
 import { commit } from '../shared/write'
 import type { IngestionPlugin } from '../plugin'
-import { endUsersSink, sessionsSink } from '../sessions/store'
+import { touchWrites } from '../sessions/store'
 import type { SourceMapResolver } from '../sourcemaps/resolver'
 import { ErrorBatchBody, ErrorReportBody } from './model'
 import { errorRows, reportedFrames } from './service'
@@ -33,11 +33,7 @@ export function errorRoutes({ ingestion, writer, sourceMaps }: ErrorDeps) {
     )
     const frames = reported.map((list, i) => symbolicate(list, lookups.get(batch.errors[i].release ?? null)!))
     const rows = errorRows(batch, frames, caller, Date.now())
-    await commit(writer, caller, request, rows.occurrences.length, [
-      { sink: errorEventsSink, rows: rows.occurrences },
-      { sink: sessionsSink, rows: rows.sessions },
-      { sink: endUsersSink, rows: rows.endUsers },
-    ])
+    await commit(writer, caller, request, rows.occurrences.length, [{ sink: errorEventsSink, rows: rows.occurrences }, ...touchWrites(rows)])
     return reply({ accepted: rows.occurrences.length, issues: rows.occurrences.map((o) => o.issueId) })
   })
 }

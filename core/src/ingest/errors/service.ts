@@ -1,8 +1,7 @@
 import type { Caller } from '../../http/auth'
 import { requestContentHasher } from '../shared/rows'
 import { MESSAGE_LIMIT_BYTES, NAME_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES, truncateUtf8 } from '../shared/text'
-import { sessionTouches } from '../sessions/touch'
-import type { EndUserTouch, SessionTouch } from '../sessions/service'
+import { sessionTouches, type SessionTouches } from '../sessions/touch'
 import { clampTimestamp } from '../shared/values'
 import { normalizeDebugId } from '../sourcemaps/service'
 import { fingerprintOf, fingerprintParts, isInApp, issueIdOf, looksMinifiedFunction, normalizeFile, normalizeFunction, type GroupingFrame } from './fingerprint'
@@ -37,10 +36,8 @@ export interface OccurrenceRow {
   timestamp: number
 }
 
-export interface ErrorRows {
+export interface ErrorRows extends SessionTouches {
   occurrences: OccurrenceRow[]
-  sessions: SessionTouch[]
-  endUsers: EndUserTouch[]
 }
 
 /** The frames of a report: the ready ones if it has them, else those of its stack. */

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import type { Caller } from '../../http/auth'
 import type { Writer } from '../../writer'
 import type { IngestionPlugin } from '../plugin'
-import { endUsersSink, sessionsSink } from '../sessions/store'
+import { touchWrites } from '../sessions/store'
 import { commit } from '../shared/write'
 import { CustomEventBatchBody, CustomEventBody } from './model'
 import { customEventRows, type CustomEventRows } from './service'
@@ -17,11 +17,7 @@ const newEventUuid = () => Bun.randomUUIDv7()
 
 export function eventRoutes({ ingestion, writer }: { ingestion: IngestionPlugin; writer: Writer }) {
   const store = (caller: Caller, rows: CustomEventRows, request: Request) =>
-    commit(writer, caller, request, rows.events.length, [
-      { sink: eventsSink, rows: rows.events },
-      { sink: sessionsSink, rows: rows.sessions },
-      { sink: endUsersSink, rows: rows.endUsers },
-    ])
+    commit(writer, caller, request, rows.events.length, [{ sink: eventsSink, rows: rows.events }, ...touchWrites(rows)])
 
   return new Elysia({ prefix: '/api/ingestion' })
     .use(ingestion)

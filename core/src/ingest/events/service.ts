@@ -1,5 +1,5 @@
 import type { Caller } from '../../http/auth'
-import type { EndUserTouch, SessionTouch } from '../sessions/service'
+import type { SessionTouches } from '../sessions/touch'
 import { NAME_LIMIT_BYTES, truncateUtf8 } from '../shared/text'
 import { clampTimestamp } from '../shared/values'
 import type { CustomEventBatchBody } from './model'
@@ -15,10 +15,8 @@ export interface EventRow {
   timestamp: number
 }
 
-export interface CustomEventRows {
+export interface CustomEventRows extends SessionTouches {
   events: EventRow[]
-  sessions: SessionTouch[]
-  endUsers: EndUserTouch[]
 }
 
 /**

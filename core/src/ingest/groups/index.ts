@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import type { Writer } from '../../writer'
 import type { IngestionPlugin } from '../plugin'
-import { endUsersSink, sessionsSink } from '../sessions/store'
+import { touchWrites } from '../sessions/store'
 import { commit } from '../shared/write'
 import { GroupIdentifyBody } from './model'
 import { groupIdentifyRows } from './service'
@@ -15,8 +15,7 @@ export function groupRoutes({ ingestion, writer }: { ingestion: IngestionPlugin;
       await commit(writer, caller, request, 1, [
         { sink: groupsSink, rows: rows.groups },
         { sink: groupMembersSink, rows: rows.members },
-        { sink: sessionsSink, rows: rows.sessions },
-        { sink: endUsersSink, rows: rows.endUsers },
+        ...touchWrites(rows),
       ])
       return reply({})
     },

@@ -1,5 +1,5 @@
 import type { Caller } from '../../http/auth'
-import type { EndUserTouch, SessionTouch } from '../sessions/service'
+import type { SessionTouches } from '../sessions/touch'
 import { stripNul } from '../shared/values'
 import type { GroupIdentifyBody } from './model'
 
@@ -18,11 +18,9 @@ export interface GroupMemberRow {
   endUserId: string
 }
 
-export interface GroupIdentifyRows {
+export interface GroupIdentifyRows extends SessionTouches {
   groups: GroupRow[]
   members: GroupMemberRow[]
-  sessions: SessionTouch[]
-  endUsers: EndUserTouch[]
 }
 
 export function groupIdentifyRows(body: GroupIdentifyBody, caller: Caller, now: number): GroupIdentifyRows {

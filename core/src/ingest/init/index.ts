@@ -6,7 +6,7 @@ import type { Writer } from '../../writer'
 import type { ClientLocator } from '../geo/locator'
 import type { IngestionPlugin } from '../plugin'
 import { clientFacts } from '../sessions/client'
-import { endUsersSink, sessionsSink } from '../sessions/store'
+import { touchWrites } from '../sessions/store'
 import { commit, readOrUnavailable } from '../shared/write'
 import { InitBody } from './model'
 import { initRows } from './service'
@@ -31,10 +31,7 @@ export function initRoutes({ ingestion, writer, locator, db, log }: InitDeps) {
       const endUserId = body.endUserId ?? (await readOrUnavailable(sessionEndUser(db, caller.projectId, body.sessionId), log))
       const rows = initRows({ ...body, endUserId }, caller, clientFacts(request, server, locator), Date.now(), randomUUID)
       // Opens a session; what the session records is counted as it arrives (0 items here).
-      await commit(writer, caller, request, 0, [
-        { sink: sessionsSink, rows: [rows.session] },
-        { sink: endUsersSink, rows: [rows.endUser] },
-      ])
+      await commit(writer, caller, request, 0, touchWrites(rows))
       return reply({ sessionId: body.sessionId, endUserId: rows.endUserId })
     },
     { body: InitBody },

@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import type { Writer } from '../../writer'
 import type { IngestionPlugin } from '../plugin'
-import { endUsersSink, sessionsSink } from '../sessions/store'
+import { touchWrites } from '../sessions/store'
 import { asBatch } from '../shared/validate'
 import { LogBatchBody, LogEntryBody } from './model'
 import { commit } from '../shared/write'
@@ -13,11 +13,7 @@ export function logRoutes({ ingestion, writer }: { ingestion: IngestionPlugin; w
   return new Elysia({ prefix: '/api/ingestion' }).use(ingestion).post('/logs', async ({ body, caller, reply, request }) => {
     const batch = parse(body)
     const rows = logRows(batch, caller, Date.now())
-    await commit(writer, caller, request, rows.logs.length, [
-      { sink: logsSink, rows: rows.logs },
-      { sink: sessionsSink, rows: rows.sessions },
-      { sink: endUsersSink, rows: rows.endUsers },
-    ])
+    await commit(writer, caller, request, rows.logs.length, [{ sink: logsSink, rows: rows.logs }, ...touchWrites(rows)])
     return reply({ accepted: rows.logs.length })
   })
 }

@@ -1,7 +1,6 @@
 import type { Caller } from '../../http/auth'
-import type { EndUserTouch, SessionTouch } from '../sessions/service'
 import { clampTimestamp } from '../shared/values'
-import { sessionTouches } from '../sessions/touch'
+import { sessionTouches, type SessionTouches } from '../sessions/touch'
 import type { LogBatchBody } from './model'
 import { requestContentHasher } from '../shared/rows'
 import { MESSAGE_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES, truncateUtf8 } from '../shared/text'
@@ -19,10 +18,8 @@ export interface LogRow {
   timestamp: number
 }
 
-export interface LogRows {
+export interface LogRows extends SessionTouches {
   logs: LogRow[]
-  sessions: SessionTouch[]
-  endUsers: EndUserTouch[]
 }
 
 /** A batch of log lines as rows; a single entry comes here as a batch of one. */

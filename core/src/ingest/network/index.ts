@@ -3,7 +3,7 @@ import type { Writer } from '../../writer'
 import { asBatch } from '../shared/validate'
 import { commit } from '../shared/write'
 import type { IngestionPlugin } from '../plugin'
-import { endUsersSink, sessionsSink } from '../sessions/store'
+import { touchWrites } from '../sessions/store'
 import { NetworkBatchBody, NetworkEntryBody } from './model'
 import { networkRows } from './service'
 import { networkErrorsSink } from './store'
@@ -13,11 +13,7 @@ export function networkRoutes({ ingestion, writer }: { ingestion: IngestionPlugi
   return new Elysia({ prefix: '/api/ingestion' }).use(ingestion).post('/network', async ({ body, caller, reply, request }) => {
     const batch = parse(body)
     const rows = networkRows(batch, caller, Date.now())
-    await commit(writer, caller, request, rows.errors.length, [
-      { sink: networkErrorsSink, rows: rows.errors },
-      { sink: sessionsSink, rows: rows.sessions },
-      { sink: endUsersSink, rows: rows.endUsers },
-    ])
+    await commit(writer, caller, request, rows.errors.length, [{ sink: networkErrorsSink, rows: rows.errors }, ...touchWrites(rows)])
     return reply({ accepted: rows.errors.length })
   })
 }

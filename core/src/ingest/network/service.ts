@@ -1,7 +1,6 @@
 import type { Caller } from '../../http/auth'
 import { MESSAGE_LIMIT_BYTES, optionalText, truncateUtf8 } from '../shared/text'
-import { sessionTouches } from '../sessions/touch'
-import type { EndUserTouch, SessionTouch } from '../sessions/service'
+import { sessionTouches, type SessionTouches } from '../sessions/touch'
 import { clampTimestamp } from '../shared/values'
 import type { NetworkBatchBody } from './model'
 
@@ -25,10 +24,8 @@ export interface NetworkErrorRow {
   timestamp: number
 }
 
-export interface NetworkRows {
+export interface NetworkRows extends SessionTouches {
   errors: NetworkErrorRow[]
-  sessions: SessionTouch[]
-  endUsers: EndUserTouch[]
 }
 
 const URL_LIMIT_BYTES = 8 * 1024

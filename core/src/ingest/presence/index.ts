@@ -4,7 +4,7 @@ import type { Logger } from '../../log'
 import type { Writer } from '../../writer'
 import { commit, readOrUnavailable } from '../shared/write'
 import type { IngestionPlugin } from '../plugin'
-import { endUsersSink, sessionsSink } from '../sessions/store'
+import { touchWrites } from '../sessions/store'
 import { HeartbeatBody, SessionEndBody } from './model'
 import { presenceRows, type PresenceRows } from './service'
 import { createLiveViewerReader, presenceSink } from './store'
@@ -17,11 +17,7 @@ interface PresenceDeps {
 }
 
 /** Heartbeats and goodbyes are pings: they count nothing against the monthly quota. */
-const writes = (rows: PresenceRows) => [
-  { sink: presenceSink, rows: rows.presence },
-  { sink: sessionsSink, rows: rows.sessions },
-  { sink: endUsersSink, rows: rows.endUsers },
-]
+const writes = (rows: PresenceRows) => [{ sink: presenceSink, rows: rows.presence }, ...touchWrites(rows)]
 
 export function presenceRoutes({ ingestion, writer, db, log }: PresenceDeps) {
   const liveViewerOf = createLiveViewerReader(db)

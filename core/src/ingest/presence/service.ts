@@ -1,8 +1,7 @@
 import type { Caller } from '../../http/auth'
 import { optionalText } from '../shared/text'
-import type { EndUserTouch, SessionTouch } from '../sessions/service'
 import type { HeartbeatBody, SessionEndBody } from './model'
-import { sessionTouches } from '../sessions/touch'
+import { sessionTouches, type SessionTouches } from '../sessions/touch'
 
 /** A session is live while any of its windows has beaten within this many seconds. */
 export const LIVE_WINDOW_SECONDS = 90
@@ -20,10 +19,8 @@ export interface PresenceChange {
   kind: 'beat' | 'end'
 }
 
-export interface PresenceRows {
+export interface PresenceRows extends SessionTouches {
   presence: PresenceChange[]
-  sessions: SessionTouch[]
-  endUsers: EndUserTouch[]
 }
 
 export function presenceRows(body: HeartbeatBody | SessionEndBody, kind: PresenceChange['kind'], caller: Caller, receivedAt: number): PresenceRows {

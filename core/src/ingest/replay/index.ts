@@ -3,7 +3,7 @@ import type { Writer } from '../../writer'
 import type { ClientLocator } from '../geo/locator'
 import type { IngestionPlugin } from '../plugin'
 import { clientFacts } from '../sessions/client'
-import { endUsersSink, sessionsSink } from '../sessions/store'
+import { touchWrites } from '../sessions/store'
 import { createGate } from './gate'
 import { replayBodyReader } from './intake'
 import { ReplayBody } from './model'
@@ -36,11 +36,7 @@ export function replayRoutes({ ingestion, writer, locator }: { ingestion: Ingest
         // A chunk counts once, whatever number of events it holds.
         items: rows.chunks.length,
         bytes: (chunk.encoded?.data.byteLength ?? 0) + TOUCH_BYTES,
-        writes: [
-          { sink: replayChunksSink, rows: rows.chunks },
-          { sink: sessionsSink, rows: rows.sessions },
-          { sink: endUsersSink, rows: rows.endUsers },
-        ],
+        writes: [{ sink: replayChunksSink, rows: rows.chunks }, ...touchWrites(rows)],
       })
       return reply({ accepted: chunk.accepted, dropped: chunk.dropped })
     },

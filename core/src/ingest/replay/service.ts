@@ -2,7 +2,8 @@ import { ApiError } from '../../errors'
 import type { Caller } from '../../http/auth'
 import { parseJson } from '../../http/json'
 import type { ClientFacts } from '../sessions/client'
-import type { EndUserTouch, SessionTouch } from '../sessions/service'
+import type { SessionTouch } from '../sessions/service'
+import type { SessionTouches } from '../sessions/touch'
 import { clampTimestamp, stripNul } from '../shared/values'
 import type { ReplayBody } from './model'
 import { HAS_DATA, IS_OBJECT, JsonSyntaxError, scanReplayBody, type ScannedBody, type ScannedEvents } from './scan'
@@ -156,10 +157,8 @@ export interface ReplayChunkRow {
   data: Uint8Array
 }
 
-export interface ReplayRows {
+export interface ReplayRows extends SessionTouches {
   chunks: ReplayChunkRow[]
-  sessions: SessionTouch[]
-  endUsers: EndUserTouch[]
 }
 
 const MAX_TEXT = 2048

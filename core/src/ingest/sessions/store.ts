@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { Sink } from '../../writer'
+import type { Sink, SinkRows } from '../../writer'
 import { jsonParam } from '../shared/values'
 import {
   endUserTouchIsKnown,
@@ -11,6 +11,7 @@ import {
   type KnownRow,
   type SessionTouch,
 } from './service'
+import type { SessionTouches } from './touch'
 
 /**
  * Rows this process committed, so that a touch adding nothing (see ACTIVITY_RESOLUTION_MS) is not
@@ -117,3 +118,9 @@ export const endUsersSink: Sink<EndUserTouch> = {
   },
   committed: (rows) => knownEndUsers.committed(rows, endUserKey, (t, before) => knownAfter(before, { firstAt: t.at, lastAt: t.at })),
 }
+
+/** The writes of a request's session and end-user touches, beside those of its own rows. */
+export const touchWrites = (touches: SessionTouches): SinkRows[] => [
+  { sink: sessionsSink, rows: touches.sessions },
+  { sink: endUsersSink, rows: touches.endUsers },
+]

@@ -11,11 +11,17 @@ export interface Sighting {
 }
 
 /**
- * What the items of one request tell about their sessions and end users, one touch each, for the
- * shared sessions and end-users sinks: sessions and end users are created by the first request
- * that names them, whichever route it is.
+ * What one request tells about its sessions and end users, for the shared sessions and end-users
+ * sinks (see `touchWrites`): sessions and end users are created by the first request that names
+ * them, whichever route it is. The rows of a feature extend this.
  */
-export function sessionTouches(caller: Caller, sightings: readonly Sighting[]): { sessions: SessionTouch[]; endUsers: EndUserTouch[] } {
+export interface SessionTouches {
+  sessions: SessionTouch[]
+  endUsers: EndUserTouch[]
+}
+
+/** The touches of the items of one request, one per session and one per end user. */
+export function sessionTouches(caller: Caller, sightings: readonly Sighting[]): SessionTouches {
   const sessions = new Map<string, SessionTouch>()
   const endUsers = new Map<string, EndUserTouch>()
   for (const { sessionId, endUserId, at, windowId } of sightings) {

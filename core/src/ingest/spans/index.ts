@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import type { Writer } from '../../writer'
 import { commit } from '../shared/write'
 import type { IngestionPlugin } from '../plugin'
-import { endUsersSink, sessionsSink } from '../sessions/store'
+import { touchWrites } from '../sessions/store'
 import { SpanBatchBody } from './model'
 import { spanRows } from './service'
 import { spansSink } from './store'
@@ -12,11 +12,7 @@ export function spanRoutes({ ingestion, writer }: { ingestion: IngestionPlugin; 
     '/spans/batch',
     async ({ body, caller, reply, request }) => {
       const rows = spanRows(body, caller, Date.now())
-      await commit(writer, caller, request, rows.spans.length, [
-        { sink: spansSink, rows: rows.spans },
-        { sink: sessionsSink, rows: rows.sessions },
-        { sink: endUsersSink, rows: rows.endUsers },
-      ])
+      await commit(writer, caller, request, rows.spans.length, [{ sink: spansSink, rows: rows.spans }, ...touchWrites(rows)])
       return reply({ accepted: rows.spans.length })
     },
     { body: SpanBatchBody },

@@ -1,8 +1,7 @@
 import type { Caller } from '../../http/auth'
 import { ApiError } from '../../errors'
 import { MESSAGE_LIMIT_BYTES, NAME_LIMIT_BYTES, optionalText, truncateUtf8 } from '../shared/text'
-import { sessionTouches } from '../sessions/touch'
-import type { EndUserTouch, SessionTouch } from '../sessions/service'
+import { sessionTouches, type SessionTouches } from '../sessions/touch'
 import { clampTimestamp } from '../shared/values'
 import type { SpanBatchBody } from './model'
 
@@ -24,10 +23,8 @@ export interface SpanRow {
   events: { name: string; timeMs: number; attributes?: Record<string, unknown> | null }[] | null
 }
 
-export interface SpanRows {
+export interface SpanRows extends SessionTouches {
   spans: SpanRow[]
-  sessions: SessionTouch[]
-  endUsers: EndUserTouch[]
 }
 
 /**
