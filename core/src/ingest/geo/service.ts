@@ -1,3 +1,7 @@
+import type { Caller } from '../../http/auth'
+import { sessionTouches, type SessionTouches } from '../sessions/touch'
+import type { IpInfoBody } from './model'
+
 /** Where an address is, as stored on sessions and end users and answered by `/ip-info`. */
 export interface Geo {
   country: string | null
@@ -44,3 +48,9 @@ export function geoFromRecord(record: GeoRecord | null | undefined): Geo | null 
 /** The body's `ip` when it is a public address, else the address the request came from. */
 export const addressToLocate = (claimed: string | null | undefined, requestAddress: string | null, isPublic: (address: string) => boolean): string | null =>
   claimed && isPublic(claimed) ? claimed : requestAddress
+
+/** What `/ip-info` stores: where the client is, on its session and on its end user. */
+export function ipInfoRows(body: IpInfoBody, caller: Caller, geo: Geo | null, now: number): SessionTouches {
+  const { sessions, endUsers } = sessionTouches(caller, [{ sessionId: body.sessionId, endUserId: body.endUserId ?? null, at: now }])
+  return { sessions: sessions.map((s) => ({ ...s, geo })), endUsers: endUsers.map((u) => ({ ...u, geo })) }
+}

@@ -1,5 +1,5 @@
 import type { Caller } from '../../http/auth'
-import type { SessionTouches } from '../sessions/touch'
+import { sessionTouches, type SessionTouches } from '../sessions/touch'
 import { stripNul } from '../shared/values'
 import type { GroupIdentifyBody } from './model'
 
@@ -24,15 +24,14 @@ export interface GroupIdentifyRows extends SessionTouches {
 }
 
 export function groupIdentifyRows(body: GroupIdentifyBody, caller: Caller, now: number): GroupIdentifyRows {
-  const { projectId, environment } = caller
+  const { projectId } = caller
   const groupType = stripNul(body.groupType)
   const groupKey = stripNul(String(body.groupKey))
   const endUserId = body.endUserId ?? null
   return {
     groups: [{ projectId, groupType, groupKey, properties: body.groupProperties ?? {}, at: now }],
     members: endUserId ? [{ projectId, groupType, groupKey, endUserId }] : [],
-    sessions: body.sessionId ? [{ projectId, sessionId: body.sessionId, environment, endUserId, firstAt: now, lastAt: now }] : [],
-    endUsers: endUserId ? [{ projectId, endUserId, at: now }] : [],
+    ...sessionTouches(caller, [{ sessionId: body.sessionId ?? null, endUserId, at: now }]),
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Caller } from '../../http/auth'
 import type { SessionTouch } from '../sessions/service'
+import { sessionTouches } from '../sessions/touch'
 import type { IdentifyBody } from './model'
 
 /**
@@ -45,8 +46,7 @@ export function identifyRows(
   const attributes = body.userAttributes ?? {}
   return {
     identify: { projectId: caller.projectId, endUserId, attributes, auth: authFields ? authValues(attributes, authFields) : null, at: now },
-    sessions: body.sessionId
-      ? [{ projectId: caller.projectId, sessionId: body.sessionId, environment: caller.environment, endUserId, firstAt: now, lastAt: now }]
-      : [],
+    // The end user is written by the identify itself (identitySink), with its attributes.
+    sessions: sessionTouches(caller, [{ sessionId: body.sessionId ?? null, endUserId, at: now }]).sessions,
   }
 }

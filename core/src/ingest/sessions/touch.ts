@@ -3,7 +3,8 @@ import type { EndUserTouch, SessionTouch } from './service'
 
 /** One item of a request seen in a session (a log line, an error report, a heartbeat...). */
 export interface Sighting {
-  sessionId: string
+  /** Null for an item outside any session: it touches its end user only. */
+  sessionId: string | null
   endUserId: string | null
   /** Epoch ms. */
   at: number
@@ -25,8 +26,13 @@ export function sessionTouches(caller: Caller, sightings: readonly Sighting[]): 
   const sessions = new Map<string, SessionTouch>()
   const endUsers = new Map<string, EndUserTouch>()
   for (const { sessionId, endUserId, at, windowId } of sightings) {
-    const seen = sessions.get(sessionId)
-    if (!seen) {
+    const seen = sessionId === null ? undefined : sessions.get(sessionId)
+    if (seen) {
+      seen.firstAt = Math.min(seen.firstAt, at)
+      seen.lastAt = Math.max(seen.lastAt, at)
+      seen.endUserId ??= endUserId
+      if (windowId && !seen.windowIds?.includes(windowId)) seen.windowIds = [...(seen.windowIds ?? []), windowId]
+    } else if (sessionId !== null) {
       sessions.set(sessionId, {
         projectId: caller.projectId,
         sessionId,
@@ -36,11 +42,6 @@ export function sessionTouches(caller: Caller, sightings: readonly Sighting[]): 
         lastAt: at,
         ...(windowId && { windowIds: [windowId] }),
       })
-    } else {
-      seen.firstAt = Math.min(seen.firstAt, at)
-      seen.lastAt = Math.max(seen.lastAt, at)
-      seen.endUserId ??= endUserId
-      if (windowId && !seen.windowIds?.includes(windowId)) seen.windowIds = [...(seen.windowIds ?? []), windowId]
     }
     if (endUserId) {
       const user = endUsers.get(endUserId)
