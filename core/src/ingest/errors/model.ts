@@ -1,9 +1,8 @@
 import { t } from 'elysia'
-import { EpochMs, Id, OptionalEndUserId, Properties, Uuid } from '../shared/model'
+import { EpochMs, itemOrBatch, OptionalEndUserId, OptionalText, Properties, Uuid } from '../shared/model'
 import { Release } from '../sourcemaps/model'
 import { MAX_FILENAME_CHARS, MAX_FUNCTION_CHARS } from './stack'
 
-const OptionalText = t.Optional(t.Union([t.String(), t.Null()]))
 const Position = t.Optional(t.Union([t.Integer({ minimum: 0, maximum: 2 ** 31 - 1 }), t.Null()]))
 
 /** A ready frame, innermost first as in `stack`; `inApp` and `debugId` are optional hints. */
@@ -36,15 +35,11 @@ const reportFields = {
   debugIds: t.Optional(t.Record(t.String(), t.String({ maxLength: 64 }))),
 }
 
+const bodies = itemOrBatch('errors', reportFields, 100)
 /** POST /errors, one report. */
-export const ErrorReportBody = t.Object({ ...reportFields, sessionId: Id })
-
+export const ErrorReportBody = bodies.item
 /** POST /errors, a batch: reports may name their own session and end user, else the batch's. */
-export const ErrorBatchBody = t.Object({
-  sessionId: Id,
-  endUserId: OptionalEndUserId,
-  errors: t.Array(t.Object({ ...reportFields, sessionId: t.Optional(Id) }), { minItems: 1, maxItems: 100 }),
-})
+export const ErrorBatchBody = bodies.batch
 
 export type ErrorReportBody = typeof ErrorReportBody.static
 export type ErrorBatchBody = typeof ErrorBatchBody.static

@@ -1,8 +1,5 @@
 import { t } from 'elysia'
-import { Id, OptionalEndUserId } from '../shared/model'
-
-/** No length limit: the service cuts what it keeps (a URL can carry kilobytes of state), the body limit bounds the rest. */
-const OptionalText = t.Optional(t.Union([t.String(), t.Null()]))
+import { Id, OptionalEndUserId, OptionalText } from '../shared/model'
 
 /** POST /init (fielded, deprecated). */
 export const InitBody = t.Object({

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { EpochMs, Id, OptionalEndUserId } from '../shared/model'
+import { EpochMs, itemOrBatch, OptionalEndUserId, OptionalText } from '../shared/model'
 
 export const LogLevel = t.Union([t.Literal('debug'), t.Literal('info'), t.Literal('log'), t.Literal('warn'), t.Literal('error')])
 
@@ -7,22 +7,18 @@ export const LogLevel = t.Union([t.Literal('debug'), t.Literal('info'), t.Litera
 const entryFields = {
   level: LogLevel,
   message: t.String(),
-  stack: t.Optional(t.Union([t.String(), t.Null()])),
-  url: t.Optional(t.Union([t.String(), t.Null()])),
+  stack: OptionalText,
+  url: OptionalText,
   timestampMs: EpochMs,
   endUserId: OptionalEndUserId,
-  userAgent: t.Optional(t.Union([t.String(), t.Null()])),
+  userAgent: OptionalText,
 }
 
+const bodies = itemOrBatch('logs', entryFields, 1000)
 /** POST /logs, one entry (fielded). */
-export const LogEntryBody = t.Object({ ...entryFields, sessionId: Id })
-
+export const LogEntryBody = bodies.item
 /** POST /logs, a batch: entries may name their own session and end user, else the batch's. */
-export const LogBatchBody = t.Object({
-  sessionId: Id,
-  endUserId: OptionalEndUserId,
-  logs: t.Array(t.Object({ ...entryFields, sessionId: t.Optional(Id) }), { minItems: 1, maxItems: 1000 }),
-})
+export const LogBatchBody = bodies.batch
 
 export type LogEntryBody = typeof LogEntryBody.static
 export type LogBatchBody = typeof LogBatchBody.static

@@ -1,7 +1,5 @@
 import { t } from 'elysia'
-import { EpochMs, Id, OptionalEndUserId, Properties } from '../shared/model'
-
-const OptionalText = t.Optional(t.Union([t.String(), t.Null()]))
+import { EpochMs, itemOrBatch, OptionalEndUserId, OptionalText, Properties } from '../shared/model'
 
 const entryFields = {
   /** The client's id of the request: with the session it makes a resend a no-op. */
@@ -24,15 +22,11 @@ const entryFields = {
   attributes: Properties,
 }
 
+const bodies = itemOrBatch('errors', entryFields, 1000)
 /** POST /network, one entry (fielded). */
-export const NetworkEntryBody = t.Object({ ...entryFields, sessionId: Id })
-
+export const NetworkEntryBody = bodies.item
 /** POST /network, a batch (fielded): `{sessionId, errors: [...]}`. */
-export const NetworkBatchBody = t.Object({
-  sessionId: Id,
-  endUserId: OptionalEndUserId,
-  errors: t.Array(t.Object({ ...entryFields, sessionId: t.Optional(Id) }), { minItems: 1, maxItems: 1000 }),
-})
+export const NetworkBatchBody = bodies.batch
 
 export type NetworkEntryBody = typeof NetworkEntryBody.static
 export type NetworkBatchBody = typeof NetworkBatchBody.static

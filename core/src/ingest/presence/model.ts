@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { Id, OptionalEndUserId } from '../shared/model'
+import { Id, OptionalEndUserId, OptionalText } from '../shared/model'
 
 const WindowId = t.Optional(t.Union([Id, t.Null()]))
 
@@ -8,7 +8,7 @@ export const HeartbeatBody = t.Object({
   sessionId: Id,
   endUserId: OptionalEndUserId,
   windowId: WindowId,
-  url: t.Optional(t.Union([t.String(), t.Null()])),
+  url: OptionalText,
 })
 
 /** POST /session-end, sent on page hide or unload. */

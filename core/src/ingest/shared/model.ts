@@ -1,3 +1,4 @@
+import type { TProperties } from '@sinclair/typebox'
 import { t } from 'elysia'
 
 /** Client-made ids (WIRE.md): 1-128 of [A-Za-z0-9._:-]. */
@@ -9,3 +10,22 @@ export const Uuid = t.String({ pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA
 export const EpochMs = t.Number({ minimum: 0, maximum: 1e14 })
 /** A free-form JSON object; null is taken for "none" as fielded clients send it. */
 export const Properties = t.Optional(t.Union([t.Record(t.String(), t.Unknown()), t.Null()]))
+/**
+ * A free text that may be absent or null. No length limit: the service cuts what it keeps (a URL can
+ * carry kilobytes of state), the body limit bounds the rest.
+ */
+export const OptionalText = t.Optional(t.Union([t.String(), t.Null()]))
+
+/**
+ * The two forms of a body that takes one item or a batch, as `asBatch` reads them: the item with its
+ * session, or `{sessionId, endUserId?, [key]: [items]}`, whose items may name their own session and
+ * end user, else the batch's.
+ */
+export function itemOrBatch<K extends string, F extends TProperties>(key: K, fields: F, maxItems: number) {
+  const items = t.Array(t.Object({ ...fields, sessionId: t.Optional(Id) }), { minItems: 1, maxItems })
+  type BatchFields = { sessionId: typeof Id; endUserId: typeof OptionalEndUserId } & { [P in K]: typeof items }
+  return {
+    item: t.Object({ ...fields, sessionId: Id }),
+    batch: t.Object({ sessionId: Id, endUserId: OptionalEndUserId, [key]: items } as BatchFields),
+  }
+}

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { EpochMs, Id, OptionalEndUserId, Properties } from '../shared/model'
+import { EpochMs, Id, OptionalEndUserId, OptionalText, Properties } from '../shared/model'
 
 /** W3C trace context ids: lowercase or uppercase hex; all zeros is the "invalid" id. */
 const TraceId = t.String({ pattern: '^(?!0{32})[0-9a-fA-F]{32}$' })
@@ -18,7 +18,7 @@ export const Span = t.Object({
   status: t.Optional(
     t.Object({
       code: t.Union([t.Literal('unset'), t.Literal('ok'), t.Literal('error')]),
-      message: t.Optional(t.Union([t.String(), t.Null()])),
+      message: OptionalText,
     }),
   ),
   attributes: Properties,
