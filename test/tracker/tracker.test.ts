@@ -111,6 +111,22 @@ describe('addEvent', () => {
     expect(chunk.body.automaticProperties).toMatchObject({ language: expect.any(String), timezone: expect.any(String), viewport: expect.stringMatching(/^\d+x\d+$/) })
   })
 
+  test('an event that cannot be sent (a cycle, a BigInt) is refused with a warning, never thrown into the page', async () => {
+    const { tracker, service, clock } = tracked({ logLevel: 'warn' })
+    tracker.configureLogging({ enableConsole: false })
+    const cycle: Record<string, unknown> = {}
+    cycle.self = cycle
+    tracker.addEvent(cycle)
+    tracker.addEvent({ type: 5, timestamp: 123, data: { total: 10n } })
+    tracker.addEvent({ cart: 3 })
+    await clock.advance(REPLAY_FLUSH_MS)
+    expect(replayEvents(service).map((e) => e.data)).toEqual([{ tag: 'custom', payload: { cart: 3 } }])
+    expect(tracker.viewLogs().map((entry) => entry.message)).toEqual([
+      'addEvent: not a JSON object (a cycle, a BigInt, an array?); not sent',
+      'addEvent: not a JSON object (a cycle, a BigInt, an array?); not sent',
+    ])
+  })
+
   test('replay is sent in chunks of at most about 1 MB of encoded JSON, each with its own seq', async () => {
     const { tracker, service, clock } = tracked()
     const text = 'x'.repeat(400_000)

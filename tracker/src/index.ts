@@ -158,7 +158,8 @@ export class ServiceTracker {
 
   /** A raw event into the recording: an rrweb event as it is, anything else as an rrweb custom event. */
   addEvent(event: unknown): void {
-    this.#messages.record(asRecordedEvent(event, this.#clock.now()), true)
+    const recorded = asRecordedEvent(event, this.#clock.now())
+    if (this.#isProperties(recorded, 'addEvent')) this.#messages.record(recorded, true)
   }
 
   /** Merges the properties into the end user's attributes; the `endUserId` stays the same. */
@@ -287,12 +288,13 @@ export class ServiceTracker {
   }
 
   /**
-   * Properties that cannot be sent (a cycle, a BigInt, not an object) are refused at the call, with a
-   * warning: sent, they would have the service refuse the whole batch they travel in.
+   * Properties or an event that cannot be sent (a cycle, a BigInt, not an object) are refused at the
+   * call, with a warning: sent, they would have the service refuse the whole batch they travel in (and
+   * measuring an event would throw into the page).
    */
   #isProperties(value: unknown, what: string): boolean {
     const ok = isProperties(value)
-    if (!ok) this.#log.warn(`${what}: the properties are not a JSON object (a cycle, a BigInt, an array?); not sent`)
+    if (!ok) this.#log.warn(`${what}: not a JSON object (a cycle, a BigInt, an array?); not sent`)
     return ok
   }
 

@@ -19,13 +19,12 @@ export function toText(value: unknown): string {
 }
 
 /**
- * Whether `value` can be sent as properties: nothing, or an object that is an object in JSON (a cycle
+ * Whether `value` can be sent as properties: nothing, or a value that is an object in JSON (a cycle
  * or a BigInt cannot be sent; the service refuses a string, an array or a number).
  */
 export function isProperties(value: unknown): boolean {
-  if (value === undefined || value === null) return true
   try {
-    return typeof value === 'object' && !Array.isArray(value) && JSON.stringify(value).startsWith('{')
+    return value == null || JSON.stringify(value)[0] === '{'
   } catch {
     return false
   }
