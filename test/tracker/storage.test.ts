@@ -4,6 +4,20 @@ import { openPage } from './helpers/dom'
 
 const parcel = (id: string, size = 10): Parcel => ({ id, path: '/api/ingestion/events', body: { pad: 'x'.repeat(size) } })
 
+/** A Storage that refuses any value longer than `quota` characters, as a full one does. */
+function limitedStorage(quota: number) {
+  const data = new Map<string, string>()
+  const storage = {
+    getItem: (k: string) => data.get(k) ?? null,
+    setItem: (k: string, v: string) => {
+      if (v.length > quota) throw new DOMException('full', 'QuotaExceededError')
+      data.set(k, v)
+    },
+    removeItem: (k: string) => void data.delete(k),
+  } as unknown as Storage
+  return { data, storage, setQuota: (chars: number) => (quota = chars) }
+}
+
 describe('browser storage, guarded', () => {
   test('a storage that throws (private mode, sandboxed frame) is never an error; memory serves the page', () => {
     const store = webStorage(() => {
@@ -14,6 +28,25 @@ describe('browser storage, guarded', () => {
     expect(store.get('a')).toBe('1')
     store.remove('a')
     expect(store.get('a')).toBeNull()
+  })
+
+  test('a write the storage refuses (full) is kept in memory and read from there, until a write of that key gets through', () => {
+    const { data, storage, setQuota } = limitedStorage(0)
+    data.set('k', 'old')
+    data.set('other', 'kept')
+    const store = webStorage(() => storage)
+    expect(store.set('k', 'new')).toBe(false)
+    expect([store.get('k'), store.get('other')]).toEqual(['new', 'kept'])
+    expect(data.get('k')).toBe('old')
+    setQuota(100)
+    expect(store.set('k', 'written')).toBe(true)
+    // From then on the storage is read again (another tab may write it).
+    data.set('k', 'from another tab')
+    expect(store.get('k')).toBe('from another tab')
+    setQuota(0)
+    store.set('k', 'refused')
+    store.remove('k')
+    expect([store.get('k'), data.has('k')]).toEqual([null, false])
   })
 
   test('a working storage is read as it is (another tab may have written it)', async () => {
@@ -83,16 +116,7 @@ describe('outbox: what could not be sent, kept in localStorage', () => {
   })
 
   test("the browser's quota refusing a write drops the oldest until it fits", () => {
-    const quota = JSON.stringify(['2', '3', '4'].map((id) => parcel(id, 40))).length
-    const data = new Map<string, string>()
-    const storage = {
-      getItem: (k: string) => data.get(k) ?? null,
-      setItem: (k: string, v: string) => {
-        if (v.length > quota) throw new DOMException('full', 'QuotaExceededError')
-        data.set(k, v)
-      },
-      removeItem: (k: string) => void data.delete(k),
-    } as unknown as Storage
+    const { storage } = limitedStorage(JSON.stringify(['2', '3', '4'].map((id) => parcel(id, 40))).length)
     const outbox = createOutbox(webStorage(() => storage), 'q')
     for (const id of ['1', '2', '3', '4']) outbox.put(parcel(id, 40))
     expect(outbox.all().map((p) => p.id)).toEqual(['2', '3', '4'])

@@ -168,6 +168,22 @@ describe('identity', () => {
     expect(again.tracker.getUserInfo()).toEqual({ ...before, preexistingUser: true })
   })
 
+  test('a full localStorage (every write refused) keeps one session and one end user for the page', async () => {
+    const { tracker, service, clock } = tracked({ enableAutomaticTracking: false }, { storage: { localStorageFull: true } })
+    tracker.start()
+    await settle()
+    const { endUserId, sessionId } = tracker.getUserInfo()
+    for (const name of ['a', 'b', 'c']) {
+      tracker.customEvent(name)
+      await clock.advance(2000)
+    }
+    await clock.advance(REPLAY_FLUSH_MS)
+    expect(service.to('/customEvent/batch').map((r) => [r.body.sessionId, r.body.endUserId])).toEqual(Array(3).fill([sessionId, endUserId]))
+    expect(tracker.getUserInfo()).toMatchObject({ endUserId, sessionId })
+    // One session, so one full snapshot: a new session would take one more.
+    expect(replayEvents(service).filter((event) => event.type === 2)).toHaveLength(1)
+  })
+
   test('a duplicated tab (a copy of a shown page\'s sessionStorage) gets a window of its own; its opener keeps its own', async () => {
     const first = tracked({ enableAutomaticTracking: false })
     first.tracker.start()

@@ -17,25 +17,26 @@ const attempt = <T>(use: () => T, fallback: T): T => {
 
 /**
  * Browser storage. Where it is unavailable (disabled, private mode, sandboxed frame: access throws)
- * a map in memory serves the page instead; a write the storage refuses (full) returns false.
+ * a map in memory serves the page instead. A write the storage refuses (full) returns false, and its
+ * value is read from memory until a write of that key gets through: a session renewed in memory
+ * only is still the page's session.
  */
 export function webStorage(open: () => Storage | null | undefined): KeyValue {
   const memory = new Map<string, string>()
-  const storage = () => attempt(open, null)
+  /** `action` on the storage, or `fallback` where it throws (and where there is no storage at all). */
+  const use = <T>(action: (storage: Storage) => T, fallback: T) => attempt(() => action(open()!), fallback)
   return {
-    get(key) {
-      const s = storage()
-      return s ? attempt(() => s.getItem(key), null) : (memory.get(key) ?? null)
-    },
+    get: (key) => memory.get(key) ?? use((storage) => storage.getItem(key), null),
     set(key, value) {
-      const s = storage()
-      if (!s) return !!memory.set(key, value)
-      return attempt(() => (s.setItem(key, value), true), false)
+      const written = use((storage) => (storage.setItem(key, value), true), false)
+      if (written) memory.delete(key)
+      else memory.set(key, value)
+      // Without a storage at all, memory serves the page: for it, the write is done.
+      return written || !attempt(open, null)
     },
     remove(key) {
-      const s = storage()
-      if (s) attempt(() => s.removeItem(key), undefined)
-      else memory.delete(key)
+      memory.delete(key)
+      use((storage) => storage.removeItem(key), null)
     },
   }
 }

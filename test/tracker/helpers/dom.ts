@@ -62,6 +62,8 @@ export interface PageOptions {
   localStorage?: Record<string, string>
   sessionStorage?: Record<string, string>
   cookie?: string
+  /** localStorage refuses every write, as a full one does (QuotaExceededError). */
+  localStorageFull?: boolean
   /** Run scripts of the page (the script-tag tests load t.js; give such a script `async`: happy-dom
    * loads others synchronously, which a server in this same process could never answer). */
   scripts?: boolean
@@ -82,6 +84,12 @@ export function openPage(url = 'http://shop.test/', html = '<!doctype html><html
   for (const [key, value] of Object.entries(options.localStorage ?? {})) win.localStorage.setItem(key, value)
   for (const [key, value] of Object.entries(options.sessionStorage ?? {})) win.sessionStorage.setItem(key, value)
   if (options.cookie) win.document.cookie = options.cookie
+  if (options.localStorageFull) {
+    const refuse = () => {
+      throw new DOMException('The quota has been exceeded.', 'QuotaExceededError')
+    }
+    Object.defineProperty(win.localStorage, 'setItem', { value: refuse })
+  }
   win.document.write(html)
   const global = globalThis as Record<string, unknown>
   const previous = GLOBALS.map((name) => [name, Object.getOwnPropertyDescriptor(global, name)] as const)
