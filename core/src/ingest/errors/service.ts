@@ -1,6 +1,6 @@
 import type { Caller } from '../../http/auth'
 import { requestContentHasher } from '../shared/rows'
-import { MESSAGE_LIMIT_BYTES, NAME_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES, truncateUtf8 } from '../shared/text'
+import { MESSAGE_LIMIT_BYTES, NAME_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES, truncateUtf8, URL_LIMIT_BYTES } from '../shared/text'
 import { sessionTouches, type SessionTouches } from '../sessions/touch'
 import { clampTimestamp } from '../shared/values'
 import { normalizeDebugId } from '../sourcemaps/service'
@@ -109,7 +109,7 @@ export function errorRows(body: ErrorBatchBody, frames: readonly Frame[][], call
       message,
       stack,
       frames: stored,
-      url: optionalText(report.url, 8 * 1024),
+      url: optionalText(report.url, URL_LIMIT_BYTES),
       level: report.level ?? 'error',
       handled: report.handled ?? null,
       release: report.release ?? null,

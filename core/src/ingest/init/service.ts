@@ -1,11 +1,8 @@
 import type { Caller } from '../../http/auth'
 import type { ClientFacts } from '../sessions/client'
 import type { SessionTouches } from '../sessions/touch'
-import { stripNul } from '../shared/values'
+import { sessionText } from '../shared/text'
 import type { InitBody } from './model'
-
-const MAX_URL = 2048
-const text = (value: string | null | undefined): string | null => (value ? stripNul(value.slice(0, MAX_URL)) : null)
 
 /** The session and end user an init call creates (or touches); an end user without an id gets one. */
 export function initRows(body: InitBody, caller: Caller, client: ClientFacts, now: number, newId: () => string): SessionTouches & { endUserId: string } {
@@ -20,12 +17,12 @@ export function initRows(body: InitBody, caller: Caller, client: ClientFacts, no
         endUserId,
         firstAt: now,
         lastAt: now,
-        entryUrl: text(body.entryURL),
+        entryUrl: sessionText(body.entryURL),
         entryAt: body.entryURL ? now : null,
-        referrer: text(body.referrer),
+        referrer: sessionText(body.referrer),
         ...client.userAgent,
         geo: client.geo,
-        sdkVersion: text(body.sdkVersion),
+        sdkVersion: sessionText(body.sdkVersion),
       },
     ],
     endUsers: [{ projectId: caller.projectId, endUserId, at: now, geo: client.geo }],

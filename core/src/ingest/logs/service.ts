@@ -3,7 +3,7 @@ import { clampTimestamp } from '../shared/values'
 import { sessionTouches, type SessionTouches } from '../sessions/touch'
 import type { LogBatchBody } from './model'
 import { requestContentHasher } from '../shared/rows'
-import { MESSAGE_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES, truncateUtf8 } from '../shared/text'
+import { LOG_URL_LIMIT_BYTES, MESSAGE_LIMIT_BYTES, optionalText, SHORT_LIMIT_BYTES, STACK_LIMIT_BYTES, truncateUtf8 } from '../shared/text'
 
 export interface LogRow {
   projectId: string
@@ -29,7 +29,7 @@ export function logRows(body: LogBatchBody, caller: Caller, receivedAt: number):
     const sessionId = entry.sessionId ?? body.sessionId
     const message = truncateUtf8(entry.message, MESSAGE_LIMIT_BYTES)
     const stack = optionalText(entry.stack, STACK_LIMIT_BYTES)
-    const url = optionalText(entry.url, MESSAGE_LIMIT_BYTES)
+    const url = optionalText(entry.url, LOG_URL_LIMIT_BYTES)
     return {
       projectId: caller.projectId,
       // The client's own time, not the clamped one, so that a retry hashes the same.
@@ -40,7 +40,7 @@ export function logRows(body: LogBatchBody, caller: Caller, receivedAt: number):
       message,
       stack,
       url,
-      userAgent: optionalText(entry.userAgent, 1024),
+      userAgent: optionalText(entry.userAgent, SHORT_LIMIT_BYTES),
       timestamp: clampTimestamp(entry.timestampMs, receivedAt),
     }
   })

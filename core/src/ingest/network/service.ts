@@ -1,5 +1,5 @@
 import type { Caller } from '../../http/auth'
-import { MESSAGE_LIMIT_BYTES, optionalText, truncateUtf8 } from '../shared/text'
+import { MESSAGE_LIMIT_BYTES, optionalText, SHORT_LIMIT_BYTES, truncateUtf8, URL_LIMIT_BYTES } from '../shared/text'
 import { sessionTouches, type SessionTouches } from '../sessions/touch'
 import { clampTimestamp } from '../shared/values'
 import type { NetworkBatchBody } from './model'
@@ -27,9 +27,6 @@ export interface NetworkErrorRow {
 export interface NetworkRows extends SessionTouches {
   errors: NetworkErrorRow[]
 }
-
-const URL_LIMIT_BYTES = 8 * 1024
-const SHORT_LIMIT_BYTES = 1024
 
 /** Failed or slow requests as rows; a single entry comes here as a batch of one. */
 export function networkRows(body: NetworkBatchBody, caller: Caller, receivedAt: number): NetworkRows {

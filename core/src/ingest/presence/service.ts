@@ -1,5 +1,5 @@
 import type { Caller } from '../../http/auth'
-import { optionalText } from '../shared/text'
+import { optionalText, URL_LIMIT_BYTES } from '../shared/text'
 import type { HeartbeatBody, SessionEndBody } from './model'
 import { sessionTouches, type SessionTouches } from '../sessions/touch'
 
@@ -26,7 +26,7 @@ export interface PresenceRows extends SessionTouches {
 export function presenceRows(body: HeartbeatBody | SessionEndBody, kind: PresenceChange['kind'], caller: Caller, receivedAt: number): PresenceRows {
   const windowId = body.windowId ?? ''
   const endUserId = body.endUserId ?? null
-  const url = 'url' in body ? optionalText(body.url, 8 * 1024) : null
+  const url = 'url' in body ? optionalText(body.url, URL_LIMIT_BYTES) : null
   return {
     presence: [{ projectId: caller.projectId, sessionId: body.sessionId, windowId, endUserId, url, kind }],
     ...sessionTouches(caller, [{ sessionId: body.sessionId, endUserId, at: receivedAt, windowId: windowId || undefined }]),

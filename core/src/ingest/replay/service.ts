@@ -4,7 +4,8 @@ import { parseJson } from '../../http/json'
 import type { ClientFacts } from '../sessions/client'
 import type { SessionTouch } from '../sessions/service'
 import type { SessionTouches } from '../sessions/touch'
-import { clampTimestamp, stripNul } from '../shared/values'
+import { sessionText } from '../shared/text'
+import { clampTimestamp } from '../shared/values'
 import type { ReplayBody } from './model'
 import { HAS_DATA, IS_OBJECT, JsonSyntaxError, scanReplayBody, type ScannedBody, type ScannedEvents } from './scan'
 
@@ -161,9 +162,6 @@ export interface ReplayRows extends SessionTouches {
   chunks: ReplayChunkRow[]
 }
 
-const MAX_TEXT = 2048
-const shortText = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? stripNul(value.slice(0, MAX_TEXT)) : null)
-
 /**
  * The rows one `/events` request stores: the chunk (when it kept any event) and what it tells of the
  * session and end user. Client times more than a day ahead are clamped for the columns; the events
@@ -184,14 +182,14 @@ export function replayRows(body: ReplayBody, chunk: ReceivedChunk, caller: Calle
     endUserId,
     firstAt: Math.min(firstAt, lastAt),
     lastAt: Math.max(firstAt, lastAt),
-    entryUrl: chunk.entryUrl ? shortText(chunk.entryUrl) : null,
+    entryUrl: chunk.entryUrl ? sessionText(chunk.entryUrl) : null,
     entryAt: chunk.entryUrl ? clampTimestamp(chunk.entryAt, receivedAt) : null,
-    referrer: shortText(properties?.referrer),
+    referrer: sessionText(properties?.referrer),
     ...client.userAgent,
     automaticProperties: properties,
     windowIds: body.windowId ? [body.windowId] : [],
     geo: client.geo,
-    sdkVersion: shortText(body.sdkVersion),
+    sdkVersion: sessionText(body.sdkVersion),
   }
   return {
     chunks:

@@ -5,6 +5,14 @@ export const MESSAGE_LIMIT_BYTES = 32 * 1024
 export const STACK_LIMIT_BYTES = 64 * 1024
 /** Names (of events, spans, errors) are indexed or grouped by: kept to 1 KB, 256 characters of any script. */
 export const NAME_LIMIT_BYTES = 1024
+/** Short texts: a network entry's status text, error type and name, span name; a log line's user agent. */
+export const SHORT_LIMIT_BYTES = 1024
+/** URLs of pages and requests (network errors, error reports, heartbeats). */
+export const URL_LIMIT_BYTES = 8 * 1024
+/** A log line's page URL is kept as long as its message may be, more than other URLs. */
+export const LOG_URL_LIMIT_BYTES = MESSAGE_LIMIT_BYTES
+/** What a session keeps of its entry URL, referrer and SDK version, in characters (see sessionText). */
+export const SESSION_TEXT_LIMIT_CHARS = 2048
 const MARK = '…'
 const encoder = new TextEncoder()
 
@@ -26,3 +34,10 @@ export function truncateUtf8(text: string, limitBytes: number): string {
 /** An optional free text, truncated; empty and absent become null. */
 export const optionalText = (text: string | null | undefined, limitBytes: number): string | null =>
   text ? truncateUtf8(text, limitBytes) || null : null
+
+/**
+ * A session's entry URL, referrer or SDK version: its first SESSION_TEXT_LIMIT_CHARS characters
+ * (UTF-16 code units), cut without a mark, NUL dropped; anything but a non-empty string is null.
+ */
+export const sessionText = (value: unknown): string | null =>
+  typeof value === 'string' && value !== '' ? stripNul(value.slice(0, SESSION_TEXT_LIMIT_CHARS)) : null
