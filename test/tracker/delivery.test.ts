@@ -162,6 +162,15 @@ describe('delivery', () => {
     expect(log.entries().map((e) => e.level)).toContain('error')
   })
 
+  test('403 (a WAF or CDN refusing one request) is not a refused key: that parcel is dropped and counted, sending goes on', async () => {
+    const { service, delivery, parcel, stops } = setup((request) => (request.body.events[0].n === 'a' ? { status: 403 } : { status: 200, body: { success: true } }))
+    await delivery.deliver(parcel('a'))
+    await delivery.deliver(parcel('b'))
+    expect([delivery.halted, stops]).toEqual([false, []])
+    expect(delivery.drops()).toEqual({ rejected_403: 1 })
+    expect(service.sent.map((r) => r.body.events[0].n)).toEqual(['a', 'b'])
+  })
+
   test('unloading: in flight and waiting parcels are persisted; a later success removes its copy', async () => {
     let release!: () => void
     const gate = new Promise<void>((resolve) => (release = resolve))

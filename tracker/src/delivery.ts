@@ -102,12 +102,14 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
 
   /**
    * What every answer says beyond its own request: 429 or `monthlyLimitReached` stop all sending, so
-   * does a refused key; a success's fields are passed on. True for a success.
+   * does a refused key (401, `missing_api_key` or `invalid_api_key`: the service says nothing else
+   * with 401); a success's fields are passed on. True for a success. A 403 is not the key's: WAFs and
+   * CDNs answer it to some requests, and only that parcel is dropped.
    */
   function settle(answer: Answer): boolean {
     const { status, data } = answer
     if (status === 429 || data?.monthlyLimitReached) halt('monthly_limit')
-    if (status === 401 || status === 403) {
+    if (status === 401) {
       log.error('the API key was refused; sending stopped')
       halt('invalid_key')
     }
