@@ -46,6 +46,14 @@ async function started(options: AutomaticTrackingOptions, html?: string, url?: s
 
 const customEvents = (t: Tracked) => t.service.to('/customEvent/batch').flatMap((r) => r.body.events)
 
+/** An XMLHttpRequest of the page, on `xhr` (a new one by default); resolves when it has ended. */
+const xhrSend = (t: Tracked, method: string, url: string, xhr = new t.win.XMLHttpRequest()) =>
+  new Promise<void>((resolve) => {
+    xhr.open(method, url)
+    xhr.addEventListener('loadend', () => resolve(), { once: true })
+    xhr.send()
+  })
+
 describe('page views and navigation', () => {
   test('a page view at start and at each change of path; a navigation event for every change of URL', async () => {
     const t = await started(only({ pageViews: true, navigation: true }), undefined, 'http://shop.test/home')
@@ -215,15 +223,8 @@ describe('network and spans', () => {
     const t = tracked({ automaticTrackingOptions: only({ network: true, spans: true }) })
     t.tracker.start()
     await settle()
-    const send = (method: string, url: string) =>
-      new Promise<void>((resolve) => {
-        const xhr = new t.win.XMLHttpRequest()
-        xhr.open(method, url)
-        xhr.addEventListener('loadend', () => resolve())
-        xhr.send()
-      })
-    await send('GET', `${apiBase}/ok`)
-    await send('get', `${apiBase}/fail`)
+    await xhrSend(t, 'GET', `${apiBase}/ok`)
+    await xhrSend(t, 'get', `${apiBase}/fail`)
     await settle()
     await t.clock.advance(TELEMETRY_FLUSH_MS)
     expect(t.service.to('/spans/batch').flatMap((r) => r.body.spans).map((s: any) => s.name)).toEqual(['GET /ok', 'GET /fail'])
@@ -260,6 +261,45 @@ describe('errors', () => {
       ['TypeError', 'x is not a function', false, 'web@2', true, { filename: 'http://shop.test/app.js', lineno: 3, colno: 7 }],
       ['Error', 'plain reason', false, 'web@2', false, { mechanism: 'unhandledrejection' }],
     ])
+  })
+})
+
+describe('wrappers another script puts over ours', () => {
+  test('after stop, ours reports nothing more; started again, every call is reported once', async () => {
+    const t = tracked({ automaticTrackingOptions: only({ pageViews: true, console: true, network: true }) })
+    t.win.console.warn = () => {}
+    t.tracker.start()
+    await settle()
+    // Another script (an analytics or error tool) wraps the same functions after us.
+    const { history, console } = t.win
+    const xhr = t.win.XMLHttpRequest.prototype
+    const wrapped: [Record<string, any>, string][] = [[history, 'pushState'], [console, 'warn'], [t.win, 'fetch'], [xhr, 'open'], [xhr, 'send']]
+    for (const [owner, name] of wrapped) {
+      const inner = owner[name]
+      owner[name] = function (this: unknown, ...args: unknown[]) {
+        return inner.apply(this, args)
+      }
+    }
+    const use = async (path: string) => {
+      history.pushState({}, '', path)
+      console.warn(path)
+      await t.win.fetch(`${apiBase}/fail`)
+      await xhrSend(t, 'GET', `${apiBase}/fail`)
+      await t.clock.advance(TELEMETRY_FLUSH_MS)
+    }
+    const reported = () => ({
+      pageViews: customEvents(t).filter((e) => e.eventName === '$pageview').map((e) => e.eventProperties.path),
+      // (happy-dom logs the failed requests with console.error.)
+      logs: t.service.to('/logs').flatMap((r) => r.body.logs.filter((log: { level: string }) => log.level === 'warn').map((log: { message: string }) => log.message)),
+      networkErrors: t.service.to('/network').flatMap((r) => r.body.errors).length,
+    })
+    t.tracker.stop()
+    await use('/stopped')
+    expect(reported()).toEqual({ pageViews: ['/'], logs: [], networkErrors: 0 })
+    t.tracker.start()
+    await settle()
+    await use('/again')
+    expect(reported()).toEqual({ pageViews: ['/', '/stopped', '/again'], logs: ['/again'], networkErrors: 2 })
   })
 })
 

@@ -9,14 +9,20 @@ export function listen<E extends Event>(target: EventTarget, type: string, handl
 }
 
 /**
- * Replaces `owner[name]` with `wrap(original)` and returns what restores it, unless something else
- * has wrapped it since (then ours stays, harmless, rather than cutting the other one out).
+ * Puts `wrap(original)` in place of `owner[name]` and returns what undoes it. Undone, our wrapper
+ * only calls the original: when something else has wrapped it since, ours stays in their chain (taken
+ * out, theirs would be too), and must report nothing, nor twice once started again.
  */
 export function patch<T extends object, K extends keyof T>(owner: T, name: K, wrap: (original: T[K]) => T[K]): () => void {
   const original = owner[name]
   const wrapped = wrap(original)
-  owner[name] = wrapped
+  let enabled = true
+  const installed = function (this: unknown, ...args: unknown[]) {
+    return ((enabled ? wrapped : original) as Function).apply(this, args)
+  } as T[K]
+  owner[name] = installed
   return () => {
-    if (owner[name] === wrapped) owner[name] = original
+    enabled = false
+    if (owner[name] === installed) owner[name] = original
   }
 }
