@@ -231,6 +231,17 @@ describe('network and spans', () => {
     expect(t.service.to('/network').flatMap((r) => r.body.errors).map((e: any) => [e.url, e.status])).toEqual([[`${apiBase}/fail`, 500]])
   })
 
+  test('an XMLHttpRequest object used again is reported once per request', async () => {
+    const t = tracked({ automaticTrackingOptions: only({ network: true }) })
+    t.tracker.start()
+    await settle()
+    const xhr = new t.win.XMLHttpRequest()
+    for (const path of ['/fail', '/fail?page=2', '/fail?page=3']) await xhrSend(t, 'GET', apiBase + path, xhr)
+    await settle()
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(t.service.to('/network').flatMap((r) => r.body.errors)).toHaveLength(3)
+  })
+
   test('stop puts fetch and XMLHttpRequest back', async () => {
     const t = tracked()
     const { fetch } = t.win

@@ -125,8 +125,11 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
           const request = this[REQUEST]
           if (request) {
             const start = context.now()
-            this.addEventListener('loadend', () =>
-              report(request[0], request[1], start, this.status || null, this.statusText || null, this.status ? undefined : { name: 'NetworkError', message: 'the request failed' }),
+            // Once: the page may send with this object again, and that request ends on its own.
+            this.addEventListener(
+              'loadend',
+              () => report(request[0], request[1], start, this.status || null, this.statusText || null, this.status ? undefined : { name: 'NetworkError', message: 'the request failed' }),
+              { once: true },
             )
           }
           return original.call(this, body)
