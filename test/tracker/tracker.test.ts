@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { SDK_VERSION, ServiceTracker } from '@sightline/tracker'
 import { CHUNK_MAX_CHARS, EVENT_FLUSH_MS, REPLAY_FLUSH_MS } from '@sightline/tracker/queue'
+import { REQUEST_TIMEOUT_MS } from '@sightline/tracker/transport'
 import trackerPackage from '../../tracker/package.json'
 import { settle } from './helpers/clock'
 import { storageOf } from './helpers/dom'
@@ -421,6 +422,24 @@ describe('start and stop', () => {
     win.dispatchEvent(new win.Event('pagehide'))
     await clock.advance(60_000)
     expect(service.sent.length).toBe(sent)
+  })
+
+  test('stop keeps what it could not deliver: its last flush, never answered, and a retry waiting go to the outbox; no retry timer is left', async () => {
+    const { tracker, service, clock } = tracked({ enableAutomaticTracking: false })
+    service.reply((request) => (request.body?.events[0].eventName === 'retried' ? { status: 503 } : 'no-answer'))
+    tracker.customEvent('retried')
+    await clock.advance(EVENT_FLUSH_MS)
+    expect(clock.pending()).toHaveLength(1)
+    tracker.customEvent('flushed')
+    tracker.stop()
+    await settle()
+    expect(tracker.getConnectionStatus().queued).toBe(2)
+    // What is left is the flush's own request, until the page gives up on it; nothing is retried then.
+    expect(clock.pending()).toEqual([REQUEST_TIMEOUT_MS])
+    await clock.advance(REQUEST_TIMEOUT_MS)
+    expect(clock.pending()).toEqual([])
+    expect(tracker.getConnectionStatus().queued).toBe(2)
+    expect(service.to('/customEvent/batch').map((r) => r.body.events[0].eventName)).toEqual(['retried', 'flushed'])
   })
 
   test('start twice is one start; start after stop starts again', async () => {

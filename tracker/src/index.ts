@@ -147,6 +147,8 @@ export class ServiceTracker {
   stop(): void {
     this.#stopRunning()
     this.#messages.flush()
+    // No page hide will keep them now: what the flush sent, and what waits for a retry, are kept until stored.
+    this.#delivery.persistPending()
     for (const undo of this.#lifecycle.splice(0)) undo()
     this.#identity.releaseTab()
   }
