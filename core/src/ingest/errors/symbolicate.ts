@@ -1,8 +1,10 @@
 import { originalPositionFor } from '@jridgewell/trace-mapping'
 import type { LoadedSourceMap } from '../sourcemaps/cache'
-import type { FrameFile } from '../sourcemaps/resolver'
+import type { FrameFile, SourceMapLookup } from '../sourcemaps/resolver'
 import { isInApp, looksMinifiedFunction, normalizeFunction } from './fingerprint'
+import type { ErrorReport } from './model'
 import { functionScopes, type FunctionScopes } from './scope'
+import { reportedFrames } from './service'
 
 /** A frame as the client reported it (or as its stack said), innermost first. */
 export interface ReportedFrame {
@@ -49,13 +51,31 @@ interface Traced {
 }
 
 /**
+ * The frames of each report (see reportedFrames), mapped through the source maps of its release:
+ * one lookup per release in the batch, not per report.
+ */
+export async function symbolicateReports(
+  reports: readonly ErrorReport[],
+  lookupFor: (release: string | null, files: readonly FrameFile[]) => Promise<SourceMapLookup>,
+): Promise<Frame[][]> {
+  const reported = reports.map((report) => ({ release: report.release ?? null, frames: reportedFrames(report) }))
+  const filesByRelease = new Map<string | null, ReportedFrame[]>()
+  for (const { release, frames } of reported) {
+    if (!filesByRelease.has(release)) filesByRelease.set(release, [])
+    filesByRelease.get(release)!.push(...frames)
+  }
+  const lookups = new Map(await Promise.all([...filesByRelease].map(async ([release, files]) => [release, await lookupFor(release, files)] as const)))
+  return reported.map(({ release, frames }) => symbolicate(frames, lookups.get(release)!))
+}
+
+/**
  * Maps each frame through its source map. The original function name is the one the original
  * source declares around the mapped position (see scope.ts); without `sourcesContent`, the name
  * the map gives at the caller's call site (the callee as the caller wrote it), else the reported
  * one, but neither when a minifier made it: a map made from minified code (terser after a bundler
  * that wrote no `names`) gives the first minifier's names, and those change with every build.
  */
-export function symbolicate(frames: readonly ReportedFrame[], lookup: (file: FrameFile) => LoadedSourceMap | undefined): Frame[] {
+export function symbolicate(frames: readonly ReportedFrame[], lookup: SourceMapLookup): Frame[] {
   const traced = frames.map((frame): Traced | null => {
     if (frame.lineno === null || frame.lineno < 1) return null
     const loaded = lookup({ filename: frame.filename, debugId: frame.debugId })
