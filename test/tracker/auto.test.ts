@@ -159,6 +159,19 @@ describe('console', () => {
     })
   })
 
+  test('what cannot become a string (an object without a prototype) is still logged by the page, and sent', async () => {
+    const printed: unknown[][] = []
+    const t = tracked({ automaticTrackingOptions: only({ console: true }) })
+    t.win.console.warn = (...args: unknown[]) => void printed.push(args)
+    t.tracker.start()
+    await settle()
+    const bare = Object.assign(Object.create(null), { sku: 'A1' })
+    t.win.console.warn(bare, 'left')
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(printed).toEqual([[bare, 'left']])
+    expect(t.service.to('/logs')[0].body.logs.map((log: { message: string }) => log.message)).toEqual(['{"sku":"A1"} left'])
+  })
+
   test("the tracker's own warnings are not sent as the page's logs", async () => {
     const t = tracked({ logLevel: 'warn', automaticTrackingOptions: only({ console: true }) })
     t.win.console.warn = () => {}

@@ -13,11 +13,13 @@ export function trackConsole(context: AutoContext): () => void {
   const undo = (['warn', 'error'] as const).map((level) =>
     patch(console, level, (original) =>
       function (this: Console, ...args: unknown[]) {
-        // Not the tracker's own lines, nor what a report itself logs (a failing serializer).
-        if (!reporting && !String(args[0]).startsWith(LOG_PREFIX)) {
+        // Not what a report itself logs (a failing serializer), nor the tracker's own lines.
+        if (!reporting) {
           reporting = true
           try {
-            context.log(level, args.map(toText).join(' ').slice(0, LOG_MESSAGE_MAX_CHARS), args.find(isErrorLike)?.stack)
+            if (!(typeof args[0] === 'string' && args[0].startsWith(LOG_PREFIX))) {
+              context.log(level, args.map(toText).join(' ').slice(0, LOG_MESSAGE_MAX_CHARS), args.find(isErrorLike)?.stack)
+            }
           } catch {
             // Never into the page's own console call.
           } finally {
