@@ -130,12 +130,23 @@ export function fingerprintParts({ name, message, frames, clientFingerprint }: F
 }
 
 function defaultParts(name: string, message: string, frames: readonly GroupingFrame[]): string[] {
-  const errorName = name.trim() || 'Error'
-  const top = frames.find((frame) => frame.inApp)
+  const errorName = errorNameOf(name)
+  const top = topFrame(frames)
   if (!top) return ['message', errorName, maskMessage(message)]
-  const file = normalizeFile(top.file, top.generated)
-  const fn = top.readable ? normalizeFunction(top.function) : ''
-  return fn ? ['stack', errorName, fn, file] : ['stack', errorName, file, maskMessage(message)]
+  return top.function ? ['stack', errorName, top.function, top.file] : ['stack', errorName, top.file, maskMessage(message)]
+}
+
+/** A report's error name as it is grouped and stored: blank is `Error`. */
+export const errorNameOf = (name: string): string => name.trim() || 'Error'
+
+/**
+ * The innermost in-app frame as grouping reads it, which also names an Issue's culprit: its file
+ * normalized, and its function normalized when the name can be trusted ('' otherwise).
+ */
+export function topFrame(frames: readonly GroupingFrame[]): { file: string; function: string } | undefined {
+  const top = frames.find((frame) => frame.inApp)
+  if (!top) return undefined
+  return { file: normalizeFile(top.file, top.generated), function: top.readable ? normalizeFunction(top.function) : '' }
 }
 
 /** The fingerprint as stored: a hash, so that any length of parts indexes the same. */

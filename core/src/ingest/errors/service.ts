@@ -4,7 +4,7 @@ import { MESSAGE_LIMIT_BYTES, NAME_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES,
 import { sessionTouches, type SessionTouches } from '../sessions/touch'
 import { clampTimestamp } from '../shared/values'
 import { normalizeDebugId } from '../sourcemaps/service'
-import { fingerprintOf, fingerprintParts, isInApp, issueIdOf, looksMinifiedFunction, normalizeFile, normalizeFunction, type GroupingFrame } from './fingerprint'
+import { errorNameOf, fingerprintOf, fingerprintParts, isInApp, issueIdOf, looksMinifiedFunction, topFrame, type GroupingFrame } from './fingerprint'
 import type { ErrorBatchBody, ErrorReport } from './model'
 import { MAX_FRAMES, parseStack } from './stack'
 import type { Frame, ReportedFrame } from './symbolicate'
@@ -85,16 +85,14 @@ export function errorRows(body: ErrorBatchBody, frames: readonly Frame[][], call
   const contentHash = requestContentHasher()
   const occurrences = body.errors.map((report, i): OccurrenceRow => {
     const sessionId = report.sessionId ?? body.sessionId
-    const name = truncateUtf8(report.name, NAME_LIMIT_BYTES).trim() || 'Error'
+    const name = errorNameOf(truncateUtf8(report.name, NAME_LIMIT_BYTES))
     const message = truncateUtf8(report.message, MESSAGE_LIMIT_BYTES)
     const stack = optionalText(report.stack, STACK_LIMIT_BYTES)
     const stored = storedFrames(frames[i], report.frames?.length ? report.frames.map((f) => f.inApp) : [])
     const grouping = stored.map(groupingFrame)
     const fingerprint = fingerprintOf(fingerprintParts({ name, message, frames: grouping, clientFingerprint: report.fingerprint }))
-    const top = grouping.find((f) => f.inApp)
-    const topFunction = top ? normalizeFunction(top.function) : ''
-    const topFile = top ? normalizeFile(top.file, top.generated) : ''
-    const culprit = top ? (topFunction && top.readable ? `${topFunction} (${topFile})` : topFile) : null
+    const top = topFrame(grouping)
+    const culprit = top ? (top.function ? `${top.function} (${top.file})` : top.file) : null
     return {
       projectId: caller.projectId,
       // The client's own time, not the clamped one, so that a retry hashes the same.
