@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { MAX_ATTEMPTS, RETRY_BASE_MS, RETRY_MAX_MS, createDelivery, retryAfterMs, retryDelay } from '@sightline/tracker/delivery'
 import { createOutbox, webStorage } from '@sightline/tracker/storage'
-import { REQUEST_TIMEOUT_MS, createTransport } from '@sightline/tracker/transport'
+import { BEACON_MAX_BYTES, REQUEST_TIMEOUT_MS, createTransport } from '@sightline/tracker/transport'
 import { fakeClock, settle } from './helpers/clock'
 import { openPage, type Page } from './helpers/dom'
 import { quietLog } from './helpers/quiet'
@@ -169,6 +169,15 @@ describe('delivery', () => {
     expect([delivery.halted, stops]).toEqual([false, []])
     expect(delivery.drops()).toEqual({ rejected_403: 1 })
     expect(service.sent.map((r) => r.body.events[0].n)).toEqual(['a', 'b'])
+  })
+
+  test("with fetch blocked, a full snapshot larger than a beacon may carry is delivered, not kept for ever", async () => {
+    const { service, clock, delivery, outbox, parcel } = setup((request) => (request.headers.authorization ? 'network-error' : { status: 200, body: { success: true } }))
+    const snapshot = { sessionId: 's', seq: 0, events: [{ type: 2, timestamp: 1, data: 'x'.repeat(2 * BEACON_MAX_BYTES) }] }
+    await delivery.deliver(parcel('snapshot', snapshot))
+    await clock.advance(RETRY_MAX_MS)
+    expect(outbox.size()).toBe(0)
+    expect(service.to('/events').map((r) => [r.via, r.body.events[0].type, r.body.apiKey])).toEqual([['fetch', 2, 'k']])
   })
 
   test('unloading: in flight and waiting parcels are persisted; a later success removes its copy', async () => {

@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, test } from 'bun:test'
+import { randomHex } from '@sightline/tracker/ids'
 import { BEACON_MAX_BYTES, REQUEST_TIMEOUT_MS, createTransport } from '@sightline/tracker/transport'
 import { fakeClock } from './helpers/clock'
 import { openPage, type Page } from './helpers/dom'
 import { quietLog } from './helpers/quiet'
-import { SERVICE_BASE, fakeService } from './helpers/service'
+import { SERVICE_BASE, fakeService, type Reply } from './helpers/service'
 
 let page: Page
 afterEach(() => page?.close())
@@ -92,21 +93,56 @@ describe('transport', () => {
     expect(request.body).toEqual({ sessionId: 's', apiKey: 'sl_dev_key' })
   })
 
-  test('sticky-beacon: fetch fails while the service is reachable, so this and every later send go by beacon', async () => {
+  test('sticky: fetch fails while the service is reachable, so this and every later send go as CORS-simple fetches, their answers read', async () => {
     const { service, transport, log } = setup({ compression: true })
-    // A blocker (or a proxy that drops preflights) fails the Authorization fetch; the no-cors probe passes.
-    service.reply((request) => (request.headers.authorization ? 'network-error' : { status: 200 }))
+    // A proxy that drops preflights (or a CORS setup without Authorization) fails the Authorization
+    // fetch; the no-cors probe and simple requests pass.
+    service.reply((request) => (request.headers.authorization ? 'network-error' : { status: 200, body: { success: true, liveViewer: true } }))
     expect(transport.blocked).toBe(false)
+    const read = { status: 200, data: { success: true, liveViewer: true }, retryAfter: null }
+    expect(await transport.send('/api/ingestion/customEvent/batch', { sessionId: 's', events: [1] })).toEqual(read)
+    expect(transport.blocked).toBe(true)
+    expect(await transport.send('/api/ingestion/events', { sessionId: 's', events: ['y'.repeat(3000)] })).toEqual(read)
+    expect(await transport.ping('/api/ingestion/heartbeat', { sessionId: 's' })).toEqual(read)
+    // No header a simple request may not have: text/plain (none for bytes), gzip said in the query.
+    expect(service.sent.map((r) => [r.via, r.path, r.compressed, r.query, r.headers['content-type'] as string | undefined])).toEqual([
+      ['fetch', '/api/ingestion/customEvent/batch', false, '', 'text/plain;charset=UTF-8'],
+      ['fetch', '/api/ingestion/events', true, '?compression=gzip', undefined],
+      ['fetch', '/api/ingestion/heartbeat', false, '', 'text/plain;charset=UTF-8'],
+    ])
+    expect(service.sent.every((r) => r.body.apiKey === 'sl_dev_key' && Object.keys(r.headers).every((name) => name === 'content-type'))).toBe(true)
+    expect(service.sent[1].body.events).toEqual(['y'.repeat(3000)])
+    expect(log.entries().map((e) => e.message)).toContain(`fetch to ${SERVICE_BASE} is blocked; sending CORS-simple requests from now on`)
+  })
+
+  test("sticky: a body larger than a beacon may carry goes, and the service's answers count (413, 503 with Retry-After)", async () => {
+    const { service, transport } = setup({ compression: true })
+    let answer: Reply = { status: 200, body: { success: true } }
+    service.reply((request) => (request.headers.authorization ? 'network-error' : request.path === '/health/simple' ? { status: 200 } : answer))
+    await transport.send('/api/ingestion/customEvent/batch', { events: [1] })
+    expect(transport.blocked).toBe(true)
+    // A full snapshot of text that hardly compresses: about 100 KB gzipped.
+    const snapshot = { sessionId: 's', events: [{ type: 2, timestamp: 1, data: randomHex(100_000) }] }
+    expect(await transport.send('/api/ingestion/events', snapshot)).toEqual({ status: 200, data: { success: true }, retryAfter: null })
+    answer = { status: 413 }
+    expect(await transport.send('/api/ingestion/events', snapshot)).toEqual({ status: 413, data: null, retryAfter: null })
+    answer = { status: 503, headers: { 'retry-after': '7' } }
+    expect(await transport.send('/api/ingestion/events', snapshot)).toEqual({ status: 503, data: null, retryAfter: '7' })
+    const sent = service.to('/events')
+    expect(sent.map((r) => [r.via, r.compressed])).toEqual(Array(3).fill(['fetch', true]))
+    expect(sent[0].body).toEqual({ ...snapshot, apiKey: 'sl_dev_key' })
+  })
+
+  test('sticky: a simple fetch that fails too while the service answers goes by beacon; while it does not answer, nothing is handed over', async () => {
+    const { service, transport } = setup()
+    service.reply((request) => (request.path === '/health/simple' ? { status: 200 } : 'network-error'))
     expect(await transport.send('/api/ingestion/customEvent/batch', { sessionId: 's', events: [1] })).toEqual({ status: 202 })
     expect(transport.blocked).toBe(true)
-    await transport.send('/api/ingestion/events', { sessionId: 's', events: ['y'.repeat(3000)] })
+    service.reply(() => 'network-error')
+    expect(await transport.send('/api/ingestion/customEvent/batch', { sessionId: 's', events: [2] })).toEqual({ status: 0 })
     await service.beaconsRead()
-    expect(service.sent.map((r) => [r.via, r.path, r.compressed, r.query])).toEqual([
-      ['beacon', '/api/ingestion/customEvent/batch', false, ''],
-      ['beacon', '/api/ingestion/events', true, '?compression=gzip'],
-    ])
-    expect(service.sent.every((r) => r.body.apiKey === 'sl_dev_key' && !r.headers.authorization)).toBe(true)
-    expect(log.entries().map((e) => e.message)).toContain(`fetch to ${SERVICE_BASE} is blocked; sending by beacon from now on`)
+    expect(service.sent.map((r) => [r.via, r.body.events])).toEqual([['beacon', [1]]])
+    expect(service.sent[0].body.apiKey).toBe('sl_dev_key')
   })
 
   test('not sticky when the service is unreachable (server down, offline network): a plain failure', async () => {

@@ -36,14 +36,19 @@ export interface TransportDeps {
 }
 
 /**
- * One attempt at one request. Normally `fetch` with `Authorization`. On unload, and for good once
- * fetch has been seen blocked while the service is reachable (sticky-beacon), `navigator.sendBeacon`
- * with the key in a text/plain JSON body, a CORS-simple request that needs no preflight; `fetch`
- * with `keepalive` where beacons are missing. Bodies are gzipped when `CompressionStream` exists and
- * the send may be asynchronous.
+ * One attempt at one request. Normally `fetch` with `Authorization`. Once that fetch has been seen
+ * blocked while the service is reachable (sticky: a proxy or CORS setup that refuses the preflight),
+ * a CORS-simple fetch: the key in a text/plain JSON body, gzip said in the query, nothing that needs
+ * a preflight. WIRE.md has sticky mode send by beacon; a beacon carries at most 64 KB (a larger full
+ * snapshot would never leave, and the replay could not be played) and says only that it was queued
+ * (a 503 would count as stored), while the simple fetch has no cap and its answer is read: 413
+ * halving, 429, 5xx retries and `liveViewer` keep working. Beacons remain for unload, where nothing
+ * else is sure to leave, and for a simple fetch that does not get through either while the service
+ * answers; `fetch` with `keepalive` where beacons are missing. Bodies are gzipped when
+ * `CompressionStream` exists and the send may be asynchronous.
  */
 export function createTransport({ base, apiKey, fetch, win, log, clock }: TransportDeps) {
-  let beacon = false
+  let blocked = false
   /** Whether the service answered the latest request or probe. */
   let answering = true
   const online = () => win.navigator.onLine !== false
@@ -64,10 +69,12 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
     const timeout = new AbortController()
     const timer = clock.setTimeout(() => timeout.abort(), REQUEST_TIMEOUT_MS)
     try {
-      const gzipped = simple ? null : await gzip(text)
+      const gzipped = await gzip(text)
       const headers: Record<string, string> = simple ? {} : { Authorization: 'Bearer ' + apiKey, 'Content-Type': 'application/json' }
-      if (gzipped) headers['Content-Encoding'] = 'gzip'
-      const response = await fetch(base + path, { method: 'POST', headers, body: gzipped ?? text, signal: timeout.signal })
+      // A simple request cannot say Content-Encoding (it would need a preflight): the query says it.
+      if (gzipped && !simple) headers['Content-Encoding'] = 'gzip'
+      const query = simple && gzipped ? '?compression=gzip' : ''
+      const response = await fetch(base + path + query, { method: 'POST', headers, body: gzipped ?? text, signal: timeout.signal })
       answering = true
       return { status: response.status, data: await response.json().catch(() => null), retryAfter: response.headers.get('retry-after') }
     } catch {
@@ -90,20 +97,22 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
   }
 
   /**
-   * By beacon, key in the body. Synchronous until the beacon is handed over when `unload` is set (no
-   * compression then), so it runs to completion inside a `pagehide` handler.
+   * By beacon, the key in the body, uncompressed (compressing is asynchronous): synchronous, so it
+   * runs to completion inside a `pagehide` handler.
    */
-  async function sendBeacon(path: string, body: object, unload: boolean): Promise<Answer> {
+  function sendBeacon(path: string, body: object): Answer {
     const text = JSON.stringify({ ...body, apiKey })
-    const gzipped = unload ? null : await gzip(text)
-    // The page's own Blob: a beacon's body must come from the window that sends it.
-    const payload = gzipped ? new win.Blob([gzipped], { type: 'text/plain' }) : text
-    const url = base + path + (gzipped ? '?compression=gzip' : '')
-    if ((gzipped?.byteLength ?? new Blob([text]).size) > BEACON_MAX_BYTES) return { status: 413, local: true }
+    if (new Blob([text]).size > BEACON_MAX_BYTES) return { status: 413, local: true }
     const navigator = win.navigator
-    if (navigator.sendBeacon) return { status: navigator.sendBeacon(url, payload) ? 202 : 0 }
-    fetch(url, { method: 'POST', body: payload, keepalive: true }).catch(() => {})
+    if (navigator.sendBeacon) return { status: navigator.sendBeacon(base + path, text) ? 202 : 0 }
+    fetch(base + path, { method: 'POST', body: text, keepalive: true }).catch(() => {})
     return { status: 202 }
+  }
+
+  /** Sticky: a simple fetch; by beacon when that does not get through either while the service answers. */
+  async function sendSimple(path: string, body: object): Promise<Answer> {
+    const answer = await post(path, body, true)
+    return answer.status || answer.timedOut || !(await reachable()) ? answer : sendBeacon(path, body)
   }
 
   return {
@@ -111,7 +120,7 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
     reachable,
     online,
     get blocked() {
-      return beacon
+      return blocked
     },
     /**
      * False once a fetch and then the health probe got no answer while online: the service is down,
@@ -122,15 +131,16 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
     },
     /** One attempt, by the way this page's sends currently go. */
     async send(path: string, body: object, unload = false): Promise<Answer> {
-      if (unload || beacon) return sendBeacon(path, body, unload)
+      if (unload) return sendBeacon(path, body)
+      if (blocked) return sendSimple(path, body)
       const result = await post(path, body)
       // A blocked fetch fails at once; one that timed out reached a service too slow to answer.
       if (result.status || result.timedOut || !online() || !(await reachable())) return result
-      beacon = true
-      log.warn('fetch to ' + base + ' is blocked; sending by beacon from now on')
-      return sendBeacon(path, body, false)
+      blocked = true
+      log.warn(`fetch to ${base} is blocked; sending CORS-simple requests from now on`)
+      return sendSimple(path, body)
     },
-    /** The heartbeat: a simple request whose answer (`liveViewer`) can be read; by beacon once fetch is blocked. */
-    ping: (path: string, body: object): Promise<Answer> => (beacon ? sendBeacon(path, body, false) : post(path, body, true)),
+    /** The heartbeat: a simple request whose answer (`liveViewer`) can be read. */
+    ping: (path: string, body: object): Promise<Answer> => post(path, body, true),
   }
 }

@@ -84,14 +84,18 @@ export interface ConnectionStatus {
   ingestionUrl: string
   /** How `ingestionUrl` was chosen. */
   source: 'option' | 'script' | 'meta' | 'default'
-  /** Fetch was seen failing while the service answered: sends go by beacon (sticky). */
+  /**
+   * Fetch with the key in its Authorization header was seen failing while the service answered:
+   * sends go as CORS-simple requests, the key in a text/plain body (sticky).
+   */
   blocked: boolean
   /**
    * The service answered the latest request or probe. False after a fetch and the health probe both
    * got no answer while online: the service is down, or a blocklist stops every request to its origin.
    */
   reachable: boolean
-  transport: 'fetch' | 'beacon'
+  /** `fetch` with the Authorization header, or `simple` requests while it is blocked (beacons on unload either way). */
+  transport: 'fetch' | 'simple'
   online: boolean
   /** Why sending stopped, if it did. */
   stopped: 'monthly_limit' | 'invalid_key' | null

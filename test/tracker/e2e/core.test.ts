@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm'
 import { registerLiveViewer } from '@sightline/core/ingest/presence/store'
 import { EVENT_FLUSH_MS, REPLAY_FLUSH_MS, TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
 import { HEARTBEAT_MS, type FetchFunction } from '@sightline/tracker'
+import { randomHex } from '@sightline/tracker/ids'
 import { settle } from '../helpers/clock'
 import { storageOf } from '../helpers/dom'
 import { blockAuthorizedFetch, eventually, openBrowser, startE2eCore, type Browser, type E2eCore } from '../helpers/e2e'
@@ -125,8 +126,13 @@ describe('straight to core', () => {
     })
   })
 
-  test('sticky-beacon: with the Authorization fetch blocked, sends go by beacon and still land', async () => {
-    const { tracker, clock } = directly({ enableAutomaticTracking: false }, { fetch: blockAuthorizedFetch, compression: true })
+  test('sticky: with the Authorization fetch blocked, sends go as CORS-simple requests and land, a full snapshot larger than a beacon may carry too', async () => {
+    // Text that hardly compresses, shown in visibility-first mode: the full snapshot is about 100 KB gzipped.
+    const text = randomHex(100_000)
+    const { tracker, clock } = directly(
+      { enableAutomaticTracking: false, redactionStrategy: { mode: 'visibility-first' } },
+      { fetch: blockAuthorizedFetch, compression: true, html: `<!doctype html><html><body><p id="long">${text}</p></body></html>` },
+    )
     tracker.start()
     await settle()
     const { sessionId } = tracker.getUserInfo()
@@ -136,15 +142,17 @@ describe('straight to core', () => {
     await clock.advance(EVENT_FLUSH_MS)
     await eventually(async () => {
       expect((await e2e.rows<{ event_name: string }>(sql`select event_name from events where session_id = ${sessionId} order by event_name`)).map((e) => e.event_name)).toEqual(['and again', 'through the blocker'])
-      expect((await e2e.replay(sessionId)).map((e) => e.type)).toContain(2)
+      const snapshots = (await e2e.replay(sessionId)).filter((e) => e.type === 2)
+      expect(snapshots).toHaveLength(1)
+      expect(JSON.stringify(snapshots[0])).toContain(text)
     })
-    expect(tracker.getConnectionStatus()).toMatchObject({ blocked: true, transport: 'beacon' })
+    expect(tracker.getConnectionStatus()).toMatchObject({ blocked: true, transport: 'simple', queued: 0 })
   })
 
   test('a resend after a lost answer is stored once (event uuids, chunk hashes)', async () => {
     // Core stores each first attempt, but the browser never sees the answer. The service still
-    // answers the reachability probe, so the tracker resends the same body by beacon: core gets
-    // every item twice.
+    // answers the reachability probe, so the tracker resends the same body as a CORS-simple request:
+    // core gets every item twice.
     const seen = new Set<string>()
     const losing = (real: FetchFunction): FetchFunction => async (input, init) => {
       const response = await real(input, init)
