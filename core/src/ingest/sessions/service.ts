@@ -40,7 +40,9 @@ export interface EndUserTouch {
   geo?: Geo | null
 }
 
-const sessionKey = (t: { projectId: string; sessionId: string }) => `${t.projectId}\n${t.sessionId}`
+/** A session and an end user are known by their project and id: keys for the maps that merge and cache them. */
+export const sessionKey = (t: { projectId: string; sessionId: string }) => `${t.projectId}\n${t.sessionId}`
+export const endUserKey = (t: { projectId: string; endUserId: string }) => `${t.projectId}\n${t.endUserId}`
 
 /**
  * One touch per session, so a multi-row upsert never meets the same row twice; sorted, so that
@@ -75,7 +77,7 @@ export function mergeSessionTouches(touches: readonly SessionTouch[]): SessionTo
 export function mergeEndUserTouches(touches: readonly EndUserTouch[]): EndUserTouch[] {
   const merged = new Map<string, EndUserTouch>()
   for (const touch of touches) {
-    const key = `${touch.projectId}\n${touch.endUserId}`
+    const key = endUserKey(touch)
     const seen = merged.get(key)
     merged.set(
       key,
@@ -89,7 +91,7 @@ export function mergeEndUserTouches(touches: readonly EndUserTouch[]): EndUserTo
         : touch,
     )
   }
-  return [...merged.values()].sort((a, b) => (`${a.projectId}\n${a.endUserId}` < `${b.projectId}\n${b.endUserId}` ? -1 : 1))
+  return [...merged.values()].sort((a, b) => (endUserKey(a) < endUserKey(b) ? -1 : 1))
 }
 
 /** The entry URL, its time and its page's referrer of whichever touch has the earlier entry. */

@@ -2,10 +2,12 @@ import { sql } from 'drizzle-orm'
 import type { Sink, SinkRows } from '../../writer'
 import { jsonParam } from '../shared/values'
 import {
+  endUserKey,
   endUserTouchIsKnown,
   knownAfter,
   mergeEndUserTouches,
   mergeSessionTouches,
+  sessionKey,
   sessionTouchIsKnown,
   type EndUserTouch,
   type KnownRow,
@@ -35,8 +37,6 @@ function knownRows<Touch>() {
   }
 }
 
-const sessionKey = (t: SessionTouch) => `${t.projectId}\n${t.sessionId}`
-const endUserKey = (t: EndUserTouch) => `${t.projectId}\n${t.endUserId}`
 const knownSessions = knownRows<SessionTouch>()
 const knownEndUsers = knownRows<EndUserTouch>()
 
