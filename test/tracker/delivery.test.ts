@@ -218,6 +218,35 @@ describe('delivery', () => {
     expect(outbox.size()).toBe(0)
   })
 
+  test('200 parcels kept: a drain while offline writes nothing and sends nothing; one that fails writes nothing either', async () => {
+    let down = true
+    const { service, delivery, outbox, parcel } = setup(() => (down ? { status: 503 } : { status: 200, body: { success: true } }))
+    for (let i = 0; i < 200; i++) outbox.put(parcel(String(i)))
+    const kept = page.win.localStorage.getItem('sl_outbox:k')!
+    const writes = { calls: 0, chars: 0 }
+    const setItem = page.win.localStorage.setItem.bind(page.win.localStorage)
+    const counted = (key: string, value: string) => {
+      writes.calls++
+      writes.chars += value.length
+      setItem(key, value)
+    }
+    Object.defineProperty(page.win.localStorage, 'setItem', { value: counted })
+
+    Object.defineProperty(page.win.navigator, 'onLine', { value: false, configurable: true })
+    await delivery.drain()
+    expect([service.sent.length, writes]).toEqual([0, { calls: 0, chars: 0 }])
+
+    Object.defineProperty(page.win.navigator, 'onLine', { value: true, configurable: true })
+    await delivery.drain()
+    expect([service.sent.length, writes]).toEqual([200, { calls: 0, chars: 0 }])
+    expect(page.win.localStorage.getItem('sl_outbox:k')).toBe(kept)
+
+    // Back up: each one leaves the outbox once it is stored, not before.
+    down = false
+    await delivery.drain()
+    expect([service.sent.length, outbox.size(), writes.calls]).toEqual([400, 0, 200])
+  })
+
   test('drain sends what was persisted, one attempt each; a success drains the rest too', async () => {
     const { service, delivery, outbox, parcel } = setup()
     outbox.put(parcel('a'))

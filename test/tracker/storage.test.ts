@@ -115,6 +115,30 @@ describe('outbox: what could not be sent, kept in localStorage', () => {
     expect(outbox.dropped()).toBe(6)
   })
 
+  test('dropping many parcels to fit serializes each one once, not the whole list again for every one dropped', () => {
+    const store = webStorage(() => null)
+    const small = Array.from({ length: 200 }, (_, i) => parcel(String(i), 40))
+    const kept = JSON.stringify(small).length
+    const outbox = createOutbox(store, 'q', kept + 100)
+    for (const p of small) outbox.put(p)
+    const stringify = JSON.stringify
+    let chars = 0
+    JSON.stringify = ((...args: Parameters<typeof stringify>) => {
+      const text = stringify(...args)
+      chars += text.length
+      return text
+    }) as typeof JSON.stringify
+    try {
+      outbox.put(parcel('large', kept))
+    } finally {
+      JSON.stringify = stringify
+    }
+    expect(outbox.all().map((p) => p.id)).toEqual(['large'])
+    expect(outbox.dropped()).toBe(200)
+    // The list with the large one, then each small one dropped: about twice the list, not 100 times.
+    expect(chars).toBeLessThan(3 * (kept + JSON.stringify(parcel('large', kept)).length))
+  })
+
   test("the browser's quota refusing a write drops the oldest until it fits", () => {
     const { storage } = limitedStorage(JSON.stringify(['2', '3', '4'].map((id) => parcel(id, 40))).length)
     const outbox = createOutbox(webStorage(() => storage), 'q')

@@ -61,17 +61,28 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     drops[reason] = (drops[reason] ?? 0) + 1
     log.warn(`dropped a request to ${parcel.path}: ${reason}`)
   }
+  /** Cancels the retries waiting; with `keep`, their parcels go to the outbox. */
+  const cancel = (keep: boolean) => {
+    for (const { parcel, timer } of waiting.values()) {
+      clock.clearTimeout(timer)
+      if (keep) outbox.put(parcel)
+    }
+    waiting.clear()
+  }
   const halt = (reason: StopReason) => {
     if (halted) return
     halted = true
-    for (const { timer } of waiting.values()) clock.clearTimeout(timer)
-    waiting.clear()
+    cancel(false)
     stopped(reason)
   }
 
+  /** `attempt` MAX_ATTEMPTS: a parcel drained from the outbox, which keeps it until it is stored. */
   async function deliver(parcel: Parcel, unload = false, attempt = 0): Promise<void> {
+    const keep = () => {
+      if (attempt < MAX_ATTEMPTS) outbox.put(parcel)
+    }
     if (halted) return
-    if (!transport.online()) return outbox.put(parcel)
+    if (!transport.online()) return keep()
     inFlight.set(parcel.id, parcel)
     const answer = await transport.send(parcel.path, parcel.body, unload)
     inFlight.delete(parcel.id)
@@ -83,16 +94,16 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
       const halves = split(parcel.body)
       if (halves) {
         outbox.remove(parcel.id)
-        await Promise.all(halves.map((body, i) => deliver({ id: `${parcel.id}.${i}`, path: parcel.path, body }, unload)))
+        await Promise.all(halves.map((body, i) => deliver({ ...parcel, id: parcel.id + '.' + i, body }, unload)))
         return
       }
-      return answer.local ? outbox.put(parcel) : drop('too_large', parcel)
+      return answer.local ? keep() : drop('too_large', parcel)
     }
     if (status && status < 500 && status !== 408) return drop('rejected_' + status, parcel)
     const wait = retryDelay(attempt, random(), retryAfterMs(answer.retryAfter, clock.now()))
     // A Retry-After past the longest backoff (a proxy asking for an hour) would hold every parcel of
     // that time in memory; the bounded outbox keeps them instead, until the service answers again.
-    if (unload || attempt + 1 >= MAX_ATTEMPTS || wait > RETRY_MAX_MS) return outbox.put(parcel)
+    if (unload || attempt + 1 >= MAX_ATTEMPTS || wait > RETRY_MAX_MS) return keep()
     const timer = clock.setTimeout(() => {
       waiting.delete(parcel.id)
       void deliver(parcel, false, attempt + 1)
@@ -125,14 +136,15 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
   }
 
   /**
-   * Sends what was kept, one attempt each. A parcel leaves the outbox only when it is stored (or
-   * dropped): a page that dies while draining loses nothing, and one sent twice is stored once.
+   * Sends what was kept, one attempt each, when the browser is online. A parcel leaves the outbox only
+   * when it is stored (or dropped): a page that dies while draining loses nothing, and one sent twice
+   * is stored once. One that fails stays where it is, not written again.
    */
   async function drain() {
-    if (draining) return
+    if (draining || !transport.online()) return
     draining = true
     try {
-      for (const parcel of outbox.all()) if (!inFlight.has(parcel.id)) await deliver(parcel, false, MAX_ATTEMPTS - 1)
+      for (const parcel of outbox.all()) if (!inFlight.has(parcel.id)) await deliver(parcel, false, MAX_ATTEMPTS)
     } finally {
       draining = false
     }
@@ -144,11 +156,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     settle,
     /** The page is being hidden or unloaded: everything not yet delivered is persisted. */
     persistPending() {
-      for (const { parcel, timer } of waiting.values()) {
-        clock.clearTimeout(timer)
-        outbox.put(parcel)
-      }
-      waiting.clear()
+      cancel(true)
       for (const parcel of inFlight.values()) {
         outbox.put(parcel)
         persisted.add(parcel.id)

@@ -102,12 +102,12 @@ export function createOutbox(store: KeyValue, key: string, maxChars = OUTBOX_MAX
   const read = () => readJson<Parcel[]>(store, key) ?? []
   const dropped = () => Number(store.get(droppedKey)) || 0
   const write = (parcels: Parcel[]) => {
+    let text = JSON.stringify(parcels)
     let lost = 0
-    let text: string
-    while ((text = JSON.stringify(parcels)).length > maxChars || !store.set(key, text)) {
-      if (!parcels.length) break
-      parcels.shift()
-      lost++
+    // The oldest go until the rest fits the bound and the browser's quota, each cut from the text
+    // (`[first,rest]` becomes `[rest]`) rather than the whole list made again for every one dropped.
+    while ((text.length > maxChars || !store.set(key, text)) && lost < parcels.length) {
+      text = ++lost < parcels.length ? '[' + text.slice(JSON.stringify(parcels[lost - 1]).length + 2) : '[]'
     }
     if (lost) store.set(droppedKey, String(dropped() + lost))
   }
