@@ -46,13 +46,13 @@ describe('transport', () => {
     expect(clock.pending()).toEqual([])
   })
 
-  test('gzip with CompressionStream for bodies over 1 KB (Content-Encoding), none for small ones', async () => {
+  test('gzip with CompressionStream for bodies over 1 KB (said in the query, as simple requests must), none for small ones', async () => {
     const { service, transport } = setup({ compression: true })
     await transport.send('/api/ingestion/events', { events: ['x'.repeat(5000)] })
     await transport.send('/api/ingestion/events', { events: ['small'] })
-    expect(service.sent.map((r) => [r.compressed, r.headers['content-encoding'] as string | undefined])).toEqual([
-      [true, 'gzip'],
-      [false, undefined],
+    expect(service.sent.map((r) => [r.compressed, r.query, r.headers['content-encoding'] as string | undefined])).toEqual([
+      [true, '?compression=gzip', undefined],
+      [false, '', undefined],
     ])
     expect(service.sent[0].body).toEqual({ events: ['x'.repeat(5000)] })
   })

@@ -13,7 +13,8 @@ export const LOG_PREFIX = '[sightline] '
 
 /** The tracker's own diagnostics (not the page's console logs, which are data). */
 export function createLogger(level: LogLevel, tab: KeyValue, console: Console, now: () => number) {
-  let threshold = Math.max(0, LEVELS.indexOf(level))
+  /** The last level logged; an unknown one (-1) logs nothing, as 'none' (0) does. */
+  let threshold = LEVELS.indexOf(level)
   let toConsole = true
   let toStorage = true
   let entries: LogEntry[] = readJson<LogEntry[]>(tab, STORAGE_KEY) ?? []
@@ -31,9 +32,9 @@ export function createLogger(level: LogLevel, tab: KeyValue, console: Console, n
     info: at('info'),
     debug: at('debug'),
     configure(config: LoggingConfig) {
-      if (config.level) threshold = Math.max(0, LEVELS.indexOf(config.level))
-      if (config.enableConsole !== undefined) toConsole = config.enableConsole
-      if (config.enableStorage !== undefined) toStorage = config.enableStorage
+      if (config.level) threshold = LEVELS.indexOf(config.level)
+      toConsole = config.enableConsole ?? toConsole
+      toStorage = config.enableStorage ?? toStorage
       if (!toStorage) tab.remove(STORAGE_KEY)
     },
     entries: () => [...entries],

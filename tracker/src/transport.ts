@@ -53,11 +53,11 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
   let answering = true
   const online = () => win.navigator.onLine !== false
 
-  const gzip = async (text: string): Promise<Uint8Array<ArrayBuffer> | null> => {
+  const gzip = async (text: string): Promise<ArrayBuffer | null> => {
     const Compression = (win as { CompressionStream?: typeof CompressionStream }).CompressionStream
     if (!Compression || text.length < GZIP_MIN_CHARS) return null
     const stream = new Blob([text]).stream().pipeThrough(new Compression('gzip'))
-    return new Uint8Array(await new Response(stream).arrayBuffer())
+    return new Response(stream).arrayBuffer()
   }
 
   /**
@@ -71,10 +71,8 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
     try {
       const gzipped = await gzip(text)
       const headers: Record<string, string> = simple ? {} : { Authorization: 'Bearer ' + apiKey, 'Content-Type': 'application/json' }
-      // A simple request cannot say Content-Encoding (it would need a preflight): the query says it.
-      if (gzipped && !simple) headers['Content-Encoding'] = 'gzip'
-      const query = simple && gzipped ? '?compression=gzip' : ''
-      const response = await fetch(base + path + query, { method: 'POST', headers, body: gzipped ?? text, signal: timeout.signal })
+      // The query says gzip: a simple request cannot say Content-Encoding (it would need a preflight).
+      const response = await fetch(base + path + (gzipped ? '?compression=gzip' : ''), { method: 'POST', headers, body: gzipped ?? text, signal: timeout.signal })
       answering = true
       return { status: response.status, data: await response.json().catch(() => null), retryAfter: response.headers.get('retry-after') }
     } catch {
