@@ -373,7 +373,8 @@ describe('connection', () => {
     })
     service.reply((request) => (request.path === '/health/simple' ? { status: 200 } : request.headers.authorization ? 'network-error' : { status: 400 }))
     tracker.customEvent('x')
-    await clock.advance(EVENT_FLUSH_MS)
+    // Its retries: fetch is taken for blocked at the third failure in a row.
+    await clock.advance(5000)
     Object.defineProperty(win.navigator, 'onLine', { value: false, configurable: true })
     tracker.customEvent('y')
     await clock.advance(EVENT_FLUSH_MS)

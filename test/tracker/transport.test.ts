@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { randomHex } from '@sightline/tracker/ids'
-import { BEACON_MAX_BYTES, REQUEST_TIMEOUT_MS, createTransport } from '@sightline/tracker/transport'
+import { BEACON_MAX_BYTES, BLOCKED_AFTER_FAILURES, BLOCKED_RETRY_MS, REQUEST_TIMEOUT_MS, createTransport, type Transport } from '@sightline/tracker/transport'
 import { fakeClock } from './helpers/clock'
 import { openPage, type Page } from './helpers/dom'
 import { quietLog } from './helpers/quiet'
@@ -18,6 +18,12 @@ function setup(options: { compression?: boolean } = {}) {
   const clock = fakeClock()
   const transport = createTransport({ base: SERVICE_BASE, apiKey: 'sl_dev_key', fetch: service.fetch, win: page.win, log, clock })
   return { service, transport, log, win: page.win, clock }
+}
+
+/** Fetch failing while the service answers: all but the last of the failures that make a block come back as failures. */
+async function failuresBeforeBlocked(transport: Transport) {
+  for (let i = 1; i < BLOCKED_AFTER_FAILURES; i++) expect(await transport.send('/api/ingestion/customEvent/batch', { events: [] })).toEqual({ status: 0 })
+  expect(transport.blocked).toBe(false)
 }
 
 describe('transport', () => {
@@ -98,7 +104,7 @@ describe('transport', () => {
     // A proxy that drops preflights (or a CORS setup without Authorization) fails the Authorization
     // fetch; the no-cors probe and simple requests pass.
     service.reply((request) => (request.headers.authorization ? 'network-error' : { status: 200, body: { success: true, liveViewer: true } }))
-    expect(transport.blocked).toBe(false)
+    await failuresBeforeBlocked(transport)
     const read = { status: 200, data: { success: true, liveViewer: true }, retryAfter: null }
     expect(await transport.send('/api/ingestion/customEvent/batch', { sessionId: 's', events: [1] })).toEqual(read)
     expect(transport.blocked).toBe(true)
@@ -119,6 +125,7 @@ describe('transport', () => {
     const { service, transport } = setup({ compression: true })
     let answer: Reply = { status: 200, body: { success: true } }
     service.reply((request) => (request.headers.authorization ? 'network-error' : request.path === '/health/simple' ? { status: 200 } : answer))
+    await failuresBeforeBlocked(transport)
     await transport.send('/api/ingestion/customEvent/batch', { events: [1] })
     expect(transport.blocked).toBe(true)
     // A full snapshot of text that hardly compresses: about 100 KB gzipped.
@@ -136,6 +143,7 @@ describe('transport', () => {
   test('sticky: a simple fetch that fails too while the service answers goes by beacon; while it does not answer, nothing is handed over', async () => {
     const { service, transport } = setup()
     service.reply((request) => (request.path === '/health/simple' ? { status: 200 } : 'network-error'))
+    await failuresBeforeBlocked(transport)
     expect(await transport.send('/api/ingestion/customEvent/batch', { sessionId: 's', events: [1] })).toEqual({ status: 202 })
     expect(transport.blocked).toBe(true)
     service.reply(() => 'network-error')
@@ -143,6 +151,49 @@ describe('transport', () => {
     await service.beaconsRead()
     expect(service.sent.map((r) => [r.via, r.body.events])).toEqual([['beacon', [1]]])
     expect(service.sent[0].body.apiKey).toBe('sl_dev_key')
+  })
+
+  test(`fetch is taken for blocked after ${BLOCKED_AFTER_FAILURES} failures in a row, each while the service answered: a blip is not a block`, async () => {
+    const { service, transport } = setup()
+    /** How many of the next Authorization fetches fail. */
+    let failing = 0
+    service.reply((request) => (request.headers.authorization && failing-- > 0 ? 'network-error' : { status: 200, body: { success: true } }))
+    const send = async () => (await transport.send('/api/ingestion/customEvent/batch', { events: [] })).status
+    for (let round = 0; round < 3; round++) {
+      failing = BLOCKED_AFTER_FAILURES - 1
+      const statuses = []
+      for (let i = 0; i < BLOCKED_AFTER_FAILURES; i++) statuses.push(await send())
+      expect(statuses).toEqual([...Array(BLOCKED_AFTER_FAILURES - 1).fill(0), 200])
+    }
+    expect(transport.blocked).toBe(false)
+    failing = BLOCKED_AFTER_FAILURES
+    await failuresBeforeBlocked(transport)
+    expect(await send()).toBe(200)
+    expect(transport.blocked).toBe(true)
+    expect(service.sent.map((r) => !!r.headers.authorization)).toEqual([true, true, true, false])
+  })
+
+  test(`once blocked, fetch with the key is tried again ${BLOCKED_RETRY_MS / 60_000} minutes on: kept when it works, blocked again at its first failure`, async () => {
+    const { service, transport, clock, log } = setup()
+    let blocking = true
+    let tried = 0
+    service.reply((request) => (request.headers.authorization && (tried++, blocking) ? 'network-error' : { status: 200, body: { success: true } }))
+    const send = async () => (await transport.send('/api/ingestion/customEvent/batch', { events: [] })).status
+    await failuresBeforeBlocked(transport)
+    expect(await send()).toBe(200)
+    expect([transport.blocked, tried]).toEqual([true, BLOCKED_AFTER_FAILURES])
+    await clock.advance(BLOCKED_RETRY_MS - 1)
+    expect(await send()).toBe(200)
+    expect(tried).toBe(BLOCKED_AFTER_FAILURES)
+    await clock.advance(1)
+    expect(await send()).toBe(200)
+    expect([transport.blocked, tried]).toEqual([true, BLOCKED_AFTER_FAILURES + 1])
+    blocking = false
+    await clock.advance(BLOCKED_RETRY_MS)
+    expect(await send()).toBe(200)
+    expect(transport.blocked).toBe(false)
+    expect(service.sent.at(-1)!.headers.authorization).toBe('Bearer sl_dev_key')
+    expect(log.entries().filter((e) => e.message.includes('is blocked'))).toHaveLength(1)
   })
 
   test('not sticky when the service is unreachable (server down, offline network): a plain failure', async () => {

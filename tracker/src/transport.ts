@@ -11,6 +11,13 @@ const GZIP_MIN_CHARS = 1024
  * request, one more every few seconds, for as long as the browser waits.
  */
 export const REQUEST_TIMEOUT_MS = 30_000
+/**
+ * Fetch with the key header is taken for blocked after this many failures in a row, each while the
+ * service answered the probe: one alone is as likely a blip of the network.
+ */
+export const BLOCKED_AFTER_FAILURES = 3
+/** Once taken for blocked, fetch with the key header is tried again this long on (a block may go). */
+export const BLOCKED_RETRY_MS = 10 * 60_000
 
 export interface Answer {
   /** The HTTP status; 0 when the request did not get through; 202 when a beacon was handed over. */
@@ -48,7 +55,10 @@ export interface TransportDeps {
  * `CompressionStream` exists and the send may be asynchronous.
  */
 export function createTransport({ base, apiKey, fetch, win, log, clock }: TransportDeps) {
-  let blocked = false
+  /** Failures in a row of fetch with the key header while the service answered. */
+  let failures = 0
+  /** When that fetch was last taken for blocked; 0 while it works. */
+  let blockedAt = 0
   /** Whether the service answered the latest request or probe. */
   let answering = true
   const online = () => win.navigator.onLine !== false
@@ -118,7 +128,7 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
     reachable,
     online,
     get blocked() {
-      return blocked
+      return !!blockedAt
     },
     /**
      * False once a fetch and then the health probe got no answer while online: the service is down,
@@ -130,12 +140,14 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
     /** One attempt, by the way this page's sends currently go. */
     async send(path: string, body: object, unload = false): Promise<Answer> {
       if (unload) return sendBeacon(path, body)
-      if (blocked) return sendSimple(path, body)
+      if (blockedAt && clock.now() - blockedAt < BLOCKED_RETRY_MS) return sendSimple(path, body)
       const result = await post(path, body)
-      // A blocked fetch fails at once; one that timed out reached a service too slow to answer.
-      if (result.status || result.timedOut || !online() || !(await reachable())) return result
-      blocked = true
-      log.warn(`fetch to ${base} is blocked; sending CORS-simple requests from now on`)
+      if (result.status) failures = blockedAt = 0
+      // A blocked fetch fails at once; one that timed out reached a service too slow to answer. Once
+      // blocked, `failures` stays: one more failure, BLOCKED_RETRY_MS on, is a block again.
+      if (result.status || result.timedOut || !online() || !(await reachable()) || ++failures < BLOCKED_AFTER_FAILURES) return result
+      if (!blockedAt) log.warn(`fetch to ${base} is blocked; sending CORS-simple requests from now on`)
+      blockedAt = clock.now()
       return sendSimple(path, body)
     },
     /** The heartbeat: a simple request whose answer (`liveViewer`) can be read. */

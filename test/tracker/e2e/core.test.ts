@@ -139,8 +139,9 @@ describe('straight to core', () => {
     tracker.customEvent('through the blocker')
     await clock.advance(REPLAY_FLUSH_MS)
     tracker.customEvent('and again')
-    await clock.advance(EVENT_FLUSH_MS)
+    // Fetch is taken for blocked at its third failure in a row: the retries run on the page's clock.
     await eventually(async () => {
+      await clock.advance(1000)
       expect((await e2e.rows<{ event_name: string }>(sql`select event_name from events where session_id = ${sessionId} order by event_name`)).map((e) => e.event_name)).toEqual(['and again', 'through the blocker'])
       const snapshots = (await e2e.replay(sessionId)).filter((e) => e.type === 2)
       expect(snapshots).toHaveLength(1)
@@ -150,9 +151,8 @@ describe('straight to core', () => {
   })
 
   test('a resend after a lost answer is stored once (event uuids, chunk hashes)', async () => {
-    // Core stores each first attempt, but the browser never sees the answer. The service still
-    // answers the reachability probe, so the tracker resends the same body as a CORS-simple request:
-    // core gets every item twice.
+    // Core stores each first attempt, but the browser never sees the answer, and the tracker sends
+    // the same body again: core gets every item twice.
     const seen = new Set<string>()
     const losing = (real: FetchFunction): FetchFunction => async (input, init) => {
       const response = await real(input, init)
