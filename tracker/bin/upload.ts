@@ -68,7 +68,8 @@ const SCRIPT = /\.[cm]?js$/
 
 /** The JSON of the last `//# sourceMappingURL=data:...` comment of a script; null without one. */
 export function inlineSourceMap(script: string): string | null {
-  const [, base64, data] = [...script.matchAll(/^\s*\/\/[#@]\s*sourceMappingURL=data:application\/json[^,]*?(;base64)?,(\S+)\s*$/gm)].at(-1) ?? []
+  // Only spaces and tabs before the comment: whitespace that crossed lines made each blank line rescan all that follow.
+  const [, base64, data] = [...script.matchAll(/^[ \t]*\/\/[#@]\s*sourceMappingURL=data:application\/json[^,]*?(;base64)?,(\S+)\s*$/gm)].at(-1) ?? []
   if (data === undefined) return null
   try {
     return base64 ? Buffer.from(data, 'base64').toString('utf8') : decodeURIComponent(data)
