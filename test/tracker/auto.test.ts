@@ -327,6 +327,16 @@ describe('wrappers another script puts over ours', () => {
   })
 })
 
+describe('what is not an error of the code', () => {
+  test('a resource that fails to load (an image, a script), or an error event with neither message nor error: nothing is reported', async () => {
+    const t = await started(only({ errors: true }), '<img id="logo" src="/missing.png">')
+    t.win.document.getElementById('logo')!.dispatchEvent(new t.win.Event('error'))
+    t.win.dispatchEvent(new t.win.Event('error'))
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(t.service.to('/errors')).toEqual([])
+  })
+})
+
 describe('switches', () => {
   test('enableAutomaticTracking: false installs nothing', async () => {
     const t = tracked({ enableAutomaticTracking: false })

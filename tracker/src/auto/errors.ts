@@ -6,7 +6,9 @@ import type { AutoContext } from '.'
 export function trackErrors(context: AutoContext): () => void {
   const undo = [
     listen<ErrorEvent>(context.win, 'error', (event) => {
-      // Resource load failures (img, script) also arrive here, without a message: not errors of the code.
+      // Errors of the code only: a resource that fails to load (img, script) fires an error that does not
+      // bubble, and this listener does not capture. One with neither message nor error (dispatched by the
+      // page itself) has nothing to report.
       if (!event.message && !event.error) return
       context.error(event.error ?? { name: 'Error', message: event.message }, false, event.filename ? { filename: withoutCredentials(event.filename), lineno: event.lineno, colno: event.colno } : undefined)
     }),
