@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { CHUNK_MAX_CHARS, chunkBySize, createBatcher, halve, type Owner } from '@sightline/tracker/queue'
+import { CHUNK_MAX_CHARS, createBatcher, halve, type Owner } from '@sightline/tracker/queue'
+import { chunkBySize } from '../bench/lib/chunks'
 import { fakeClock } from './helpers/clock'
 
 const alice: Owner = { sessionId: 's1', endUserId: 'alice' }
@@ -82,7 +83,7 @@ describe('batcher', () => {
   })
 })
 
-describe('chunkBySize', () => {
+describe("the replay bench's chunkBySize", () => {
   test('keeps order and keeps each chunk within the limit; a larger item goes alone', () => {
     const size = (n: number) => n
     expect(chunkBySize([4, 4, 4, 9, 1, 1], size, 8)).toEqual([[4, 4], [4], [9], [1, 1]])

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { chunkBySize, CHUNK_MAX_CHARS } from '../../../tracker/src/queue'
+import { CHUNK_MAX_CHARS } from '../../../tracker/src/queue'
+import { chunkBySize } from './chunks'
 import type { ReplayBody } from './shop/server'
 
 /**
@@ -54,7 +55,7 @@ export function streamsOf(recording: ReplayRecording): ReplayStream[] {
 
 /**
  * The recording as chunks of about `maxChars` of JSON, split where the tracker splits a payload
- * (its own `chunkBySize`): what a tracker sends when that much is waiting (a long flush interval,
+ * (see `chunkBySize`): what a tracker sends when that much is waiting (a long flush interval,
  * an outbox drained after being offline, a page whose snapshot alone is that large). Each body is
  * a fielded `/events` body; its `sessionId` holds `token`, for the load generator to make unique.
  * Times are moved so that the recording ends at `endingAt`.
