@@ -90,7 +90,7 @@ const HANDED_RECORDER = `(() => {
     if (!url.includes('/api/ingestion/')) return
     const gzip = /[?&]compression=gzip/.test(url) || new Headers(headers || {}).get('content-encoding') === 'gzip'
     if (typeof body === 'string') record(via, url, new TextEncoder().encode(body), gzip)
-    // A Blob (a gzipped beacon in sticky-beacon mode) is read asynchronously: not while unloading.
+    // A Blob is read asynchronously: not while unloading (the tracker's beacons are strings).
     else if (body instanceof Blob) body.arrayBuffer().then((buffer) => record(via, url, new Uint8Array(buffer), gzip))
     else if (body) record(via, url, new Uint8Array(body.buffer ? body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) : body), gzip)
   }
