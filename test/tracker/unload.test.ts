@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
+import { HEARTBEAT_MS } from '@sightline/tracker'
 import { BEACON_MAX_BYTES } from '@sightline/tracker/transport'
 import { settle } from './helpers/clock'
 import { storageOf } from './helpers/dom'
@@ -34,6 +35,22 @@ describe('leaving the page', () => {
     const info = tracker.getUserInfo()
     expect(beacons[3].body).toEqual({ sessionId: info.sessionId, endUserId: info.endUserId, windowId: info.windowId, apiKey: KEY })
     expect(beacons[0].body.events[0]).toMatchObject({ eventName: 'last click', uuid: expect.any(String) })
+  })
+
+  test('back from the back/forward cache: presence says so at once, and beats every 30 s from then', async () => {
+    const { tracker, service, win, clock } = tracked({ enableAutomaticTracking: false })
+    tracker.start()
+    await clock.advance(10_000)
+    pageHide(win)
+    await service.beaconsRead()
+    expect(service.to('/session-end')).toHaveLength(1)
+    const restored = new win.Event('pageshow') as Event & { persisted?: boolean }
+    restored.persisted = true
+    win.dispatchEvent(restored)
+    await settle()
+    expect(service.to('/heartbeat')).toHaveLength(2)
+    await clock.advance(HEARTBEAT_MS)
+    expect(service.to('/heartbeat')).toHaveLength(3)
   })
 
   test('hidden (a tab switch, or a mobile browser about to discard): queued data goes by beacon, no session-end', async () => {

@@ -330,6 +330,7 @@ export class ServiceTracker {
 
   /** Presence, while the session is live; its answer says whether someone watches (`liveViewer`). */
   #beat = () => {
+    this.#clock.clearTimeout(this.#heartbeat)
     const sessionId = this.#identity.current()
     if (sessionId && this.#transport.online()) {
       const body = { sessionId, endUserId: this.#identity.endUserId, windowId: this.#identity.windowId, url: this.#messages.here() }
@@ -354,6 +355,8 @@ export class ServiceTracker {
         if (!event.persisted) return
         identity.holdTab()
         drain()
+        // Back from the back/forward cache: page hide ended this window's presence.
+        if (this.#started) this.#beat()
       }),
     ]
     identity.holdTab()

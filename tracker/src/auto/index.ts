@@ -19,13 +19,16 @@ export interface AutoContext extends Pick<Messages, 'customEvent' | 'pageView' |
 
 /** Installs each kind not switched off; returns what uninstalls them all. */
 export function installAutomaticTracking(context: AutoContext, options: AutomaticTrackingOptions = {}): () => void {
-  const on = (kind: keyof AutomaticTrackingOptions) => options[kind] !== false
+  type Kind = keyof AutomaticTrackingOptions
+  const on = (kind: Kind) => options[kind] !== false
+  /** A tracker of two kinds, installed when either is on. */
+  const either = (a: Kind, b: Kind, track: (context: AutoContext, a: boolean, b: boolean) => () => void) => (on(a) || on(b)) && track(context, on(a), on(b))
   const installed = [
-    (on('pageViews') || on('navigation')) && trackPages(context, on('pageViews'), on('navigation')),
-    (on('clicks') || on('rageClicks')) && trackClicks(context, on('clicks'), on('rageClicks')),
+    either('pageViews', 'navigation', trackPages),
+    either('clicks', 'rageClicks', trackClicks),
     on('forms') && trackForms(context),
     on('console') && trackConsole(context),
-    (on('network') || on('spans')) && trackNetwork(context, on('network'), on('spans')),
+    either('network', 'spans', trackNetwork),
     on('errors') && trackErrors(context),
   ].filter((undo): undo is () => void => !!undo)
   return () => installed.forEach((undo) => undo())
