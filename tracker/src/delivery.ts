@@ -154,7 +154,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     deliver,
     drain,
     settle,
-    /** The page is being hidden or unloaded: everything not yet delivered is persisted. */
+    /** The page is being hidden or unloaded, or the tracker stops: everything not yet delivered is persisted. */
     persistPending() {
       cancel(true)
       for (const parcel of inFlight.values()) {
