@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import type { ServiceTracker } from '@sightline/tracker'
 import { randomHex } from '@sightline/tracker/ids'
-import { BLOCKED_AFTER_FAILURES } from '@sightline/tracker/transport'
+import { BEACON_MAX_BYTES, BLOCKED_AFTER_FAILURES } from '@sightline/tracker/transport'
 import { eventually } from '../tracker/helpers/e2e'
 import { closedAfterEach, openBrowser } from './browser'
 import { e2eSuite } from './suite'
@@ -10,9 +10,9 @@ import { e2eSuite } from './suite'
 /**
  * Sticky mode in a real browser. A proxy in front of core refuses every CORS preflight, as some do:
  * the tracker's fetch with the key in its Authorization header fails while the service answers.
- * The tracker then sends CORS-simple requests (the key in a text/plain body, gzip said in the
- * query), which Chromium sends with no preflight, a full snapshot far over the 64 KB a beacon may
- * carry included, and whose answers it reads.
+ * The tracker then sends by beacon (the key in the body: a text/plain string, or gzipped bytes with
+ * gzip said in the query), which Chromium sends with no preflight; what a beacon cannot carry, a
+ * full snapshot far over its 64 KB, goes as a CORS-simple fetch, with no preflight either.
  */
 
 const suite = e2eSuite()
@@ -26,6 +26,8 @@ interface ProxyHit {
   contentType: string | null
   /** A preflight's `Access-Control-Request-Headers`. */
   preflightFor: string | null
+  /** `Sec-Fetch-Mode`: `no-cors` for a text/plain (or untyped) beacon, `cors` for fetch. */
+  mode: string | null
   bytes: number
   status: number
 }
@@ -46,6 +48,7 @@ function preflightRefusingProxy(core: string) {
         authorized: headers.has('authorization'),
         contentType: headers.get('content-type'),
         preflightFor: headers.get('access-control-request-headers'),
+        mode: headers.get('sec-fetch-mode'),
         bytes: 0,
         status: 403,
       }
@@ -86,7 +89,7 @@ function longPage(script: string, key: string, ingestionUrl: string, text: strin
 type PageWithTracker = Window & { ServiceTracker: typeof ServiceTracker }
 
 describe('sticky mode in headless Chromium', () => {
-  test('preflights refused: the tracker goes CORS-simple, with no preflight, and a full snapshot of about 100 KB gzipped is stored', async () => {
+  test('preflights refused: the tracker sends by beacon, with no preflight, and a full snapshot of about 100 KB gzipped goes as a simple fetch and is stored', async () => {
     const proxy = open(preflightRefusingProxy(suite.e2e.base))
     // Text that hardly compresses: the full snapshot is about 100 KB gzipped.
     const text = randomHex(100_000)
@@ -95,21 +98,24 @@ describe('sticky mode in headless Chromium', () => {
     const { page } = browser
     await page.goto(`${site.url}/`)
     await page.waitForFunction(() => document.getElementById('sightline')?.dataset.started === 'yes')
-    const sessionId = await page.evaluate(() => {
+    const note = 'a quiet paragraph '.repeat(200)
+    const sessionId = await page.evaluate((note) => {
       const tracker = (window as unknown as PageWithTracker).ServiceTracker.init(document.getElementById('sightline')!.dataset.key!)
       tracker.customEvent('read_to_the_end')
+      // Over 1 KB: its batch goes gzipped.
+      tracker.customEvent('left_a_note', { note })
       return tracker.getSessionId()
-    })
+    }, note)
 
     await eventually(async () => {
       const events = await suite.e2e.rows(sql`select event_name from events where session_id = ${sessionId} order by event_name`)
-      expect(events).toEqual([{ event_name: '$pageview' }, { event_name: 'read_to_the_end' }])
+      expect(events).toEqual([{ event_name: '$pageview' }, { event_name: 'left_a_note' }, { event_name: 'read_to_the_end' }])
       const snapshots = (await suite.e2e.replay(sessionId)).filter((event) => event.type === 2)
       expect(snapshots).toHaveLength(1)
       expect(JSON.stringify(snapshots[0])).toContain(text)
     }, 20_000)
     const status = await page.evaluate(() => (window as unknown as PageWithTracker).ServiceTracker.init(document.getElementById('sightline')!.dataset.key!).getConnectionStatus())
-    expect(status).toMatchObject({ blocked: true, transport: 'simple', queued: 0 })
+    expect(status).toMatchObject({ blocked: true, transport: 'beacon', queued: 0 })
 
     // Every preflight was for the key header, and refused; every POST went without one and was stored.
     const preflights = proxy.hits.filter((hit) => hit.method === 'OPTIONS')
@@ -117,10 +123,21 @@ describe('sticky mode in headless Chromium', () => {
     expect(preflights.every((hit) => hit.preflightFor?.toLowerCase().includes('authorization'))).toBe(true)
     const posts = proxy.hits.filter((hit) => hit.method === 'POST')
     expect(posts.map((hit) => [hit.authorized, hit.status])).toEqual(posts.map(() => [false, 200]))
-    // The full snapshot: gzipped bytes with no Content-Type, the compression in the query.
-    const snapshot = posts.filter((hit) => hit.path === '/api/ingestion/events' && hit.bytes > 64 * 1024)
-    expect(snapshot.map((hit) => [hit.query, hit.contentType])).toEqual([['?compression=gzip', null]])
-    // Nothing went by beacon: the page was never left.
-    expect((await browser.handed(site.url)).filter((request) => request.via === 'beacon')).toEqual([])
+    // By beacon: the custom events, a text/plain string when small, gzipped bytes with no type when not.
+    const beacons = posts.filter((hit) => hit.mode === 'no-cors')
+    const batches = beacons.filter((hit) => hit.path === '/api/ingestion/customEvent/batch')
+    expect(batches.length).toBeGreaterThan(0)
+    expect(batches.every((hit) => (hit.query === '?compression=gzip' ? hit.contentType === null : hit.contentType === 'text/plain;charset=UTF-8'))).toBe(true)
+    expect(batches.some((hit) => hit.query === '?compression=gzip')).toBe(true)
+    expect(beacons.every((hit) => hit.bytes <= BEACON_MAX_BYTES)).toBe(true)
+    // Fetched (CORS-simple): the heartbeat, whose answer is read, and the full snapshot a beacon
+    // cannot carry, gzipped bytes with no Content-Type, the compression in the query.
+    const fetched = posts.filter((hit) => hit.mode !== 'no-cors')
+    expect(fetched.map((hit) => hit.mode)).toEqual(fetched.map(() => 'cors'))
+    const snapshot = fetched.filter((hit) => hit.path !== '/api/ingestion/heartbeat')
+    expect(snapshot.map((hit) => [hit.path, hit.query, hit.contentType, hit.bytes > 64 * 1024])).toEqual([['/api/ingestion/events', '?compression=gzip', null, true]])
+    // What arrived in no-cors mode is what the page handed to sendBeacon.
+    const handed = (await browser.handed(site.url)).filter((request) => request.via === 'beacon').map((request) => new URL(request.url))
+    expect(handed.map((url) => url.pathname + url.search)).toEqual(beacons.map((hit) => hit.path + hit.query))
   })
 })

@@ -171,13 +171,18 @@ describe('delivery', () => {
     expect(service.sent.map((r) => r.body.events[0].n)).toEqual(['a', 'b'])
   })
 
-  test("with fetch blocked, a full snapshot larger than a beacon may carry is delivered, not kept for ever", async () => {
+  test('with fetch blocked, small parcels go by beacon and a full snapshot larger than a beacon may carry as a simple fetch: delivered, not kept for ever', async () => {
     const { service, clock, delivery, outbox, parcel } = setup((request) => (request.headers.authorization ? 'network-error' : { status: 200, body: { success: true } }))
     const snapshot = { sessionId: 's', seq: 0, events: [{ type: 2, timestamp: 1, data: 'x'.repeat(2 * BEACON_MAX_BYTES) }] }
-    await delivery.deliver(parcel('snapshot', snapshot))
+    await delivery.deliver(parcel('small'))
     await clock.advance(RETRY_MAX_MS)
+    await delivery.deliver(parcel('snapshot', snapshot))
     expect(outbox.size()).toBe(0)
-    expect(service.to('/events').map((r) => [r.via, r.body.events[0].type, r.body.apiKey])).toEqual([['fetch', 2, 'k']])
+    await service.beaconsRead()
+    expect(service.to('/events').map((r) => [r.via, r.body.events[0].type ?? r.body.events[0].n, r.body.apiKey])).toEqual([
+      ['beacon', 'small', 'k'],
+      ['fetch', 2, 'k'],
+    ])
   })
 
   test('unloading: in flight and waiting parcels are persisted; a later success removes its copy', async () => {

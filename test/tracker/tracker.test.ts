@@ -379,7 +379,7 @@ describe('connection', () => {
     tracker.customEvent('y')
     await clock.advance(EVENT_FLUSH_MS)
     const status = tracker.getConnectionStatus()
-    expect(status).toMatchObject({ blocked: true, transport: 'simple', online: false, queued: 1 })
+    expect(status).toMatchObject({ blocked: true, transport: 'beacon', online: false, queued: 1 })
     expect(status.recommendations).toEqual(['Fetch is blocked: load the tracker through the relay (<prefix>/t.js)', 'Offline: data is kept until the browser is back online'])
   })
 

@@ -99,58 +99,84 @@ describe('transport', () => {
     expect(request.body).toEqual({ sessionId: 's', apiKey: 'sl_dev_key' })
   })
 
-  test('sticky: fetch fails while the service is reachable, so this and every later send go as CORS-simple fetches, their answers read', async () => {
+  test('sticky-beacon: fetch fails while the service is reachable, so this and every later send go by beacon, the key in the body', async () => {
     const { service, transport, log } = setup({ compression: true })
     // A proxy that drops preflights (or a CORS setup without Authorization) fails the Authorization
-    // fetch; the no-cors probe and simple requests pass.
+    // fetch; the no-cors probe passes.
     service.reply((request) => (request.headers.authorization ? 'network-error' : { status: 200, body: { success: true, liveViewer: true } }))
     await failuresBeforeBlocked(transport)
-    const read = { status: 200, data: { success: true, liveViewer: true }, retryAfter: null }
-    expect(await transport.send('/api/ingestion/customEvent/batch', { sessionId: 's', events: [1] })).toEqual(read)
+    expect(await transport.send('/api/ingestion/customEvent/batch', { sessionId: 's', events: [1] })).toEqual({ status: 202 })
     expect(transport.blocked).toBe(true)
-    expect(await transport.send('/api/ingestion/events', { sessionId: 's', events: ['y'.repeat(3000)] })).toEqual(read)
-    expect(await transport.ping('/api/ingestion/heartbeat', { sessionId: 's' })).toEqual(read)
-    // No header a simple request may not have: text/plain (none for bytes), gzip said in the query.
+    expect(await transport.send('/api/ingestion/events', { sessionId: 's', events: ['y'.repeat(3000)] })).toEqual({ status: 202 })
+    await service.beaconsRead()
+    // Small: a text/plain string; over 1 KB: gzipped bytes with no type, gzip said in the query.
     expect(service.sent.map((r) => [r.via, r.path, r.compressed, r.query, r.headers['content-type'] as string | undefined])).toEqual([
-      ['fetch', '/api/ingestion/customEvent/batch', false, '', 'text/plain;charset=UTF-8'],
-      ['fetch', '/api/ingestion/events', true, '?compression=gzip', undefined],
-      ['fetch', '/api/ingestion/heartbeat', false, '', 'text/plain;charset=UTF-8'],
+      ['beacon', '/api/ingestion/customEvent/batch', false, '', 'text/plain;charset=UTF-8'],
+      ['beacon', '/api/ingestion/events', true, '?compression=gzip', undefined],
     ])
-    expect(service.sent.every((r) => r.body.apiKey === 'sl_dev_key' && Object.keys(r.headers).every((name) => name === 'content-type'))).toBe(true)
-    expect(service.sent[1].body.events).toEqual(['y'.repeat(3000)])
-    expect(log.entries().map((e) => e.message)).toContain(`fetch to ${SERVICE_BASE} is blocked; sending CORS-simple requests from now on`)
+    expect(service.sent.map((r) => r.body)).toEqual([
+      { sessionId: 's', events: [1], apiKey: 'sl_dev_key' },
+      { sessionId: 's', events: ['y'.repeat(3000)], apiKey: 'sl_dev_key' },
+    ])
+    expect(log.entries().map((e) => e.message)).toContain(`fetch to ${SERVICE_BASE} is blocked; sending by beacon from now on`)
+    // The heartbeat stays a simple fetch, its answer read: it needs no preflight.
+    expect(await transport.ping('/api/ingestion/heartbeat', { sessionId: 's' })).toEqual({ status: 200, data: { success: true, liveViewer: true }, retryAfter: null })
+    expect(service.sent.map((r) => r.via)).toEqual(['beacon', 'beacon', 'fetch'])
   })
 
-  test("sticky: a body larger than a beacon may carry goes, and the service's answers count (413, 503 with Retry-After)", async () => {
+  test('sticky-beacon without sendBeacon: fetch with keepalive, text/plain, the key in the body', async () => {
+    const { service, transport, win } = setup()
+    ;(win.navigator as { sendBeacon?: unknown }).sendBeacon = undefined
+    service.reply((request) => (request.headers.authorization ? 'network-error' : { status: 200, body: { success: true } }))
+    await failuresBeforeBlocked(transport)
+    expect(await transport.send('/api/ingestion/customEvent/batch', { sessionId: 's', events: [1] })).toEqual({ status: 202 })
+    await Bun.sleep(5)
+    expect(service.sent.map((r) => [r.via, r.headers['content-type'], r.headers.authorization, r.body])).toEqual([
+      ['keepalive', 'text/plain;charset=UTF-8', undefined, { sessionId: 's', events: [1], apiKey: 'sl_dev_key' }],
+    ])
+  })
+
+  test("sticky-beacon: what a beacon cannot carry (a full snapshot of about 100 KB gzipped) goes as a CORS-simple fetch, and the service's answers count (413, 503 with Retry-After)", async () => {
     const { service, transport } = setup({ compression: true })
     let answer: Reply = { status: 200, body: { success: true } }
     service.reply((request) => (request.headers.authorization ? 'network-error' : request.path === '/health/simple' ? { status: 200 } : answer))
     await failuresBeforeBlocked(transport)
-    await transport.send('/api/ingestion/customEvent/batch', { events: [1] })
+    expect(await transport.send('/api/ingestion/customEvent/batch', { events: [1] })).toEqual({ status: 202 })
     expect(transport.blocked).toBe(true)
-    // A full snapshot of text that hardly compresses: about 100 KB gzipped.
+    // Text that hardly compresses: gzipped, it is still over what a beacon may carry.
     const snapshot = { sessionId: 's', events: [{ type: 2, timestamp: 1, data: randomHex(100_000) }] }
     expect(await transport.send('/api/ingestion/events', snapshot)).toEqual({ status: 200, data: { success: true }, retryAfter: null })
     answer = { status: 413 }
     expect(await transport.send('/api/ingestion/events', snapshot)).toEqual({ status: 413, data: null, retryAfter: null })
     answer = { status: 503, headers: { 'retry-after': '7' } }
     expect(await transport.send('/api/ingestion/events', snapshot)).toEqual({ status: 503, data: null, retryAfter: '7' })
+    await service.beaconsRead()
+    expect(service.sent.map((r) => [r.via, r.path, r.query])).toEqual([
+      ['beacon', '/api/ingestion/customEvent/batch', ''],
+      ...Array(3).fill(['fetch', '/api/ingestion/events', '?compression=gzip']),
+    ])
+    // CORS-simple: no header but the type (none for bytes), the key in the body.
     const sent = service.to('/events')
-    expect(sent.map((r) => [r.via, r.compressed])).toEqual(Array(3).fill(['fetch', true]))
+    expect(sent.every((r) => Object.keys(r.headers).length === 0)).toBe(true)
     expect(sent[0].body).toEqual({ ...snapshot, apiKey: 'sl_dev_key' })
   })
 
-  test('sticky: a simple fetch that fails too while the service answers goes by beacon; while it does not answer, nothing is handed over', async () => {
-    const { service, transport } = setup()
-    service.reply((request) => (request.path === '/health/simple' ? { status: 200 } : 'network-error'))
+  test('sticky-beacon: a beacon the browser refuses (its quota for beacons in flight) goes as a CORS-simple fetch, its answer read', async () => {
+    const { service, transport, win } = setup()
+    let refusing = false
+    const offered: string[] = []
+    service.catchBeacons(win, (url) => (offered.push(new URL(url).pathname), !refusing))
+    service.reply((request) => (request.headers.authorization ? 'network-error' : { status: 200, body: { success: true } }))
     await failuresBeforeBlocked(transport)
     expect(await transport.send('/api/ingestion/customEvent/batch', { sessionId: 's', events: [1] })).toEqual({ status: 202 })
-    expect(transport.blocked).toBe(true)
-    service.reply(() => 'network-error')
-    expect(await transport.send('/api/ingestion/customEvent/batch', { sessionId: 's', events: [2] })).toEqual({ status: 0 })
+    refusing = true
+    expect(await transport.send('/api/ingestion/customEvent/batch', { sessionId: 's', events: [2] })).toEqual({ status: 200, data: { success: true }, retryAfter: null })
     await service.beaconsRead()
-    expect(service.sent.map((r) => [r.via, r.body.events])).toEqual([['beacon', [1]]])
-    expect(service.sent[0].body.apiKey).toBe('sl_dev_key')
+    expect(offered).toEqual(['/api/ingestion/customEvent/batch', '/api/ingestion/customEvent/batch'])
+    expect(service.sent.map((r) => [r.via, r.headers['content-type'], r.headers.authorization, r.body])).toEqual([
+      ['beacon', 'text/plain;charset=UTF-8', undefined, { sessionId: 's', events: [1], apiKey: 'sl_dev_key' }],
+      ['fetch', 'text/plain;charset=UTF-8', undefined, { sessionId: 's', events: [2], apiKey: 'sl_dev_key' }],
+    ])
   })
 
   test(`fetch is taken for blocked after ${BLOCKED_AFTER_FAILURES} failures in a row, each while the service answered: a blip is not a block`, async () => {
@@ -168,9 +194,10 @@ describe('transport', () => {
     expect(transport.blocked).toBe(false)
     failing = BLOCKED_AFTER_FAILURES
     await failuresBeforeBlocked(transport)
-    expect(await send()).toBe(200)
+    expect(await send()).toBe(202)
     expect(transport.blocked).toBe(true)
-    expect(service.sent.map((r) => !!r.headers.authorization)).toEqual([true, true, true, false])
+    await service.beaconsRead()
+    expect(service.sent.map((r) => r.via)).toEqual(['fetch', 'fetch', 'fetch', 'beacon'])
   })
 
   test(`once blocked, fetch with the key is tried again ${BLOCKED_RETRY_MS / 60_000} minutes on: kept when it works, blocked again at its first failure`, async () => {
@@ -180,18 +207,20 @@ describe('transport', () => {
     service.reply((request) => (request.headers.authorization && (tried++, blocking) ? 'network-error' : { status: 200, body: { success: true } }))
     const send = async () => (await transport.send('/api/ingestion/customEvent/batch', { events: [] })).status
     await failuresBeforeBlocked(transport)
-    expect(await send()).toBe(200)
+    expect(await send()).toBe(202)
     expect([transport.blocked, tried]).toEqual([true, BLOCKED_AFTER_FAILURES])
     await clock.advance(BLOCKED_RETRY_MS - 1)
-    expect(await send()).toBe(200)
+    expect(await send()).toBe(202)
     expect(tried).toBe(BLOCKED_AFTER_FAILURES)
     await clock.advance(1)
-    expect(await send()).toBe(200)
+    expect(await send()).toBe(202)
     expect([transport.blocked, tried]).toEqual([true, BLOCKED_AFTER_FAILURES + 1])
     blocking = false
     await clock.advance(BLOCKED_RETRY_MS)
     expect(await send()).toBe(200)
     expect(transport.blocked).toBe(false)
+    await service.beaconsRead()
+    expect(service.sent.map((r) => r.via)).toEqual(['beacon', 'beacon', 'beacon', 'fetch'])
     expect(service.sent.at(-1)!.headers.authorization).toBe('Bearer sl_dev_key')
     expect(log.entries().filter((e) => e.message.includes('is blocked'))).toHaveLength(1)
   })

@@ -20,5 +20,5 @@ export function connectionStatus(facts: ConnectionFacts): ConnectionStatus {
     stopped === 'monthly_limit' && 'Monthly limit reached: raise the project limit',
     stopped === 'invalid_key' && 'API key refused: use a current key',
   ].filter((advice): advice is string => !!advice)
-  return { ...status, transport: blocked ? 'simple' : 'fetch', recommendations }
+  return { ...status, transport: blocked ? 'beacon' : 'fetch', recommendations }
 }

@@ -43,16 +43,15 @@ export interface TransportDeps {
 }
 
 /**
- * One attempt at one request. Normally `fetch` with `Authorization`. Once that fetch has been seen
- * blocked while the service is reachable (sticky: a proxy or CORS setup that refuses the preflight),
- * a CORS-simple fetch: the key in a text/plain JSON body, gzip said in the query, nothing that needs
- * a preflight. WIRE.md has sticky mode send by beacon; a beacon carries at most 64 KB (a larger full
- * snapshot would never leave, and the replay could not be played) and says only that it was queued
- * (a 503 would count as stored), while the simple fetch has no cap and its answer is read: 413
- * halving, 429, 5xx retries and `liveViewer` keep working. Beacons remain for unload, where nothing
- * else is sure to leave, and for a simple fetch that does not get through either while the service
- * answers; `fetch` with `keepalive` where beacons are missing. Bodies are gzipped when
- * `CompressionStream` exists and the send may be asynchronous.
+ * One attempt at one request. Normally `fetch` with `Authorization`. On unload, and once that fetch
+ * has been seen blocked while the service is reachable (sticky-beacon: a proxy or CORS setup that
+ * refuses the preflight), by beacon: `navigator.sendBeacon` with the key in the body, a
+ * text/plain JSON string or gzipped bytes with no type, CORS-simple either way (`fetch` with
+ * `keepalive` where beacons are missing). In sticky mode, what a beacon cannot carry goes as a
+ * CORS-simple fetch, the key in the body too: over BEACON_MAX_BYTES (the full snapshot of a long
+ * page), or refused by the browser (its quota for beacons in flight); that answer is read, so 413
+ * halving, 429 and 5xx retries work for it. Bodies are gzipped, said in the query, when
+ * `CompressionStream` exists, they are worth it and the send may wait (not on unload).
  */
 export function createTransport({ base, apiKey, fetch, win, log, clock }: TransportDeps) {
   /** Failures in a row of fetch with the key header while the service answered. */
@@ -105,22 +104,25 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
   }
 
   /**
-   * By beacon, the key in the body, uncompressed (compressing is asynchronous): synchronous, so it
-   * runs to completion inside a `pagehide` handler.
+   * By beacon, the key in the body: 202 once handed over, 0 when the browser refuses it, a local 413
+   * over BEACON_MAX_BYTES. With `unload`, uncompressed (compressing is asynchronous) and synchronous
+   * until handed over, so it runs to completion inside a `pagehide` handler.
    */
-  function sendBeacon(path: string, body: object): Answer {
+  async function beacon(path: string, body: object, unload?: boolean): Promise<Answer> {
     const text = JSON.stringify({ ...body, apiKey })
-    if (new Blob([text]).size > BEACON_MAX_BYTES) return { status: 413, local: true }
-    const navigator = win.navigator
-    if (navigator.sendBeacon) return { status: navigator.sendBeacon(base + path, text) ? 202 : 0 }
-    fetch(base + path, { method: 'POST', body: text, keepalive: true }).catch(() => {})
-    return { status: 202 }
+    const gzipped = unload ? null : await gzip(text)
+    const url = base + path + (gzipped ? '?compression=gzip' : '')
+    const payload = gzipped ?? text
+    if (new Blob([payload]).size > BEACON_MAX_BYTES) return { status: 413, local: true }
+    // Without sendBeacon, fetch with keepalive: handed over, its answer not awaited.
+    const handed = win.navigator.sendBeacon?.(url, payload) ?? (fetch(url, { method: 'POST', body: payload, keepalive: true }).catch(() => {}), true)
+    return { status: handed ? 202 : 0 }
   }
 
-  /** Sticky: a simple fetch; by beacon when that does not get through either while the service answers. */
-  async function sendSimple(path: string, body: object): Promise<Answer> {
-    const answer = await post(path, body, true)
-    return answer.status || answer.timedOut || !(await reachable()) ? answer : sendBeacon(path, body)
+  /** Sticky: by beacon; what a beacon cannot carry (too large, or refused) as a CORS-simple fetch. */
+  async function sendSticky(path: string, body: object): Promise<Answer> {
+    const answer = await beacon(path, body)
+    return answer.status === 202 ? answer : post(path, body, true)
   }
 
   return {
@@ -139,18 +141,21 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
     },
     /** One attempt, by the way this page's sends currently go. */
     async send(path: string, body: object, unload = false): Promise<Answer> {
-      if (unload) return sendBeacon(path, body)
-      if (blockedAt && clock.now() - blockedAt < BLOCKED_RETRY_MS) return sendSimple(path, body)
+      if (unload) return beacon(path, body, true)
+      if (blockedAt && clock.now() - blockedAt < BLOCKED_RETRY_MS) return sendSticky(path, body)
       const result = await post(path, body)
       if (result.status) failures = blockedAt = 0
       // A blocked fetch fails at once; one that timed out reached a service too slow to answer. Once
       // blocked, `failures` stays: one more failure, BLOCKED_RETRY_MS on, is a block again.
       if (result.status || result.timedOut || !online() || !(await reachable()) || ++failures < BLOCKED_AFTER_FAILURES) return result
-      if (!blockedAt) log.warn(`fetch to ${base} is blocked; sending CORS-simple requests from now on`)
+      if (!blockedAt) log.warn(`fetch to ${base} is blocked; sending by beacon from now on`)
       blockedAt = clock.now()
-      return sendSimple(path, body)
+      return sendSticky(path, body)
     },
-    /** The heartbeat: a simple request whose answer (`liveViewer`) can be read. */
+    /**
+     * The heartbeat: a simple request whose answer (`liveViewer`) is read, in sticky mode too (it needs
+     * no preflight; by beacon, `liveViewer` could never turn off again).
+     */
     ping: (path: string, body: object): Promise<Answer> => post(path, body, true),
   }
 }

@@ -86,7 +86,8 @@ export interface ConnectionStatus {
   source: 'option' | 'script' | 'meta' | 'default'
   /**
    * Fetch with the key in its Authorization header was seen failing while the service answered:
-   * sends go as CORS-simple requests, the key in a text/plain body (sticky).
+   * sends go by beacon, the key in a text/plain body (sticky-beacon); what a beacon cannot carry
+   * goes as a CORS-simple fetch.
    */
   blocked: boolean
   /**
@@ -94,8 +95,8 @@ export interface ConnectionStatus {
    * got no answer while online: the service is down, or a blocklist stops every request to its origin.
    */
   reachable: boolean
-  /** `fetch` with the Authorization header, or `simple` requests while it is blocked (beacons on unload either way). */
-  transport: 'fetch' | 'simple'
+  /** `fetch` with the Authorization header, or `beacon` while it is blocked (beacons on unload either way). */
+  transport: 'fetch' | 'beacon'
   online: boolean
   /** Why sending stopped, if it did. */
   stopped: 'monthly_limit' | 'invalid_key' | null

@@ -126,10 +126,10 @@ describe('straight to core', () => {
     })
   })
 
-  test('sticky: with the Authorization fetch blocked, sends go as CORS-simple requests and land, a full snapshot larger than a beacon may carry too', async () => {
+  test('sticky-beacon: with the Authorization fetch blocked, sends go by beacon and land; a full snapshot larger than a beacon may carry goes as a CORS-simple fetch', async () => {
     // Text that hardly compresses, shown in visibility-first mode: the full snapshot is about 100 KB gzipped.
     const text = randomHex(100_000)
-    const { tracker, clock } = directly(
+    const { tracker, clock, requests } = directly(
       { enableAutomaticTracking: false, redactionStrategy: { mode: 'visibility-first' } },
       { fetch: blockAuthorizedFetch, compression: true, html: `<!doctype html><html><body><p id="long">${text}</p></body></html>` },
     )
@@ -147,7 +147,12 @@ describe('straight to core', () => {
       expect(snapshots).toHaveLength(1)
       expect(JSON.stringify(snapshots[0])).toContain(text)
     })
-    expect(tracker.getConnectionStatus()).toMatchObject({ blocked: true, transport: 'simple', queued: 0 })
+    expect(tracker.getConnectionStatus()).toMatchObject({ blocked: true, transport: 'beacon', queued: 0 })
+    // Blocked fetches never reach the page's fetch: what did is beacons, and the one snapshot as a simple fetch.
+    const sent = (path: string) => requests.filter((r) => r.method === 'POST' && r.url.includes(path)).map((r) => [r.via, new URL(r.url).search])
+    expect(sent('/customEvent/batch').length).toBeGreaterThan(0)
+    expect(sent('/customEvent/batch').every(([via]) => via === 'beacon')).toBe(true)
+    expect(sent('/events').filter(([via]) => via === 'fetch')).toEqual([['fetch', '?compression=gzip']])
   })
 
   test('a resend after a lost answer is stored once (event uuids, chunk hashes)', async () => {

@@ -106,7 +106,7 @@ describe('through the relay', () => {
     expect(chunk.raw_bytes).toBeGreaterThan(1024)
   })
 
-  test('sticky-beacon through the relay: blocked fetch, beacons (gzipped, ?compression=gzip) land', async () => {
+  test('sticky-beacon through the relay: blocked fetch, beacons (a gzipped one with ?compression=gzip) land', async () => {
     const b = openBrowser(e2e.core.key, { enableAutomaticTracking: false }, { url: `${site}/shop`, scriptUrl: `${site}/_sl/t.js`, compression: true, fetch: blockAuthorizedFetch, html: `<p>${'long text '.repeat(400)}</p>` })
     browsers.push(b)
     b.tracker.start()
@@ -119,7 +119,11 @@ describe('through the relay', () => {
       expect(await e2e.rows(sql`select event_name from events where session_id = ${sessionId}`)).toEqual([{ event_name: 'blocked but delivered' }])
       expect((await e2e.replay(sessionId)).map((e) => e.type)).toContain(2)
     })
-    expect(b.requests.some((r) => r.url.includes('/_sl/api/ingestion/events?compression=gzip'))).toBe(true)
+    // Blocked fetches never reach the page's fetch: every send that did went by beacon, the replay chunk gzipped.
+    const posts = b.requests.filter((r) => r.method === 'POST' && !r.url.includes('/heartbeat'))
+    expect(posts.map((r) => r.via)).toEqual(posts.map(() => 'beacon'))
+    expect(posts.some((r) => r.url.endsWith('/_sl/api/ingestion/events?compression=gzip'))).toBe(true)
+    expect(posts.some((r) => r.url.endsWith('/_sl/api/ingestion/customEvent/batch'))).toBe(true)
   })
 
   test('upload-sourcemaps through the relay stores the maps for the release', async () => {

@@ -14,8 +14,8 @@ export interface Browser {
   win: Page['win']
   tracker: ServiceTracker
   clock: FakeClock
-  /** Every request the tracker made through fetch (beacons too: happy-dom sends them with fetch). */
-  requests: { url: string; method: string }[]
+  /** Every request the tracker made through fetch or sendBeacon (happy-dom sends beacons with fetch). */
+  requests: { url: string; method: string; via: 'fetch' | 'beacon' }[]
   close(): Promise<void>
 }
 
@@ -39,15 +39,15 @@ export function openBrowser(key: string, options: TrackerOptions, browser: Brows
   if (browser.compression) (win as { CompressionStream?: unknown }).CompressionStream = CompressionStream
   const requests: Browser['requests'] = []
   const pageFetch = win.fetch.bind(win)
-  const counted: FetchFunction = (input, init) => {
-    requests.push({ url: String(input instanceof Request ? input.url : input), method: init?.method ?? 'GET' })
+  const counted = (input: Parameters<FetchFunction>[0], init?: RequestInit, via: 'fetch' | 'beacon' = 'fetch') => {
+    requests.push({ url: String(input instanceof Request ? input.url : input), method: init?.method ?? 'GET', via })
     return pageFetch(input, init)
   }
   win.fetch = counted as typeof win.fetch
   // happy-dom's sendBeacon is a fetch whose failure nobody handles (a page closed with one in flight
   // would be an unhandled rejection); a browser's just gives up. The same, handled:
   win.navigator.sendBeacon = (url: string | URL, data?: BodyInit | null) => {
-    counted(url, { method: 'POST', body: data }).catch(() => {})
+    counted(url, { method: 'POST', body: data }, 'beacon').catch(() => {})
     return true
   }
   const fetch = browser.fetch ? browser.fetch(counted) : counted
