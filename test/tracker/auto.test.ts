@@ -71,7 +71,8 @@ describe('page views and navigation', () => {
       ['$pageview', '/home', 'http://shop.test/home'],
       ['$navigation', 'push', 'http://shop.test/products'],
       ['$pageview', '/products', 'http://shop.test/products'],
-      ['$navigation', 'replace', 'http://shop.test/products?sort=price'],
+      // Privacy-first (the default): parameters without their values, which may be what someone typed.
+      ['$navigation', 'replace', 'http://shop.test/products?sort=[redacted]'],
       ['$navigation', 'replace', 'http://shop.test/cart'],
       ['$pageview', '/cart', 'http://shop.test/cart'],
       ['$navigation', 'push', 'http://shop.test/cart#top'],

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { HEARTBEAT_MS } from '@sightline/tracker'
 import { TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
 import { withoutCredentials, withoutQuery } from '@sightline/tracker/urls'
 import { settle } from './helpers/clock'
@@ -95,6 +96,56 @@ describe('URLs the tracker sends', () => {
       { type: 'push', from: SAFE_ENTRY, to: 'http://shop.test/account?code=[redacted]' },
       { type: 'push', from: 'http://shop.test/', to: 'http://shop.test/?session=[redacted]' },
     ])
+  })
+})
+
+describe('what was typed into a page URL', () => {
+  /** A search box sent by GET (its text masked on the page), reached from another search, from a campaign's link. */
+  const SEARCH = 'http://shop.test/search?q=hunter2&utm_source=mail&gclid=ad1#results'
+  async function search(mode: 'privacy-first' | 'visibility-first') {
+    const t = tracked({ redactionStrategy: { mode } }, { url: SEARCH, referrer: 'http://shop.test/search?q=hunter1', html: '<form><input name="q"></form>' })
+    const { tracker, win } = t
+    win.console.warn = win.console.error = () => {}
+    tracker.start()
+    await settle()
+    await tracker.testConnection()
+    win.console.warn('no results')
+    // An inline script's error names the page: in its file name and its stack's frames.
+    const page = SEARCH.split('#')[0]
+    win.dispatchEvent(new win.ErrorEvent('error', { message: 'search failed', filename: page, lineno: 12, colno: 5 }))
+    const inline = Object.assign(new Error('handled'), { stack: `Error: handled\n    at search (${page}:12:5)` })
+    tracker.captureError(inline)
+    win.console.error('retrying', inline)
+    win.history.pushState({}, '', '/search?q=hunter3&page=2')
+    tracker.trackNavigationEvent('push', SEARCH, 'http://shop.test/search?q=hunter4')
+    tracker.trackPageView('/search?q=hunter5')
+    await t.clock.advance(HEARTBEAT_MS)
+    pageHide(win)
+    await t.service.beaconsRead()
+    const kinds = new Set(t.service.sent.map((r) => r.path.replace('/api/ingestion', '')))
+    for (const kind of ['/events', '/customEvent/batch', '/heartbeat', '/init', '/logs', '/errors']) expect(kinds).toContain(kind)
+    return { t, everything: t.service.sent.map((r) => r.text).join('\n') }
+  }
+
+  test('privacy-first: every page URL and referrer sent keeps the names of its parameters, not their values; campaigns keep theirs', async () => {
+    const { t, everything } = await search('privacy-first')
+    expect(everything).not.toMatch(/hunter\d/)
+    const url = 'http://shop.test/search?q=[redacted]&utm_source=mail&gclid=ad1#results'
+    expect(replayEvents(t.service).find((e) => e.type === 4).data.href).toBe(url)
+    expect(t.service.to('/heartbeat')[0].body.url).toBe(url)
+    expect(t.service.to('/init')[0].body).toMatchObject({ entryURL: url, referrer: 'http://shop.test/search?q=[redacted]' })
+    const events = t.service.to('/customEvent/batch').flatMap((r) => r.body.events)
+    expect(events.filter((e: { eventName: string }) => e.eventName === '$pageview').map((e: { eventProperties: { url: string } }) => e.eventProperties.url)).toEqual([
+      url,
+      'http://shop.test/search?q=[redacted]&page=[redacted]',
+      'http://shop.test/search?q=[redacted]',
+    ])
+  })
+
+  test('visibility-first keeps them', async () => {
+    const { t, everything } = await search('visibility-first')
+    for (const word of ['hunter1', 'hunter2', 'hunter3', 'hunter4', 'hunter5']) expect(everything).toContain(word)
+    expect(t.service.to('/heartbeat')[0].body.url).toBe(SEARCH)
   })
 })
 

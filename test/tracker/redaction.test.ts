@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
+import { HEARTBEAT_MS } from '@sightline/tracker'
 import { settle } from './helpers/clock'
 import { closeAll, pageHide, replayEvents, tracked, type Tracked } from './helpers/tracker'
 
@@ -6,9 +7,10 @@ afterEach(closeAll)
 
 /**
  * A page full of things to hide, driven through what a visitor does (typing, clicking, submitting,
- * editing) while every kind of tracking runs; then every byte sent, fetch and beacon alike, is
- * searched for the hidden words.
+ * editing, searching: what a form sent by GET puts into the page's URL) while every kind of tracking
+ * runs; then every byte sent, fetch and beacon alike, is searched for the hidden words.
  */
+const PAGE_URL = 'http://shop.test/checkout?coupon=SECRET-QUERY&utm_source=mail'
 const PAGE = `<!doctype html><html><head><title>SECRET-TITLE</title></head><body>
   <p id="para">SECRET-PARAGRAPH</p>
   <div class="public"><h1>VISIBLE-HEADING</h1><input id="public-input" value=""></div>
@@ -32,8 +34,12 @@ async function visit(t: Tracked) {
     input.dispatchEvent(new win.Event('input', { bubbles: true }))
     input.dispatchEvent(new win.Event('change', { bubbles: true }))
   }
+  win.console.warn = () => {}
   t.tracker.start()
   await settle()
+  win.history.pushState({}, '', '/checkout?coupon=SECRET-PUSHED')
+  win.console.warn('coupon refused')
+  win.dispatchEvent(new win.ErrorEvent('error', { message: 'checkout failed' }))
   type('name', 'SECRET-TYPED-NAME')
   type('pw', 'SECRET-PASSWORD')
   type('card', '4111111111111111')
@@ -45,7 +51,8 @@ async function visit(t: Tracked) {
   doc.getElementById('editable')!.textContent = 'SECRET-MUTATION'
   doc.getElementById('para')!.appendChild(doc.createTextNode(' SECRET-ADDED'))
   await settle()
-  await clock.advance(3000)
+  // Past a heartbeat, which says the URL too.
+  await clock.advance(HEARTBEAT_MS)
   doc.getElementById('para')!.textContent = 'SECRET-AT-UNLOAD'
   await settle()
   pageHide(win)
@@ -55,9 +62,10 @@ async function visit(t: Tracked) {
 
 describe('privacy-first (the default)', () => {
   test('no masked text in any payload; unredacted selectors show theirs', async () => {
-    const t = tracked({ redactionStrategy: { mode: 'privacy-first', unredactSelectors: ['.public'] } }, { html: PAGE })
+    const t = tracked({ redactionStrategy: { mode: 'privacy-first', unredactSelectors: ['.public'] } }, { html: PAGE, url: PAGE_URL })
     const everything = await visit(t)
     for (const word of ['SECRET', 'PRIVATE-DIV', '4111111111111111']) expect(everything).not.toContain(word)
+    expect(everything).toContain('utm_source=mail')
     // The recording did see the page: the unredacted part is there, and the masked text as stars.
     expect(everything).toContain('VISIBLE-HEADING')
     expect(everything).toContain('VISIBLE-TYPED')
@@ -66,8 +74,7 @@ describe('privacy-first (the default)', () => {
     const submits = t.service.to('/customEvent/batch').flatMap((r) => r.body.events).filter((e: { eventName: string }) => e.eventName === '$form_submit')
     expect(submits[0].eventProperties).toEqual({ id: 'checkout', action: 'http://shop.test/pay', method: 'get', fields: 5 })
     const kinds = new Set(t.service.sent.map((r) => r.path))
-    expect(kinds).toContain('/api/ingestion/events')
-    expect(kinds).toContain('/api/ingestion/customEvent/batch')
+    for (const kind of ['events', 'customEvent/batch', 'heartbeat', 'logs', 'errors']) expect(kinds).toContain('/api/ingestion/' + kind)
     const clicks = t.service.to('/customEvent/batch').flatMap((r) => r.body.events).filter((e: { eventName: string }) => e.eventName === '$click')
     expect(clicks.map((e: { eventProperties: object }) => e.eventProperties)).toEqual([
       { tag: 'button', id: 'pay', selector: 'button#pay' },
@@ -76,7 +83,7 @@ describe('privacy-first (the default)', () => {
   })
 
   test('a password stays masked even inside an unredacted selector', async () => {
-    const t = tracked({ redactionStrategy: { mode: 'privacy-first', unredactSelectors: ['form', 'title'] } }, { html: PAGE })
+    const t = tracked({ redactionStrategy: { mode: 'privacy-first', unredactSelectors: ['form', 'title'] } }, { html: PAGE, url: PAGE_URL })
     const everything = await visit(t)
     expect(everything).toContain('SECRET-TYPED-NAME')
     expect(everything).toContain('SECRET-TITLE')
@@ -140,10 +147,10 @@ describe('text in attributes', () => {
 
 describe('visibility-first', () => {
   test('only redactSelectors, passwords and card fields are masked', async () => {
-    const t = tracked({ redactionStrategy: { mode: 'visibility-first', redactSelectors: ['.private', '#notes'] } }, { html: PAGE })
+    const t = tracked({ redactionStrategy: { mode: 'visibility-first', redactSelectors: ['.private', '#notes'] } }, { html: PAGE, url: PAGE_URL })
     const everything = await visit(t)
     for (const word of ['PRIVATE-DIV', 'SECRET-PASSWORD', '4111111111111111', 'SECRET-NOTES']) expect(everything).not.toContain(word)
-    for (const word of ['SECRET-PARAGRAPH', 'SECRET-TYPED-NAME', 'SECRET-BUTTON', 'SECRET-MUTATION', 'VISIBLE-HEADING']) expect(everything).toContain(word)
+    for (const word of ['SECRET-PARAGRAPH', 'SECRET-TYPED-NAME', 'SECRET-BUTTON', 'SECRET-MUTATION', 'VISIBLE-HEADING', 'SECRET-QUERY', 'SECRET-PUSHED']) expect(everything).toContain(word)
     const clicks = t.service.to('/customEvent/batch').flatMap((r) => r.body.events).filter((e: { eventName: string }) => e.eventName === '$click')
     expect(clicks.map((e: { eventProperties: { text?: string } }) => e.eventProperties.text)).toEqual(['SECRET-BUTTON', undefined])
   })

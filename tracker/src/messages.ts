@@ -32,15 +32,15 @@ export interface MessagesDeps {
 export type Messages = ReturnType<typeof createMessages>
 
 /** What the browser tells the service about its surroundings, once per replay chunk. */
-function automaticProperties(win: PageWindow) {
+function automaticProperties(win: PageWindow, redaction: Redaction) {
   const { navigator, screen, document } = win
   return {
     language: navigator.language,
     timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
     screen: screen ? `${screen.width}x${screen.height}` : undefined,
     viewport: `${win.innerWidth}x${win.innerHeight}`,
-    // A same-origin referrer keeps its query, and with it the previous page's tokens.
-    referrer: withoutCredentials(document.referrer) || undefined,
+    // A same-origin referrer keeps its query, and with it the previous page's tokens and searches.
+    referrer: redaction.pageUrl(document.referrer) || undefined,
   }
 }
 
@@ -61,7 +61,7 @@ export function createMessages({ win, clock, identity, redaction, release, send 
   const networkErrors = telemetry<Properties>('/network', 'errors')
   const spans = telemetry<SpanEntry>('/spans/batch', 'spans')
   const errors = telemetry<Properties>('/errors', 'errors')
-  const environment = automaticProperties(win)
+  const environment = automaticProperties(win, redaction)
   const replay = createBatcher<RecordedEvent>(
     clock,
     () => (live ? LIVE_REPLAY_FLUSH_MS : REPLAY_FLUSH_MS),
@@ -81,8 +81,13 @@ export function createMessages({ win, clock, identity, redaction, release, send 
   const customEvent = (eventName: string, eventProperties?: Properties) =>
     events.add({ eventName, eventProperties, timestamp: now(), uuid: uuid(now()) }, owner(true))
 
-  /** The page's URL as it may be sent: every URL the tracker sends goes through `withoutCredentials`. */
-  const here = () => withoutCredentials(win.location.href)
+  /** The page's URL as it may be sent: every page URL the tracker sends goes through `pageUrl`. */
+  const here = () => redaction.pageUrl(win.location.href)
+  /** Text that may name the page (an inline script's stack frames do), naming it as `here` does. */
+  const withPageUrl = (text: string) => {
+    const page = win.location.href.split('#')[0]
+    return text.split(page).join(redaction.pageUrl(page))
+  }
 
   return {
     owner,
@@ -92,7 +97,7 @@ export function createMessages({ win, clock, identity, redaction, release, send 
     /** `$pageview`; the title only where redaction shows it. */
     pageView(url?: string) {
       const { location, document } = win
-      const href = withoutCredentials(new URL(url ?? location.href, location.href).href)
+      const href = redaction.pageUrl(new URL(url ?? location.href, location.href).href)
       customEvent('$pageview', {
         url: href,
         path: new URL(href).pathname,
@@ -101,7 +106,7 @@ export function createMessages({ win, clock, identity, redaction, release, send 
       })
     },
     navigation(type: string, fromUrl: string, toUrl: string) {
-      customEvent('$navigation', { type, from: withoutCredentials(fromUrl), to: withoutCredentials(toUrl) })
+      customEvent('$navigation', { type, from: redaction.pageUrl(fromUrl), to: redaction.pageUrl(toUrl) })
     },
     /** A recorded event; while nobody acts past the session's end, the page's own changes are not kept. */
     record(event: RecordedEvent, activity: boolean) {
@@ -109,7 +114,7 @@ export function createMessages({ win, clock, identity, redaction, release, send 
       replay.add(event, owner(activity), JSON.stringify(event).length)
     },
     log(level: string, message: string, stack?: string) {
-      withOwner(logs, { level, message: withoutCredentials(message), stack, url: here(), timestampMs: now() })
+      withOwner(logs, { level, message: withPageUrl(withoutCredentials(message)), stack: stack && withPageUrl(stack), url: here(), timestampMs: now() })
     },
     networkError(entry: NetworkErrorEntry) {
       withOwner(networkErrors, { ...entry })
@@ -118,10 +123,10 @@ export function createMessages({ win, clock, identity, redaction, release, send 
       spans.add(span, owner(false))
     },
     error(error: unknown, handled: boolean, context?: Properties) {
-      const stack = isErrorLike(error) && typeof error.stack === 'string' ? error.stack : undefined
+      const stack = isErrorLike(error) && typeof error.stack === 'string' ? withPageUrl(error.stack) : undefined
       withOwner(errors, {
         name: (isErrorLike(error) && error.name) || 'Error',
-        message: withoutCredentials(isErrorLike(error) ? String(error.message) : toText(error)),
+        message: withPageUrl(withoutCredentials(isErrorLike(error) ? String(error.message) : toText(error))),
         stack,
         url: here(),
         timestampMs: now(),

@@ -115,10 +115,12 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
     emit(event) {
       // The same rules for text in attributes, and URLs, on the serialized copy (the page is not touched).
       const data = event.data as { href?: string; source?: number; node?: Serialized; adds?: { node: Serialized }[]; attributes?: Serialized[]; texts?: { id: number; value: string }[]; id: number; text?: string }
-      // The page's URL (the meta event's), which the service keeps as the session's entry URL, too.
       scrub(data as Record<string, unknown>)
-      if (event.type === META) redaction.apply()
-      else if (event.type === FULL_SNAPSHOT) maskTree(data.node!)
+      if (event.type === META) {
+        // The page's URL, which the service keeps as the session's entry URL, too.
+        data.href = redaction.pageUrl(data.href!)
+        redaction.apply()
+      } else if (event.type === FULL_SNAPSHOT) maskTree(data.node!)
       else if (event.type === INCREMENTAL && data.source === MUTATION) {
         data.adds!.forEach((add) => maskTree(add.node))
         data.attributes!.forEach((change) => maskAttributes(change.attributes, change.id))

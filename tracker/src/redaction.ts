@@ -1,4 +1,5 @@
 import type { RedactionStrategy } from './types'
+import { withoutCredentials, withoutParameterValues } from './urls'
 
 /** Masked in every mode, whatever the selectors say. */
 export const ALWAYS_MASKED = 'input[type=password],[autocomplete^=cc-]'
@@ -61,6 +62,14 @@ export function createRedaction(strategy: RedactionStrategy | undefined, top: Do
         return undefined
       }
       return el.textContent?.trim().replace(/\s+/g, ' ').slice(0, 200) || undefined
+    },
+    /**
+     * A URL of the page (or its referrer) as it may be sent: without credentials and, in privacy-first
+     * mode, without parameter values, where a masked search box sent by GET puts its text.
+     */
+    pageUrl(url: string): string {
+      url = withoutCredentials(url)
+      return privacyFirst ? withoutParameterValues(url) : url
     },
     selectors: () => [...pending],
     set(selectors: string[]) {

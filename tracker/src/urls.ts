@@ -14,6 +14,15 @@ const CREDENTIAL_PARAMETER = /([?#&;](code|key|sig|sid|pass|otp|ticket|[^\s?#&;=
 export const withoutCredentials = (text: string | URL): string => String(text).replace(/\/\/[^\s/?#@]*@/g, '//').replace(CREDENTIAL_PARAMETER, '$1[redacted]')
 
 /**
+ * A parameter's value in a URL's query or fragment (a search box or a form sent by GET puts what was
+ * typed there), unless the parameter says where a visit came from (a campaign, an ad's click).
+ */
+const PARAMETER_VALUE = /([?#&;](?!(utm_\w+|gclid|fbclid|msclkid|ref)=)[^\s?#&;=]*=)[^\s?#&;]*/gi
+
+/** A URL with the value of every parameter but campaigns' replaced; the names say which page it was. */
+export const withoutParameterValues = (url: string): string => url.replace(PARAMETER_VALUE, '$1[redacted]')
+
+/**
  * A URL without its query and fragment (often tokens of any name), and without credentials. Of a URL
  * without a host (`mailto:`, `data:`, `blob:`), only the scheme: the rest is an address or the
  * content itself.

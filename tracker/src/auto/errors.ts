@@ -1,5 +1,4 @@
 import { listen } from '../dom'
-import { withoutCredentials } from '../urls'
 import type { AutoContext } from '.'
 
 /** Uncaught errors and unhandled promise rejections, as unhandled error reports. */
@@ -10,7 +9,7 @@ export function trackErrors(context: AutoContext): () => void {
       // bubble, and this listener does not capture. One with neither message nor error (dispatched by the
       // page itself) has nothing to report.
       if (!event.message && !event.error) return
-      context.error(event.error ?? { name: 'Error', message: event.message }, false, event.filename ? { filename: withoutCredentials(event.filename), lineno: event.lineno, colno: event.colno } : undefined)
+      context.error(event.error ?? { name: 'Error', message: event.message }, false, event.filename ? { filename: context.redaction.pageUrl(event.filename), lineno: event.lineno, colno: event.colno } : undefined)
     }),
     listen<PromiseRejectionEvent>(context.win, 'unhandledrejection', (event) => context.error(event.reason, false, { mechanism: 'unhandledrejection' })),
   ]
