@@ -1,6 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import type { AutomaticTrackingOptions } from '@sightline/tracker'
+import { ERROR_MESSAGE_MAX_CHARS, ERROR_STACK_MAX_CHARS, ERROR_WINDOW_MS, ERRORS_PER_WINDOW } from '@sightline/tracker/messages'
 import { TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
+import { MESSAGE_LIMIT_BYTES, STACK_LIMIT_BYTES } from '@sightline/core/ingest/shared/text'
 import { fakeClock, settle } from './helpers/clock'
 import { SERVICE_BASE } from './helpers/service'
 import { closeAll, tracked, type Tracked } from './helpers/tracker'
@@ -286,6 +288,57 @@ describe('errors', () => {
       ['TypeError', 'x is not a function', false, 'web@2', true, { filename: 'http://shop.test/app.js', lineno: 3, colno: 7 }],
       ['Error', 'plain reason', false, 'web@2', false, { mechanism: 'unhandledrejection' }],
     ])
+  })
+})
+
+describe('an error thrown again and again (a render or animation loop)', () => {
+  const reported = (t: Tracked) => t.service.to('/errors').flatMap((r) => r.body.errors)
+  const throwAt = (t: Tracked, error: Error) => t.win.dispatchEvent(new t.win.ErrorEvent('error', { error, message: error.message }))
+
+  test(`the same report (name, message, stack) is sent once in ${ERROR_WINDOW_MS / 1000} s; the repeats are counted as dropped`, async () => {
+    const t = await started(only({ errors: true }))
+    const error = new TypeError('frame is undefined')
+    for (let frame = 0; frame < 100; frame++) throwAt(t, error)
+    t.tracker.captureError(new TypeError('frame is undefined'))
+    t.tracker.captureError(new RangeError('frame is undefined'))
+    await t.clock.advance(ERROR_WINDOW_MS - 1)
+    throwAt(t, error)
+    expect(reported(t).map((e: { name: string; handled: boolean }) => [e.name, e.handled])).toEqual([
+      ['TypeError', false],
+      // Thrown elsewhere (another stack), or another error.
+      ['TypeError', true],
+      ['RangeError', true],
+    ])
+    expect(t.tracker.getConnectionStatus().dropped).toEqual({ outbox: 0, error_flood: 100 })
+    await t.clock.advance(1)
+    throwAt(t, error)
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(reported(t)).toHaveLength(4)
+  })
+
+  test(`at most ${ERRORS_PER_WINDOW} reports in ${ERROR_WINDOW_MS / 1000} s, whatever they are`, async () => {
+    const t = await started(only({ errors: true }))
+    for (let i = 0; i < ERRORS_PER_WINDOW + 5; i++) t.tracker.captureError(new Error(`item ${i} failed`))
+    await t.clock.advance(ERROR_WINDOW_MS)
+    t.tracker.captureError(new Error('later'))
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    const messages = reported(t).map((e: { message: string }) => e.message)
+    expect(messages).toHaveLength(ERRORS_PER_WINDOW + 1)
+    expect(messages.at(-1)).toBe('later')
+    expect(t.tracker.getConnectionStatus().dropped.error_flood).toBe(5)
+  })
+
+  test('a message and a stack longer than the service keeps are cut where it would cut them', async () => {
+    const t = await started(only({ errors: true }))
+    const error = new Error('m'.repeat(ERROR_MESSAGE_MAX_CHARS + 10))
+    error.stack = 's'.repeat(ERROR_STACK_MAX_CHARS + 10)
+    t.tracker.captureError(error)
+    t.tracker.captureError('a thrown string ' + 'x'.repeat(ERROR_MESSAGE_MAX_CHARS))
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    const [long, text] = reported(t)
+    expect([long.message.length, long.stack.length, text.message.length]).toEqual([ERROR_MESSAGE_MAX_CHARS, ERROR_STACK_MAX_CHARS, ERROR_MESSAGE_MAX_CHARS])
+    // Nothing the service would keep is cut: it keeps 32 KB of a message and 64 KB of a stack, in bytes.
+    expect([ERROR_MESSAGE_MAX_CHARS, ERROR_STACK_MAX_CHARS]).toEqual([MESSAGE_LIMIT_BYTES, STACK_LIMIT_BYTES])
   })
 })
 

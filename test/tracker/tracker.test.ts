@@ -369,7 +369,7 @@ describe('connection', () => {
       online: true,
       stopped: null,
       queued: 0,
-      dropped: { outbox: 0 },
+      dropped: { outbox: 0, error_flood: 0 },
       recommendations: [],
     })
     service.reply((request) => (request.path === '/health/simple' ? { status: 200 } : request.headers.authorization ? 'network-error' : { status: 400 }))

@@ -277,7 +277,7 @@ export class ServiceTracker {
       online: this.#transport.online(),
       stopped: this.#stopReason,
       queued: this.#outbox.size(),
-      dropped: { ...this.#delivery.drops(), outbox: this.#outbox.dropped() },
+      dropped: { ...this.#delivery.drops(), outbox: this.#outbox.dropped(), error_flood: this.#messages.flooded() },
     })
   }
 

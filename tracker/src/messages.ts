@@ -31,6 +31,16 @@ export interface MessagesDeps {
 
 export type Messages = ReturnType<typeof createMessages>
 
+/**
+ * An error thrown in a render or animation loop would be reported every frame: the same report (name,
+ * message and stack) goes once in a window, and at most ERRORS_PER_WINDOW reports do.
+ */
+export const ERROR_WINDOW_MS = 60_000
+export const ERRORS_PER_WINDOW = 20
+/** What the service keeps of an error's message and stack (in bytes, so never fewer characters). */
+export const ERROR_MESSAGE_MAX_CHARS = 32 * 1024
+export const ERROR_STACK_MAX_CHARS = 64 * 1024
+
 /** What the browser tells the service about its surroundings, once per replay chunk. */
 function automaticProperties(win: PageWindow, redaction: Redaction) {
   const { navigator, screen, document } = win
@@ -51,6 +61,9 @@ function automaticProperties(win: PageWindow, redaction: Redaction) {
  */
 export function createMessages({ win, clock, identity, redaction, release, send }: MessagesDeps) {
   let live = false
+  /** The error reports sent in the window, and when; how many others were not. */
+  let reported: [report: string, at: number][] = []
+  let flooded = 0
   const now = () => clock.now()
   const owner = (activity: boolean): Owner => ({ sessionId: identity.sessionId(activity), endUserId: identity.endUserId })
   const telemetry = <T>(path: string, field: string) =>
@@ -123,19 +136,21 @@ export function createMessages({ win, clock, identity, redaction, release, send 
       spans.add(span, owner(false))
     },
     error(error: unknown, handled: boolean, context?: Properties) {
-      const stack = isErrorLike(error) && typeof error.stack === 'string' ? withPageUrl(error.stack) : undefined
-      withOwner(errors, {
-        name: (isErrorLike(error) && error.name) || 'Error',
-        message: withPageUrl(withoutCredentials(isErrorLike(error) ? String(error.message) : toText(error))),
-        stack,
-        url: here(),
-        timestampMs: now(),
-        release,
-        level: 'error',
-        handled,
-        context,
-      })
+      const at = now()
+      const { name, message, stack } = (isErrorLike(error) ? error : { message: toText(error) }) as Partial<Error>
+      const report = {
+        name: name || 'Error',
+        message: withPageUrl(withoutCredentials(String(message))).slice(0, ERROR_MESSAGE_MAX_CHARS),
+        stack: typeof stack === 'string' ? withPageUrl(stack).slice(0, ERROR_STACK_MAX_CHARS) : undefined,
+      }
+      const key = JSON.stringify(report)
+      reported = reported.filter(([, sent]) => at - sent < ERROR_WINDOW_MS)
+      if (reported.length >= ERRORS_PER_WINDOW || reported.some(([seen]) => seen === key)) return void flooded++
+      reported.push([key, at])
+      withOwner(errors, { ...report, url: here(), timestampMs: at, release, level: 'error', handled, context })
     },
+    /** Error reports not sent, being one of a flood. */
+    flooded: () => flooded,
     flush: () => all.forEach((batcher) => batcher.flush()),
     clear: () => all.forEach((batcher) => batcher.clear()),
     /** A 413'd body in two; a replay chunk's second half gets its own `seq`. */
