@@ -258,6 +258,27 @@ describe('network and spans', () => {
     expect(t.service.to('/network').flatMap((r) => r.body.errors)).toHaveLength(3)
   })
 
+  test('a request the page aborts is no network error; its span says neither ok nor error (unset)', async () => {
+    const t = tracked({ automaticTrackingOptions: only({ network: true, spans: true }) })
+    t.tracker.start()
+    await settle()
+    // (Aborted before it starts: happy-dom's fetch does not abort a request under way.)
+    const controller = new t.win.AbortController()
+    controller.abort()
+    expect(await t.win.fetch(`${apiBase}/ok`, { signal: controller.signal }).catch((error: Error) => error.name)).toBe('AbortError')
+    const xhr = new t.win.XMLHttpRequest()
+    const ended = xhrSend(t, 'GET', `${apiBase}/fail`, xhr)
+    xhr.abort()
+    await ended
+    await settle()
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(t.service.to('/spans/batch').flatMap((r) => r.body.spans).map((s: any) => [s.name, s.status])).toEqual([
+      ['GET /ok', { code: 'unset' }],
+      ['GET /fail', { code: 'unset' }],
+    ])
+    expect(t.service.to('/network')).toEqual([])
+  })
+
   test('stop puts fetch and XMLHttpRequest back', async () => {
     const t = tracked()
     const { fetch } = t.win

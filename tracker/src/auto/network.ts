@@ -29,17 +29,20 @@ export interface SpanEntry {
   kind: 'client'
   startTimeMs: number
   endTimeMs: number
-  status: { code: 'ok' | 'error'; message?: string }
+  status: { code: 'unset' | 'ok' | 'error'; message?: string }
   attributes: Record<string, unknown>
 }
 
 const REQUEST = Symbol('sightline.request')
 type TrackedXhr = XMLHttpRequest & { [REQUEST]?: [method: string, url: string] }
+/** An XMLHttpRequest ends with loadend, which follows abort when the page aborted it. */
+const XHR_ENDS = ['abort', 'loadend']
 
 /**
  * Every `fetch` and `XMLHttpRequest` of the page becomes a client span, and the failed (network error
- * or status >= 400) or slow ones a network error. The tracker's own requests never: it sends with
- * the fetch it had before this wrapper, and its URLs are skipped here as well.
+ * or status >= 400) or slow ones a network error. One the page aborted did not fail: its span's status
+ * is unset, and it is no network error. The tracker's own requests never: it sends with the fetch it
+ * had before this wrapper, and its URLs are skipped here as well.
  */
 export function trackNetwork(context: AutoContext, network: boolean, spans: boolean): () => void {
   const { win } = context
@@ -50,6 +53,7 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
     // The page's clock may have been set back meanwhile (a time sync); the service refuses a span
     // that ends before it starts.
     const end = Math.max(context.now(), start)
+    const aborted = failure?.name === 'AbortError'
     const failed = status === null || status >= 400
     // Some of the browser's messages repeat the URL as the page gave it, credentials and all.
     const message = failed ? withoutCredentials(failure?.message ?? `HTTP ${status}${statusText ? ' ' + statusText : ''}`) : null
@@ -63,11 +67,11 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
         kind: 'client',
         startTimeMs: start,
         endTimeMs: end,
-        status: failed ? { code: 'error', message: message! } : { code: 'ok' },
+        status: aborted ? { code: 'unset' } : failed ? { code: 'error', message: message! } : { code: 'ok' },
         attributes: { 'http.method': method, 'http.url': url, 'http.status_code': status },
       })
     }
-    if (network && (failed || slow)) {
+    if (network && !aborted && (failed || slow)) {
       context.networkError({
         requestId: uuid(end),
         url,
@@ -125,12 +129,13 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
           const request = this[REQUEST]
           if (request) {
             const start = context.now()
-            // Once: the page may send with this object again, and that request ends on its own.
-            this.addEventListener(
-              'loadend',
-              () => report(request[0], request[1], start, this.status || null, this.statusText || null, this.status ? undefined : { name: 'NetworkError', message: 'the request failed' }),
-              { once: true },
-            )
+            // At the first of them, once: the page may send with this object again, and that request ends on its own.
+            const ended = ({ type }: Event) => {
+              for (const end of XHR_ENDS) this.removeEventListener(end, ended)
+              const failure = this.status ? undefined : { name: type === 'abort' ? 'AbortError' : 'NetworkError', message: 'the request failed' }
+              report(request[0], request[1], start, this.status || null, this.statusText || null, failure)
+            }
+            for (const end of XHR_ENDS) this.addEventListener(end, ended)
           }
           return original.call(this, body)
         },
