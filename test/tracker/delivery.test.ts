@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { MAX_ATTEMPTS, RETRY_BASE_MS, RETRY_MAX_MS, createDelivery, retryAfterMs, retryDelay } from '@sightline/tracker/delivery'
+import { DRAINED_PER_WRITE, MAX_ATTEMPTS, RETRY_BASE_MS, RETRY_MAX_MS, createDelivery, retryAfterMs, retryDelay } from '@sightline/tracker/delivery'
 import { createOutbox, webStorage } from '@sightline/tracker/storage'
 import { BEACON_MAX_BYTES, REQUEST_TIMEOUT_MS, createTransport } from '@sightline/tracker/transport'
 import { fakeClock, settle } from './helpers/clock'
@@ -246,10 +246,30 @@ describe('delivery', () => {
     expect([service.sent.length, writes]).toEqual([200, { calls: 0, chars: 0 }])
     expect(page.win.localStorage.getItem('sl_outbox:k')).toBe(kept)
 
-    // Back up: each one leaves the outbox once it is stored, not before.
+    // Back up: each one leaves the outbox once it is stored, not before, DRAINED_PER_WRITE at a time:
+    // the characters written stay within a few times what was kept, not a hundred times.
     down = false
     await delivery.drain()
-    expect([service.sent.length, outbox.size(), writes.calls]).toEqual([400, 0, 200])
+    expect([service.sent.length, outbox.size(), writes.calls]).toEqual([400, 0, 200 / DRAINED_PER_WRITE])
+    expect(writes.chars).toBeLessThan(kept.length * 6)
+  })
+
+  test('a page hidden while draining keeps only what was not stored yet', async () => {
+    let answered = 0
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const { service, delivery, outbox, parcel } = setup()
+    service.reply(async () => (++answered === DRAINED_PER_WRITE + 6 ? (await held, { status: 200, body: { success: true } }) : { status: 200, body: { success: true } }))
+    for (let i = 0; i < 50; i++) outbox.put(parcel(String(i)))
+    const draining = delivery.drain()
+    while (answered < DRAINED_PER_WRITE + 6) await settle()
+    // Stored so far: DRAINED_PER_WRITE + 5, of which DRAINED_PER_WRITE left the outbox already; one in flight.
+    expect(outbox.size()).toBe(50 - DRAINED_PER_WRITE)
+    delivery.persistPending()
+    // (The one in flight is put again, at the end.)
+    expect(outbox.all().map((p) => Number(p.id)).sort((a, b) => a - b)).toEqual(Array.from({ length: 50 - DRAINED_PER_WRITE - 5 }, (_, i) => DRAINED_PER_WRITE + 5 + i))
+    release()
+    await draining
   })
 
   test('drain sends what was persisted, one attempt each; a success drains the rest too', async () => {

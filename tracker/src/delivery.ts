@@ -8,6 +8,8 @@ import type { Clock } from './types'
 export const RETRY_BASE_MS = 1000
 export const RETRY_MAX_MS = 60_000
 export const MAX_ATTEMPTS = 5
+/** A drain takes what it stored out of the outbox this many at a time (see drain). */
+export const DRAINED_PER_WRITE = 20
 
 /** Milliseconds a `Retry-After` header asks for (delta-seconds or an HTTP date), or null. */
 export function retryAfterMs(header: string | null | undefined, now: number): number | null {
@@ -55,6 +57,12 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
   /** In flight when the page was hidden: the outbox holds a copy, so a failure is left to it. */
   const persisted = new Set<string>()
   const drops: Record<string, number> = {}
+  /** Drained parcels stored, still in the outbox until the next of its writes. */
+  let stored: string[] = []
+  const forgetStored = () => {
+    if (stored.length) outbox.remove(...stored)
+    stored = []
+  }
 
   const drop = (reason: string, parcel: Parcel) => {
     outbox.remove(parcel.id)
@@ -87,7 +95,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     const answer = await transport.send(parcel.path, parcel.body, unload)
     inFlight.delete(parcel.id)
     const wasPersisted = persisted.delete(parcel.id)
-    if (settle(answer)) return delivered(parcel, unload)
+    if (settle(answer)) return delivered(parcel, unload, attempt === MAX_ATTEMPTS)
     if (halted || wasPersisted) return
     const { status } = answer
     if (status === 413) {
@@ -130,15 +138,19 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
   }
 
   /** A kept copy is no longer needed; the service answers, so what else is kept may go now (not on unload). */
-  function delivered(parcel: Parcel, unload: boolean) {
-    outbox.remove(parcel.id)
+  function delivered(parcel: Parcel, unload: boolean, drained: boolean) {
+    if (!drained) outbox.remove(parcel.id)
+    else if (stored.push(parcel.id) >= DRAINED_PER_WRITE) forgetStored()
     if (!unload && !halted && outbox.hasAny()) void drain()
   }
 
   /**
    * Sends what was kept, one attempt each, when the browser is online. A parcel leaves the outbox only
    * when it is stored (or dropped): a page that dies while draining loses nothing, and one sent twice
-   * is stored once. One that fails stays where it is, not written again.
+   * is stored once. One that fails stays where it is, not written again. What is stored leaves
+   * DRAINED_PER_WRITE at a time: each write rewrites all that is kept (up to 2 MB), and one per parcel
+   * made a drain's work grow with the square of what it holds; a page gone meanwhile sends at most
+   * that many again, which the service stores once.
    */
   async function drain() {
     if (draining || !transport.online()) return
@@ -146,6 +158,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     try {
       for (const parcel of outbox.all()) if (!inFlight.has(parcel.id)) await deliver(parcel, false, MAX_ATTEMPTS)
     } finally {
+      forgetStored()
       draining = false
     }
   }
@@ -156,6 +169,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     settle,
     /** The page is being hidden or unloaded, or the tracker stops: everything not yet delivered is persisted. */
     persistPending() {
+      forgetStored()
       cancel(true)
       for (const parcel of inFlight.values()) {
         outbox.put(parcel)

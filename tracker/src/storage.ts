@@ -82,7 +82,8 @@ export const OUTBOX_MAX_CHARS = 2_000_000
 
 export interface Outbox {
   put(parcel: Parcel): void
-  remove(id: string): void
+  /** One write for all of them: each rewrites everything kept. */
+  remove(...ids: string[]): void
   /** Everything kept, oldest first. It stays kept until a success removes it. */
   all(): Parcel[]
   size(): number
@@ -113,9 +114,10 @@ export function createOutbox(store: KeyValue, key: string, maxChars = OUTBOX_MAX
   }
   return {
     put: (parcel) => write([...read().filter((p) => p.id !== parcel.id), parcel]),
-    remove(id) {
+    remove(...ids) {
       const parcels = read()
-      if (parcels.some((p) => p.id === id)) write(parcels.filter((p) => p.id !== id))
+      const kept = parcels.filter((p) => !ids.includes(p.id))
+      if (kept.length < parcels.length) write(kept)
     },
     all: read,
     size: () => read().length,
