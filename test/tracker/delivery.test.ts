@@ -272,6 +272,29 @@ describe('delivery', () => {
     await draining
   })
 
+  test('a drained parcel answered 413 is replaced in the outbox by its halves, in one write: a page that dies meanwhile loses nothing, and a half that fails stays there', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const { service, clock, delivery, outbox, parcel } = setup()
+    service.reply(async (request) =>
+      request.body.events.length > 1 ? { status: 413 } : request.body.events[0] === 3 ? { status: 503 } : (await gate, { status: 200, body: { success: true } }),
+    )
+    outbox.put(parcel('a', { sessionId: 's', events: [1, 2, 3] }))
+    outbox.put(parcel('b'))
+    const draining = delivery.drain()
+    await settle()
+    expect(outbox.all().map((p) => [p.id, p.body.events])).toEqual([
+      ['a.0.0', [1]],
+      ['a.0.1', [2]],
+      ['a.1', [3]],
+      ['b', [{ n: 'b' }]],
+    ])
+    release()
+    await draining
+    expect(outbox.all().map((p) => p.id)).toEqual(['a.1'])
+    expect(clock.pending()).toEqual([])
+  })
+
   test('drain sends what was persisted, one attempt each; a success drains the rest too', async () => {
     const { service, delivery, outbox, parcel } = setup()
     outbox.put(parcel('a'))

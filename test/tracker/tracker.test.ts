@@ -444,6 +444,30 @@ describe('start and stop', () => {
     expect(service.to('/customEvent/batch').map((r) => r.body.events[0].eventName)).toEqual(['retried', 'flushed'])
   })
 
+  test('after stop nothing is drained and nothing waits in memory: what fails goes to the outbox, with no timer, until the tracker starts again', async () => {
+    const { tracker, service, clock } = tracked({ enableAutomaticTracking: false })
+    // An hour asked for: kept in the outbox.
+    service.reply(() => ({ status: 503, headers: { 'retry-after': '3600' } }))
+    tracker.customEvent('kept')
+    await clock.advance(EVENT_FLUSH_MS)
+    expect(tracker.getConnectionStatus().queued).toBe(1)
+    service.reply((request) => (request.path.endsWith('/user') ? { status: 503 } : { status: 200, body: { success: true } }))
+    tracker.customEvent('last')
+    tracker.stop()
+    await settle()
+    // Its success drains nothing (no page hide would keep what a drain holds), and a call after stop is not retried in memory.
+    await tracker.identifyUser({ userProperties: { plan: 'pro' } })
+    expect(service.sent.map((r) => r.body.events?.[0].eventName ?? r.path)).toEqual(['kept', 'last', '/api/ingestion/user'])
+    expect(clock.pending()).toEqual([])
+    expect(tracker.getConnectionStatus().queued).toBe(2)
+
+    service.reply(() => ({ status: 200, body: { success: true } }))
+    tracker.start()
+    await settle()
+    expect(tracker.getConnectionStatus().queued).toBe(0)
+    expect(service.to('/customEvent/batch').map((r) => r.body.events[0].eventName)).toEqual(['kept', 'last', 'kept'])
+  })
+
   test('start twice is one start; start after stop starts again', async () => {
     const { tracker, service, clock } = tracked()
     tracker.start()

@@ -45,13 +45,18 @@ export type Delivery = ReturnType<typeof createDelivery>
 
 /**
  * Gets parcels to the service: retries network failures and 5xx with backoff, halves what is too
- * large, persists what cannot be sent (offline, unloading, out of attempts) and sends it again when
- * the browser is back online or on the next page load. Parcels carry their event uuids and chunk
- * `seq`, so a parcel sent twice is stored once. 429 and an invalid key stop all sending.
+ * large, persists what cannot be sent (offline, unloading, stopped, out of attempts) and sends it
+ * again when the browser is back online or on the next page load. Parcels carry their event uuids
+ * and chunk `seq`, so a parcel sent twice is stored once. 429 and an invalid key stop all sending.
  */
 export function createDelivery({ transport, outbox, clock, log, random = Math.random, split = halve, answered, stopped }: DeliveryDeps) {
   let halted = false
   let draining = false
+  /**
+   * The tracker is stopped: no page hide will persist what waits in memory, so a failure goes to the
+   * outbox at once, as on unload, and nothing is drained until it starts again.
+   */
+  let paused = false
   const inFlight = new Map<string, Parcel>()
   const waiting = new Map<string, { parcel: Parcel; timer: unknown }>()
   /** In flight when the page was hidden: the outbox holds a copy, so a failure is left to it. */
@@ -99,10 +104,12 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     if (halted || wasPersisted) return
     const { status } = answer
     if (status === 413) {
-      const halves = split(parcel.body)
+      const halves = split(parcel.body)?.map((body, i) => ({ ...parcel, id: parcel.id + '.' + i, body }))
       if (halves) {
-        outbox.remove(parcel.id)
-        await Promise.all(halves.map((body, i) => deliver({ ...parcel, id: parcel.id + '.' + i, body }, unload)))
+        // Drained, its halves take its place in the outbox, which keeps them until each is stored.
+        const drained = attempt === MAX_ATTEMPTS
+        if (drained) outbox.replace(parcel.id, halves)
+        await Promise.all(halves.map((half) => deliver(half, unload, drained ? attempt : 0)))
         return
       }
       return answer.local ? keep() : drop('too_large', parcel)
@@ -111,7 +118,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     const wait = retryDelay(attempt, random(), retryAfterMs(answer.retryAfter, clock.now()))
     // A Retry-After past the longest backoff (a proxy asking for an hour) would hold every parcel of
     // that time in memory; the bounded outbox keeps them instead, until the service answers again.
-    if (unload || attempt + 1 >= MAX_ATTEMPTS || wait > RETRY_MAX_MS) return keep()
+    if (unload || paused || attempt + 1 >= MAX_ATTEMPTS || wait > RETRY_MAX_MS) return keep()
     const timer = clock.setTimeout(() => {
       waiting.delete(parcel.id)
       void deliver(parcel, false, attempt + 1)
@@ -141,7 +148,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
   function delivered(parcel: Parcel, unload: boolean, drained: boolean) {
     if (!drained) outbox.remove(parcel.id)
     else if (stored.push(parcel.id) >= DRAINED_PER_WRITE) forgetStored()
-    if (!unload && !halted && outbox.hasAny()) void drain()
+    if (!unload && outbox.hasAny()) void drain()
   }
 
   /**
@@ -153,10 +160,10 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
    * that many again, which the service stores once.
    */
   async function drain() {
-    if (draining || !transport.online()) return
+    if (draining || paused || !transport.online()) return
     draining = true
     try {
-      for (const parcel of outbox.all()) if (!inFlight.has(parcel.id)) await deliver(parcel, false, MAX_ATTEMPTS)
+      for (const parcel of outbox.all()) if (!paused && !inFlight.has(parcel.id)) await deliver(parcel, false, MAX_ATTEMPTS)
     } finally {
       forgetStored()
       draining = false
@@ -167,14 +174,23 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     deliver,
     drain,
     settle,
-    /** The page is being hidden or unloaded, or the tracker stops: everything not yet delivered is persisted. */
-    persistPending() {
+    /**
+     * The page is being hidden or unloaded, or (`stop`) the tracker stops: everything not yet delivered
+     * is persisted; once stopped, until `resume`, what fails goes to the outbox at once, and nothing drains.
+     */
+    persistPending(stop = false) {
+      paused = stop
       forgetStored()
       cancel(true)
       for (const parcel of inFlight.values()) {
         outbox.put(parcel)
         persisted.add(parcel.id)
       }
+    },
+    /** The tracker runs (again): what was kept is sent. */
+    resume() {
+      paused = false
+      return drain()
     },
     get halted() {
       return halted

@@ -124,7 +124,6 @@ export class ServiceTracker {
       send: (path, body) => this.#send(path, body),
     })
     this.#listen()
-    void this.#delivery.drain()
   }
 
   /** Starts recording the session and automatic tracking (page views, clicks, errors, ...). */
@@ -147,8 +146,9 @@ export class ServiceTracker {
   stop(): void {
     this.#stopRunning()
     this.#messages.flush()
-    // No page hide will keep them now: what the flush sent, and what waits for a retry, are kept until stored.
-    this.#delivery.persistPending()
+    // No page hide will keep them now: what the flush sent, and what waits for a retry, are kept until
+    // stored, and what fails from now on goes to the outbox at once.
+    this.#delivery.persistPending(true)
     for (const undo of this.#lifecycle.splice(0)) undo()
     this.#identity.releaseTab()
   }
@@ -360,6 +360,7 @@ export class ServiceTracker {
       }),
     ]
     identity.holdTab()
+    void this.#delivery.resume()
   }
 
   /**

@@ -84,6 +84,8 @@ export interface Outbox {
   put(parcel: Parcel): void
   /** One write for all of them: each rewrites everything kept. */
   remove(...ids: string[]): void
+  /** `id` out and `parcels` in its place, in one write (a parcel split in two is never only in memory). */
+  replace(id: string, parcels: Parcel[]): void
   /** Everything kept, oldest first. It stays kept until a success removes it. */
   all(): Parcel[]
   size(): number
@@ -119,6 +121,7 @@ export function createOutbox(store: KeyValue, key: string, maxChars = OUTBOX_MAX
       const kept = parcels.filter((p) => !ids.includes(p.id))
       if (kept.length < parcels.length) write(kept)
     },
+    replace: (id, parcels) => write(read().flatMap((p) => (p.id === id ? parcels : [p]))),
     all: read,
     size: () => read().length,
     hasAny: () => (store.get(key)?.length ?? 0) > 2,
