@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { HEARTBEAT_MS } from '@sightline/tracker'
 import { TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
-import { withoutCredentials, withoutQuery } from '@sightline/tracker/urls'
+import { URL_IN_TEXT, withoutCredentials, withoutParameterValues, withoutQuery } from '@sightline/tracker/urls'
 import { settle } from './helpers/clock'
 import { closeAll, pageHide, replayEvents, tracked, type Tracked } from './helpers/tracker'
 
@@ -100,6 +100,17 @@ describe('URLs the tracker sends', () => {
 })
 
 describe('what was typed into a page URL', () => {
+  test("a parameter's value goes, and a query's bare words; campaigns' values and the fragment's anchor stay", () => {
+    expect(withoutParameterValues('http://shop.test/search?secret+words&q=x&&utm_source=mail&flag#top')).toBe('http://shop.test/search?[redacted]&q=[redacted]&&utm_source=mail&[redacted]#top')
+  })
+
+  test('in text, each URL ends before a stack frame\'s line and column, which stay', () => {
+    const stack = 'at a (http://localhost:3000/s?q=x:12:5)\n    at http://shop.test/s?hunter:1:2\nb@https://cdn.test/app.js?v=3:4:5 "http://shop.test/?q=y"'
+    expect(stack.replace(URL_IN_TEXT, withoutParameterValues)).toBe(
+      'at a (http://localhost:3000/s?q=[redacted]:12:5)\n    at http://shop.test/s?[redacted]:1:2\nb@https://cdn.test/app.js?v=[redacted]:4:5 "http://shop.test/?q=[redacted]"',
+    )
+  })
+
   /** A search box sent by GET (its text masked on the page), reached from another search, from a campaign's link. */
   const SEARCH = 'http://shop.test/search?q=hunter2&utm_source=mail&gclid=ad1#results'
   async function search(mode: 'privacy-first' | 'visibility-first') {

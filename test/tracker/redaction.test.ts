@@ -7,11 +7,16 @@ afterEach(closeAll)
 
 /**
  * A page full of things to hide, driven through what a visitor does (typing, clicking, submitting,
- * editing, searching: what a form sent by GET puts into the page's URL) while every kind of tracking
- * runs; then every byte sent, fetch and beacon alike, is searched for the hidden words.
+ * editing, searching: what a form sent by GET puts into the page's URL, a parameter's value or a bare
+ * word, which the page also names in its canonical link and Open Graph URL, and its logs and stack
+ * frames name) while every kind of tracking runs; then every byte sent, fetch and beacon alike, is
+ * searched for the hidden words.
  */
-const PAGE_URL = 'http://shop.test/checkout?coupon=SECRET-QUERY&utm_source=mail'
-const PAGE = `<!doctype html><html><head><title>SECRET-TITLE</title></head><body>
+const PAGE_URL = 'http://shop.test/checkout?coupon=SECRET-QUERY&session_id=SECRET-SESSION&SECRET-BARE&utm_source=mail'
+const PAGE = `<!doctype html><html><head><title>SECRET-TITLE</title>
+  <link rel="canonical" href="${PAGE_URL.replaceAll('&', '&amp;')}"><link rel="alternate" hreflang="de" href="/de/checkout?coupon=SECRET-ALTERNATE">
+  <meta property="og:url" content="${PAGE_URL.replaceAll('&', '&amp;')}"><meta name="twitter:url" content="http://shop.test/checkout?SECRET-TWITTER">
+</head><body>
   <p id="para">SECRET-PARAGRAPH</p>
   <div class="public"><h1>VISIBLE-HEADING</h1><input id="public-input" value=""></div>
   <div class="private"><span>PRIVATE-DIV</span></div>
@@ -37,9 +42,11 @@ async function visit(t: Tracked) {
   win.console.warn = () => {}
   t.tracker.start()
   await settle()
-  win.history.pushState({}, '', '/checkout?coupon=SECRET-PUSHED')
-  win.console.warn('coupon refused')
+  win.history.pushState({}, '', '/checkout?coupon=SECRET-PUSHED&session_id=SECRET-SESSION')
+  win.console.warn('coupon refused at ' + win.location.href)
   win.dispatchEvent(new win.ErrorEvent('error', { message: 'checkout failed' }))
+  // An inline script's frames name the URL the page was loaded with, not the current one.
+  t.tracker.captureError(Object.assign(new Error('pay failed'), { stack: `Error: pay failed\n    at pay (${PAGE_URL}:12:5)` }))
   type('name', 'SECRET-TYPED-NAME')
   type('pw', 'SECRET-PASSWORD')
   type('card', '4111111111111111')
@@ -66,6 +73,7 @@ describe('privacy-first (the default)', () => {
     const everything = await visit(t)
     for (const word of ['SECRET', 'PRIVATE-DIV', '4111111111111111']) expect(everything).not.toContain(word)
     expect(everything).toContain('utm_source=mail')
+    expect(everything).toContain('at pay (http://shop.test/checkout?coupon=[redacted]&session_id=[redacted]&[redacted]&utm_source=mail:12:5)')
     // The recording did see the page: the unredacted part is there, and the masked text as stars.
     expect(everything).toContain('VISIBLE-HEADING')
     expect(everything).toContain('VISIBLE-TYPED')

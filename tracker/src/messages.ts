@@ -17,7 +17,7 @@ import type { Redaction } from './redaction'
 import type { RecordedEvent } from './replay'
 import { isErrorLike, toText } from './text'
 import type { Clock, PageWindow, Properties } from './types'
-import { withoutCredentials } from './urls'
+import { URL_IN_TEXT, withoutCredentials } from './urls'
 import { SDK_VERSION } from './version'
 
 export interface MessagesDeps {
@@ -96,11 +96,11 @@ export function createMessages({ win, clock, identity, redaction, release, send 
 
   /** The page's URL as it may be sent: every page URL the tracker sends goes through `pageUrl`. */
   const here = () => redaction.pageUrl(win.location.href)
-  /** Text that may name the page (an inline script's stack frames do), naming it as `here` does. */
-  const withPageUrl = (text: string) => {
-    const page = win.location.href.split('#')[0]
-    return text.split(page).join(redaction.pageUrl(page))
-  }
+  /**
+   * Text that may name URLs, each as page URLs go: messages repeat them, and an inline script's stack
+   * frames name the page, as it was when it loaded (the URL may have changed since).
+   */
+  const withPageUrls = (text: string) => withoutCredentials(text.replace(URL_IN_TEXT, redaction.pageUrl))
 
   return {
     owner,
@@ -127,7 +127,7 @@ export function createMessages({ win, clock, identity, redaction, release, send 
       replay.add(event, owner(activity), JSON.stringify(event).length)
     },
     log(level: string, message: string, stack?: string) {
-      withOwner(logs, { level, message: withPageUrl(withoutCredentials(message)), stack: stack && withPageUrl(stack), url: here(), timestampMs: now() })
+      withOwner(logs, { level, message: withPageUrls(message), stack: stack && withPageUrls(stack), url: here(), timestampMs: now() })
     },
     networkError(entry: NetworkErrorEntry) {
       withOwner(networkErrors, { ...entry })
@@ -140,8 +140,8 @@ export function createMessages({ win, clock, identity, redaction, release, send 
       const { name, message, stack } = (isErrorLike(error) ? error : { message: toText(error) }) as Partial<Error>
       const report = {
         name: name || 'Error',
-        message: withPageUrl(withoutCredentials(String(message))).slice(0, ERROR_MESSAGE_MAX_CHARS),
-        stack: typeof stack === 'string' ? withPageUrl(stack).slice(0, ERROR_STACK_MAX_CHARS) : undefined,
+        message: withPageUrls(String(message)).slice(0, ERROR_MESSAGE_MAX_CHARS),
+        stack: typeof stack === 'string' ? withPageUrls(stack).slice(0, ERROR_STACK_MAX_CHARS) : undefined,
       }
       const key = JSON.stringify(report)
       reported = reported.filter(([, sent]) => at - sent < ERROR_WINDOW_MS)

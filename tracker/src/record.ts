@@ -34,6 +34,15 @@ const outOfSight = (el: Element | null, name: string) =>
 const leadsAway = (tag: string | undefined, name: string) => name === 'formaction' || (name === 'action' && tag === 'form') || (/href$/.test(name) && (tag === 'a' || tag === 'area'))
 
 /**
+ * Whether attribute `name` holds the URL of a page, not of something the player loads: a link's but a
+ * style sheet's (canonical, alternate, prev, next), a meta's (og:url, twitter:url). A page's URL holds
+ * what a form sent by GET put there, so in privacy-first mode these go as page URLs do.
+ */
+const namesPage = (el: Element | null, name: string, value: string) =>
+  (name === 'href' && el?.localName === 'link' && !/stylesheet/i.test(String(el.getAttribute('rel')))) ||
+  (name === 'content' && el?.localName === 'meta' && /^(https?:|\/)/.test(value))
+
+/**
  * A URL in a string of the recording lies between spaces, quotes and parentheses (CSS quotes URLs or
  * wraps them in url()); a comma ending one separates srcset's candidates. A data: URL is content (an
  * image), not an address.
@@ -97,6 +106,7 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
       if (outOfSight(element(id), name)) attributes[name] = hide(value)
       else if (TEXT_ATTRIBUTES.includes(name)) attributes[name] = mask(value, element(id))
       else if (leadsAway(tag, name)) attributes[name] = withoutQuery(value, element(id)?.baseURI ?? document.baseURI)
+      else if (redaction.privacyFirst && namesPage(element(id), name, value)) attributes[name] = redaction.pageUrl(value)
     }
   }
   // Text right inside a shadow root has no parent element: rrweb offers it to maskTextFn with none

@@ -15,12 +15,16 @@ export const withoutCredentials = (text: string | URL): string => String(text).r
 
 /**
  * A parameter's value in a URL's query or fragment (a search box or a form sent by GET puts what was
- * typed there), unless the parameter says where a visit came from (a campaign, an ad's click).
+ * typed there), unless the parameter says where a visit came from (a campaign, an ad's click); and a
+ * query's bare word, a component without `=` (`?what+was+typed`).
  */
-const PARAMETER_VALUE = /([?#&;](?!(utm_\w+|gclid|fbclid|msclkid|ref)=)[^\s?#&;=]*=)[^\s?#&;]*/gi
+const PARAMETER_VALUE = /([?#&;](?!(utm_\w+|gclid|fbclid|msclkid|ref)=)[^\s?#&;=]*=|[?&](?=[^\s?#&;=]+([\s#&;]|$)))[^\s?#&;]*/gi
 
 /** A URL with the value of every parameter but campaigns' replaced; the names say which page it was. */
 export const withoutParameterValues = (url: string): string => url.replace(PARAMETER_VALUE, '$1[redacted]')
+
+/** A URL in text (a message, a stack frame): up to a space, a quote or a parenthesis, without a frame's `:line:column`. */
+export const URL_IN_TEXT = /https?:\/\/[^\s'"()<>]+?(?=(:\d+)*([\s'"()<>]|$))/g
 
 /**
  * A URL without its query and fragment (often tokens of any name), and without credentials. Of a URL
