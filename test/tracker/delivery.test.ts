@@ -185,6 +185,25 @@ describe('delivery', () => {
     ])
   })
 
+  test('with fetch blocked, what the outbox kept goes as a simple fetch whose answer is read: it leaves the outbox only once stored', async () => {
+    let storing = false
+    const { service, clock, delivery, outbox, parcel } = setup((request) => (request.headers.authorization ? 'network-error' : storing ? { status: 200, body: { success: true } } : { status: 503 }))
+    await delivery.deliver(parcel('new'))
+    await clock.advance(RETRY_MAX_MS)
+    outbox.put(parcel('kept'))
+    await delivery.drain()
+    expect(outbox.all().map((p) => p.id)).toEqual(['kept'])
+    storing = true
+    await delivery.drain()
+    expect(outbox.size()).toBe(0)
+    await service.beaconsRead()
+    expect(service.to('/events').map((r) => [r.via, r.body.events[0].n, r.headers.authorization])).toEqual([
+      ['beacon', 'new', undefined],
+      ['fetch', 'kept', undefined],
+      ['fetch', 'kept', undefined],
+    ])
+  })
+
   test('unloading: in flight and waiting parcels are persisted; a later success removes its copy', async () => {
     let release!: () => void
     const gate = new Promise<void>((resolve) => (release = resolve))

@@ -200,6 +200,35 @@ describe('transport', () => {
     expect(service.sent.map((r) => r.via)).toEqual(['fetch', 'fetch', 'fetch', 'beacon'])
   })
 
+  test('sends under way together fail as one: a blip that fails a whole flush is one failure, and only failures in sequence make a block', async () => {
+    const { service, transport } = setup()
+    service.reply((request) => (request.headers.authorization ? 'network-error' : { status: 200, body: { success: true } }))
+    const send = () => transport.send('/api/ingestion/customEvent/batch', { events: [] })
+    const together = BLOCKED_AFTER_FAILURES + 2
+    expect(await Promise.all(Array.from({ length: together }, send))).toEqual(Array(together).fill({ status: 0 }))
+    expect(transport.blocked).toBe(false)
+    // Each started after the latest counted failure: two more make three in a row.
+    expect(await send()).toEqual({ status: 0 })
+    expect(transport.blocked).toBe(false)
+    expect(await send()).toEqual({ status: 202 })
+    expect(transport.blocked).toBe(true)
+  })
+
+  test("sticky-beacon: what the outbox kept goes as a CORS-simple fetch whose answer is read (a beacon's 202 would have it deleted unseen); new sends by beacon", async () => {
+    const { service, transport } = setup()
+    service.reply((request) => (request.headers.authorization ? 'network-error' : { status: 503, headers: { 'retry-after': '7' } }))
+    await failuresBeforeBlocked(transport)
+    expect(await transport.send('/api/ingestion/customEvent/batch', { events: [1] })).toEqual({ status: 202 })
+    expect(await transport.send('/api/ingestion/customEvent/batch', { events: [2] }, false, true)).toEqual({ status: 503, data: null, retryAfter: '7' })
+    expect(await transport.send('/api/ingestion/customEvent/batch', { events: [3] })).toEqual({ status: 202 })
+    await service.beaconsRead()
+    expect(service.sent.map((r) => [r.via, r.headers.authorization, r.body.events[0]])).toEqual([
+      ['beacon', undefined, 1],
+      ['fetch', undefined, 2],
+      ['beacon', undefined, 3],
+    ])
+  })
+
   test(`once blocked, fetch with the key is tried again ${BLOCKED_RETRY_MS / 60_000} minutes on: kept when it works, blocked again at its first failure`, async () => {
     const { service, transport, clock, log } = setup()
     let blocking = true

@@ -97,7 +97,8 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     if (halted) return
     if (!transport.online()) return keep()
     inFlight.set(parcel.id, parcel)
-    const answer = await transport.send(parcel.path, parcel.body, unload)
+    // Drained (it was kept in the outbox): never by a beacon, whose 202 would delete it unseen.
+    const answer = await transport.send(parcel.path, parcel.body, unload, attempt === MAX_ATTEMPTS)
     inFlight.delete(parcel.id)
     const wasPersisted = persisted.delete(parcel.id)
     if (settle(answer)) return delivered(parcel, unload, attempt === MAX_ATTEMPTS)

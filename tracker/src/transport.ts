@@ -13,7 +13,8 @@ const GZIP_MIN_CHARS = 1024
 export const REQUEST_TIMEOUT_MS = 30_000
 /**
  * Fetch with the key header is taken for blocked after this many failures in a row, each while the
- * service answered the probe: one alone is as likely a blip of the network.
+ * service answered the probe: one alone is as likely a blip of the network. In a row: a failure counts
+ * only for a send started after the previous counted one, so sends failing together count once.
  */
 export const BLOCKED_AFTER_FAILURES = 3
 /** Once taken for blocked, fetch with the key header is tried again this long on (a block may go). */
@@ -49,13 +50,17 @@ export interface TransportDeps {
  * text/plain JSON string or gzipped bytes with no type, CORS-simple either way (`fetch` with
  * `keepalive` where beacons are missing). In sticky mode, what a beacon cannot carry goes as a
  * CORS-simple fetch, the key in the body too: over BEACON_MAX_BYTES (the full snapshot of a long
- * page), or refused by the browser (its quota for beacons in flight); that answer is read, so 413
- * halving, 429 and 5xx retries work for it. Bodies are gzipped, said in the query, when
- * `CompressionStream` exists, they are worth it and the send may wait (not on unload).
+ * page), or refused by the browser (its quota for beacons in flight), and what was kept in the
+ * outbox; that answer is read, so 413 halving, 429 and 5xx retries work for it. Bodies are gzipped,
+ * said in the query, when `CompressionStream` exists, they are worth it and the send may wait (not
+ * on unload).
  */
 export function createTransport({ base, apiKey, fetch, win, log, clock }: TransportDeps) {
   /** Failures in a row of fetch with the key header while the service answered. */
   let failures = 0
+  /** Sends started so far; and how many had started when the latest failure was counted. */
+  let started = 0
+  let counted = 0
   /** When that fetch was last taken for blocked; 0 while it works. */
   let blockedAt = 0
   /** Whether the service answered the latest request or probe. */
@@ -119,11 +124,12 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
     return { status: handed ? 202 : 0 }
   }
 
-  /** Sticky: by beacon; what a beacon cannot carry (too large, or refused) as a CORS-simple fetch. */
-  async function sendSticky(path: string, body: object): Promise<Answer> {
-    const answer = await beacon(path, body)
-    return answer.status === 202 ? answer : post(path, body, true)
-  }
+  /**
+   * Sticky: by beacon; as a CORS-simple fetch what a beacon cannot carry (too large, or refused), and
+   * (`read`) what must be seen stored: a beacon handed over would have it deleted from the outbox unseen.
+   */
+  const sendSticky = async (path: string, body: object, read?: boolean): Promise<Answer> =>
+    !read && (await beacon(path, body)).status === 202 ? { status: 202 } : post(path, body, true)
 
   return {
     post,
@@ -139,18 +145,21 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
     get answering() {
       return answering
     },
-    /** One attempt, by the way this page's sends currently go. */
-    async send(path: string, body: object, unload = false): Promise<Answer> {
+    /** One attempt, by the way this page's sends currently go; `read`: not by beacon (see sendSticky). */
+    async send(path: string, body: object, unload = false, read = false): Promise<Answer> {
       if (unload) return beacon(path, body, true)
-      if (blockedAt && clock.now() - blockedAt < BLOCKED_RETRY_MS) return sendSticky(path, body)
+      if (blockedAt && clock.now() - blockedAt < BLOCKED_RETRY_MS) return sendSticky(path, body, read)
+      const sequence = ++started
       const result = await post(path, body)
       if (result.status) failures = blockedAt = 0
       // A blocked fetch fails at once; one that timed out reached a service too slow to answer. Once
       // blocked, `failures` stays: one more failure, BLOCKED_RETRY_MS on, is a block again.
-      if (result.status || result.timedOut || !online() || !(await reachable()) || ++failures < BLOCKED_AFTER_FAILURES) return result
+      if (result.status || result.timedOut || sequence <= counted || !online()) return result
+      counted = started
+      if (!(await reachable()) || ++failures < BLOCKED_AFTER_FAILURES) return result
       if (!blockedAt) log.warn(`fetch to ${base} is blocked; sending by beacon from now on`)
       blockedAt = clock.now()
-      return sendSticky(path, body)
+      return sendSticky(path, body, read)
     },
     /**
      * The heartbeat: a simple request whose answer (`liveViewer`) is read, in sticky mode too (it needs
