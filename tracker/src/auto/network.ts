@@ -34,7 +34,8 @@ export interface SpanEntry {
 }
 
 const REQUEST = Symbol('sightline.request')
-type TrackedXhr = XMLHttpRequest & { [REQUEST]?: [method: string, url: string] }
+/** What `open` was given; once sent, how to remove that request's listeners. */
+type TrackedXhr = XMLHttpRequest & { [REQUEST]?: [method: string, url: string, unlisten?: () => void] }
 /** An XMLHttpRequest ends with loadend, which follows abort when the page aborted it. */
 const XHR_ENDS = ['abort', 'loadend']
 
@@ -120,6 +121,8 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
     undo.push(
       patch(xhr, 'open', (original) =>
         function (this: TrackedXhr, method: string, url: string | URL, ...rest: unknown[]) {
+          // Opened again, a request under way ends with no event: its listeners go now.
+          this[REQUEST]?.[2]?.()
           this[REQUEST] = [method.toUpperCase(), String(url)]
           return (original as (...args: unknown[]) => void).call(this, method, url, ...rest)
         } as XMLHttpRequest['open'],
@@ -127,17 +130,23 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
       patch(xhr, 'send', (original) =>
         function (this: TrackedXhr, body?: Document | XMLHttpRequestBodyInit | null) {
           const request = this[REQUEST]
-          if (request) {
-            const start = context.now()
-            // At the first of them, once: the page may send with this object again, and that request ends on its own.
-            const ended = ({ type }: Event) => {
-              for (const end of XHR_ENDS) this.removeEventListener(end, ended)
-              const failure = this.status ? undefined : { name: type === 'abort' ? 'AbortError' : 'NetworkError', message: 'the request failed' }
-              report(request[0], request[1], start, this.status || null, this.statusText || null, failure)
-            }
-            for (const end of XHR_ENDS) this.addEventListener(end, ended)
+          const start = context.now()
+          const listen = (add?: boolean) => XHR_ENDS.forEach((end) => this[add ? 'addEventListener' : 'removeEventListener'](end, ended))
+          // At the first of them, once: the page may send with this object again, and that request ends on its own.
+          const ended = ({ type }: Event) => {
+            listen()
+            const failure = this.status ? undefined : { name: type === 'abort' ? 'AbortError' : 'NetworkError', message: 'the request failed' }
+            report(request![0], request![1], start, this.status || null, this.statusText || null, failure)
           }
-          return original.call(this, body)
+          if (request) listen(true)
+          try {
+            original.call(this, body)
+          } catch (error) {
+            // Not sent (sent already, or never opened): no request of this call will end.
+            listen()
+            throw error
+          }
+          if (request) request[2] = listen
         },
       ),
     )
