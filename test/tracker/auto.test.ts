@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import type { AutomaticTrackingOptions } from '@sightline/tracker'
-import { ERROR_MESSAGE_MAX_CHARS, ERROR_STACK_MAX_CHARS, ERROR_WINDOW_MS, ERRORS_PER_WINDOW } from '@sightline/tracker/messages'
+import { ERROR_KEY_CHARS, ERROR_MESSAGE_MAX_CHARS, ERROR_STACK_MAX_CHARS, ERROR_WINDOW_MS, ERRORS_PER_WINDOW } from '@sightline/tracker/messages'
 import { TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
 import { MESSAGE_LIMIT_BYTES, STACK_LIMIT_BYTES } from '@sightline/core/ingest/shared/text'
 import { fakeClock, settle } from './helpers/clock'
@@ -366,6 +366,33 @@ describe('an error thrown again and again (a render or animation loop)', () => {
     expect(messages).toHaveLength(ERRORS_PER_WINDOW + 1)
     expect(messages.at(-1)).toBe('later')
     expect(t.tracker.getConnectionStatus().dropped.error_flood).toBe(5)
+  })
+
+  test(`a report is known by its first ${ERROR_KEY_CHARS} characters, all the window holds of it (not up to 96 KB each): two alike that far are one`, async () => {
+    const t = await started(only({ errors: true }))
+    const alike = 'x'.repeat(ERROR_KEY_CHARS)
+    for (const end of ['a', 'b']) t.tracker.captureError(Object.assign(new Error(alike + end), { stack: 'at loop' }))
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(reported(t)).toHaveLength(1)
+    expect(t.tracker.getConnectionStatus().dropped.error_flood).toBe(1)
+  })
+
+  test('console.error lines flood the same way, counted apart from error reports', async () => {
+    const t = tracked({ automaticTrackingOptions: only({ console: true, errors: true }) })
+    t.win.console.error = () => {}
+    t.tracker.start()
+    await settle()
+    const error = new TypeError('frame is undefined')
+    for (let frame = 0; frame < 100; frame++) t.win.console.error('render failed:', error)
+    t.tracker.captureError(error)
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    const errorLines = () => t.service.to('/logs').flatMap((r) => r.body.logs).filter((log: { level: string }) => log.level === 'error')
+    expect(errorLines().filter((log: { message: string }) => log.message.startsWith('render failed'))).toHaveLength(1)
+    expect(reported(t)).toHaveLength(1)
+    for (let i = 0; i < ERRORS_PER_WINDOW + 5; i++) t.win.console.error(`item ${i} failed`)
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(errorLines()).toHaveLength(ERRORS_PER_WINDOW)
+    expect(t.tracker.getConnectionStatus().dropped.error_flood).toBeGreaterThanOrEqual(99 + 5)
   })
 
   test('a message and a stack longer than the service keeps are cut where it would cut them', async () => {

@@ -9,13 +9,14 @@ import { openPage } from './helpers/dom'
 const SCRIPT_BUDGET = 30 * 1024
 const CORE_BUDGET = 8 * 1024
 /**
- * Until the core meets its budget, it may not grow past 9.75 KB (it is 9.51 KB): what is added must be
+ * Until the core meets its budget, it may not grow past 9.75 KB (it is 9.56 KB): what is added must be
  * paid for. (It was 9 KB, at 8.99 KB, until page URLs were redacted in privacy-first mode, repeated
  * errors were held back and aborted requests told apart: 300 B that fixes need. It was 9.5 KB, at
- * 9.34 KB, until fixes that lost data or sent masked text took 180 B: a stopped tracker's sends kept
- * in the outbox, not in memory, and a split drained parcel written there; every URL in messages and
- * stacks redacted; failures counted in sequence, what the outbox kept read back in sticky mode; the
- * listeners of an XMLHttpRequest that does not go removed.)
+ * 9.34 KB, until fixes that lost data, sent masked text or reported twice took 220 B: a stopped
+ * tracker's sends kept in the outbox, not in memory, and a split drained parcel written there; every
+ * URL in messages and stacks redacted; failures counted in sequence, what the outbox kept read back in
+ * sticky mode; the listeners of an XMLHttpRequest that does not go removed; console.error lines held
+ * back in a flood as error reports are.)
  */
 const CORE_CEILING = 9.75 * 1024
 
@@ -62,7 +63,7 @@ describe('npm run build', () => {
     expect((await coreFiles()).size).toBeLessThanOrEqual(CORE_CEILING)
   })
 
-  // Not met yet: everything but the recorder is 9.51 KB (automatic tracking, on by default, included).
+  // Not met yet: everything but the recorder is 9.56 KB (automatic tracking, on by default, included).
   // Marked failing so that the suite says so; it turns red the day the budget is met, and `.failing` goes.
   test.failing(`not met yet: the package's core, everything but the recorder, is at most ${CORE_BUDGET / 1024} KB gzipped`, async () => {
     expect((await coreFiles()).size).toBeLessThanOrEqual(CORE_BUDGET)

@@ -33,10 +33,13 @@ export type Messages = ReturnType<typeof createMessages>
 
 /**
  * An error thrown in a render or animation loop would be reported every frame: the same report (name,
- * message and stack) goes once in a window, and at most ERRORS_PER_WINDOW reports do.
+ * message and stack) goes once in a window, and at most ERRORS_PER_WINDOW reports do; so do lines of
+ * `console.error`, counted apart. A report is known by its first ERROR_KEY_CHARS: the window holds
+ * that much of each, not all of it (up to 96 KB).
  */
 export const ERROR_WINDOW_MS = 60_000
 export const ERRORS_PER_WINDOW = 20
+export const ERROR_KEY_CHARS = 1000
 /** What the service keeps of an error's message and stack (in bytes, so never fewer characters). */
 export const ERROR_MESSAGE_MAX_CHARS = 32 * 1024
 export const ERROR_STACK_MAX_CHARS = 64 * 1024
@@ -61,11 +64,22 @@ function automaticProperties(win: PageWindow, redaction: Redaction) {
  */
 export function createMessages({ win, clock, identity, redaction, release, send }: MessagesDeps) {
   let live = false
-  /** The error reports sent in the window, and when; how many others were not. */
-  let reported: [report: string, at: number][] = []
+  /** How many error reports and error lines were not sent, being one of a flood. */
   let flooded = 0
   const now = () => clock.now()
   const owner = (activity: boolean): Owner => ({ sessionId: identity.sessionId(activity), endUserId: identity.endUserId })
+  /** Whether a report known by `key` is one of a flood now (see ERROR_WINDOW_MS); remembers it if not. */
+  const floodGate = () => {
+    let sent: [key: string, at: number][] = []
+    return (key: string, at = now()) => {
+      key = key.slice(0, ERROR_KEY_CHARS)
+      sent = sent.filter(([, time]) => at - time < ERROR_WINDOW_MS)
+      if (sent.length >= ERRORS_PER_WINDOW || sent.some(([seen]) => seen === key)) return ++flooded
+      sent.push([key, at])
+    }
+  }
+  const errorFlood = floodGate()
+  const errorLineFlood = floodGate()
   const telemetry = <T>(path: string, field: string) =>
     createBatcher<T>(clock, () => TELEMETRY_FLUSH_MS, (items, who) => send(path, { ...who, [field]: items }), TELEMETRY_BATCH_MAX)
 
@@ -127,6 +141,7 @@ export function createMessages({ win, clock, identity, redaction, release, send 
       replay.add(event, owner(activity), JSON.stringify(event).length)
     },
     log(level: string, message: string, stack?: string) {
+      if (level === 'error' && errorLineFlood(message + stack)) return
       withOwner(logs, { level, message: withPageUrls(message), stack: stack && withPageUrls(stack), url: here(), timestampMs: now() })
     },
     networkError(entry: NetworkErrorEntry) {
@@ -143,13 +158,10 @@ export function createMessages({ win, clock, identity, redaction, release, send 
         message: withPageUrls(String(message)).slice(0, ERROR_MESSAGE_MAX_CHARS),
         stack: typeof stack === 'string' ? withPageUrls(stack).slice(0, ERROR_STACK_MAX_CHARS) : undefined,
       }
-      const key = JSON.stringify(report)
-      reported = reported.filter(([, sent]) => at - sent < ERROR_WINDOW_MS)
-      if (reported.length >= ERRORS_PER_WINDOW || reported.some(([seen]) => seen === key)) return void flooded++
-      reported.push([key, at])
+      if (errorFlood(JSON.stringify(report), at)) return
       withOwner(errors, { ...report, url: here(), timestampMs: at, release, level: 'error', handled, context })
     },
-    /** Error reports not sent, being one of a flood. */
+    /** Error reports and error lines not sent, being one of a flood. */
     flooded: () => flooded,
     flush: () => all.forEach((batcher) => batcher.flush()),
     clear: () => all.forEach((batcher) => batcher.clear()),
