@@ -146,8 +146,7 @@ export class ServiceTracker {
   stop(): void {
     this.#stopRunning()
     this.#messages.flush()
-    // No page hide will keep them now: what the flush sent, and what waits for a retry, are kept until
-    // stored, and what fails from now on goes to the outbox at once.
+    // No page hide will keep them now: what was sent or waits is kept until stored, what fails later at once.
     this.#delivery.persistPending(true)
     for (const undo of this.#lifecycle.splice(0)) undo()
     this.#identity.releaseTab()
