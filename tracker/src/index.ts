@@ -289,9 +289,8 @@ export class ServiceTracker {
   }
 
   /**
-   * Properties or an event that cannot be sent (a cycle, a BigInt, not an object) are refused at the
-   * call, with a warning: sent, they would have the service refuse the whole batch they travel in (and
-   * measuring an event would throw into the page).
+   * What cannot be sent (a cycle, a BigInt, not an object) is refused at the call, with a warning:
+   * sent, it would sink the whole batch it travels in (and measuring it would throw into the page).
    */
   #isProperties(value: unknown, what: string): boolean {
     const ok = isProperties(value)
@@ -362,10 +361,7 @@ export class ServiceTracker {
     void this.#delivery.resume()
   }
 
-  /**
-   * Hidden or unloading: what is in flight or waiting is persisted for the next chance, everything
-   * queued goes now by beacon, and on page hide the window's presence ends.
-   */
+  /** Hidden or unloading: what is in flight or waiting persists, what is queued goes by beacon, and page hide ends presence. */
   #hide(pageHide: boolean) {
     if (this.#stopReason) return
     this.#unloading = true
