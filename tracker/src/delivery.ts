@@ -91,24 +91,24 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
 
   /** `attempt` MAX_ATTEMPTS: a parcel drained from the outbox, which keeps it until it is stored. */
   async function deliver(parcel: Parcel, unload = false, attempt = 0): Promise<void> {
+    const drained = attempt === MAX_ATTEMPTS
     const keep = () => {
-      if (attempt < MAX_ATTEMPTS) outbox.put(parcel)
+      if (!drained) outbox.put(parcel)
     }
     if (halted) return
     if (!transport.online()) return keep()
     inFlight.set(parcel.id, parcel)
     // Drained (it was kept in the outbox): never by a beacon, whose 202 would delete it unseen.
-    const answer = await transport.send(parcel.path, parcel.body, unload, attempt === MAX_ATTEMPTS)
+    const answer = await transport.send(parcel.path, parcel.body, unload, drained)
     inFlight.delete(parcel.id)
     const wasPersisted = persisted.delete(parcel.id)
-    if (settle(answer)) return delivered(parcel, unload, attempt === MAX_ATTEMPTS)
+    if (settle(answer)) return delivered(parcel, unload, drained)
     if (halted || wasPersisted) return
     const { status } = answer
     if (status === 413) {
       const halves = split(parcel.body)?.map((body, i) => ({ ...parcel, id: parcel.id + '.' + i, body }))
       if (halves) {
         // Drained, its halves take its place in the outbox, which keeps them until each is stored.
-        const drained = attempt === MAX_ATTEMPTS
         if (drained) outbox.replace(parcel.id, halves)
         await Promise.all(halves.map((half) => deliver(half, unload, drained ? attempt : 0)))
         return
