@@ -71,6 +71,15 @@ describe('batcher', () => {
     expect(clock.pending()).toEqual([150])
   })
 
+  test('a wait of 0 hands each item over at once, with no timer (a stopped tracker)', () => {
+    const clock = fakeClock()
+    const batches: number[][] = []
+    const batcher = createBatcher<number>(clock, () => 0, (items) => batches.push(items))
+    batcher.add(1, alice)
+    batcher.add(2, alice)
+    expect([batches, clock.pending()]).toEqual([[[1], [2]], []])
+  })
+
   test('clear drops what waits and its timer', () => {
     const clock = fakeClock()
     const batches: number[][] = []

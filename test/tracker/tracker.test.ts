@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { SDK_VERSION, ServiceTracker } from '@sightline/tracker'
+import { SESSION_IDLE_MS } from '@sightline/tracker/identity'
 import { CHUNK_MAX_CHARS, EVENT_FLUSH_MS, REPLAY_FLUSH_MS } from '@sightline/tracker/queue'
 import { REQUEST_TIMEOUT_MS } from '@sightline/tracker/transport'
 import trackerPackage from '../../tracker/package.json'
@@ -466,6 +467,28 @@ describe('start and stop', () => {
     await settle()
     expect(tracker.getConnectionStatus().queued).toBe(0)
     expect(service.to('/customEvent/batch').map((r) => r.body.events[0].eventName)).toEqual(['kept', 'last', 'kept'])
+  })
+
+  test('a call after stop is sent at once, as stop sends what is queued, and leaves no timer; what fails goes to the outbox', async () => {
+    const { tracker, service, clock } = tracked({ enableAutomaticTracking: false })
+    tracker.stop()
+    // Half an hour on, a call that counts as activity starts a new session too.
+    await clock.advance(SESSION_IDLE_MS)
+    tracker.customEvent('after stop')
+    tracker.trackPageView()
+    tracker.captureError(new Error('after stop'))
+    tracker.addEvent({ note: 'after stop' })
+    await settle()
+    expect(clock.pending()).toEqual([])
+    expect(service.to('/customEvent/batch').flatMap((r) => r.body.events.map((e: any) => e.eventName))).toEqual(['after stop', '$pageview'])
+    expect(service.to('/errors').map((r) => r.body.errors[0].message)).toEqual(['after stop'])
+    expect(replayEvents(service).map((e) => e.data.payload)).toEqual([{ note: 'after stop' }])
+
+    service.reply(() => ({ status: 503 }))
+    tracker.customEvent('kept')
+    await settle()
+    expect(clock.pending()).toEqual([])
+    expect(tracker.getConnectionStatus().queued).toBe(1)
   })
 
   test('start twice is one start; start after stop starts again', async () => {

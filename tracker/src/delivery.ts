@@ -196,6 +196,10 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     get halted() {
       return halted
     },
+    /** Stopped or halted: nothing is to wait in memory. */
+    get idle() {
+      return paused || halted
+    },
     drops: () => ({ ...drops }),
   }
 }

@@ -95,7 +95,7 @@ export class ServiceTracker {
     const log = (this.#log = createLogger(options.logLevel ?? 'warn', tab, win.console, now))
     this.#identity = createIdentity({ local, tab, cookie: cookieStorage(win.document) }, now, () => uuid(now()), () =>
       // The first events of a new session need a full snapshot to replay; not from inside rrweb's emit.
-      clock.setTimeout(() => this.#recording?.snapshot(), 0),
+      this.#recording && clock.setTimeout(() => this.#recording?.snapshot(), 0),
     )
     this.#redaction = createRedaction(options.redactionStrategy, win.document)
     this.#base = resolveIngestionBase({
@@ -122,6 +122,7 @@ export class ServiceTracker {
       redaction: this.#redaction,
       release: options.release,
       send: (path, body) => this.#send(path, body),
+      idle: () => this.#delivery.idle,
     })
     this.#listen()
   }

@@ -27,6 +27,8 @@ export interface MessagesDeps {
   redaction: Redaction
   release?: string
   send(path: string, body: Record<string, unknown>): void
+  /** The tracker is stopped, or sending halted: what is queued goes at once, nothing waits for a timer. */
+  idle(): boolean
 }
 
 export type Messages = ReturnType<typeof createMessages>
@@ -62,7 +64,7 @@ function automaticProperties(win: PageWindow, redaction: Redaction) {
  * network errors, spans, error reports and replay chunks. Items get their `uuid` or chunk `seq` here,
  * once, so every retry and every persisted copy carries the same ones.
  */
-export function createMessages({ win, clock, identity, redaction, release, send }: MessagesDeps) {
+export function createMessages({ win, clock, identity, redaction, release, send, idle }: MessagesDeps) {
   let live = false
   /** How many error reports and error lines were not sent, being one of a flood. */
   let flooded = 0
@@ -80,10 +82,12 @@ export function createMessages({ win, clock, identity, redaction, release, send 
   }
   const errorFlood = floodGate()
   const errorLineFlood = floodGate()
+  /** A batch's wait; none once stopped, as stop() sends what is queued (what fails goes to the outbox). */
+  const wait = (ms: number) => (idle() ? 0 : ms)
   const telemetry = <T>(path: string, field: string) =>
-    createBatcher<T>(clock, () => TELEMETRY_FLUSH_MS, (items, who) => send(path, { ...who, [field]: items }), TELEMETRY_BATCH_MAX)
+    createBatcher<T>(clock, () => wait(TELEMETRY_FLUSH_MS), (items, who) => send(path, { ...who, [field]: items }), TELEMETRY_BATCH_MAX)
 
-  const events = createBatcher<Properties>(clock, () => EVENT_FLUSH_MS, (items, who) => send('/customEvent/batch', { ...who, events: items }), EVENT_BATCH_MAX)
+  const events = createBatcher<Properties>(clock, () => wait(EVENT_FLUSH_MS), (items, who) => send('/customEvent/batch', { ...who, events: items }), EVENT_BATCH_MAX)
   const logs = telemetry<Properties>('/logs', 'logs')
   const networkErrors = telemetry<Properties>('/network', 'errors')
   const spans = telemetry<SpanEntry>('/spans/batch', 'spans')
@@ -91,7 +95,7 @@ export function createMessages({ win, clock, identity, redaction, release, send 
   const environment = automaticProperties(win, redaction)
   const replay = createBatcher<RecordedEvent>(
     clock,
-    () => (live ? LIVE_REPLAY_FLUSH_MS : REPLAY_FLUSH_MS),
+    () => wait(live ? LIVE_REPLAY_FLUSH_MS : REPLAY_FLUSH_MS),
     (items, who) =>
       send('/events', { ...who, windowId: identity.windowId, seq: identity.nextSeq(), events: items, automaticProperties: environment, sdkVersion: SDK_VERSION }),
     Infinity,

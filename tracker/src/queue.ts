@@ -25,9 +25,10 @@ export interface Batcher<T> {
 }
 
 /**
- * Collects items and hands them over `flushMs()` after the first one arrives, or at once when
- * `maxItems` items or `maxSize` of summed sizes are waiting, or when the owner changes. A batch stays
- * within `maxSize`: an item that would take it over starts the next one (an item larger goes alone).
+ * Collects items and hands them over `flushMs()` after the first one arrives (0: at once, with no
+ * timer), or at once when `maxItems` items or `maxSize` of summed sizes are waiting, or when the owner
+ * changes. A batch stays within `maxSize`: an item that would take it over starts the next one (an
+ * item larger goes alone).
  */
 export function createBatcher<T>(
   clock: Clock,
@@ -59,7 +60,11 @@ export function createBatcher<T>(
       items.push(item)
       size += itemSize
       if (items.length >= maxItems || size >= maxSize) flush()
-      else timer ??= clock.setTimeout(flush, flushMs())
+      else if (timer === undefined) {
+        const wait = flushMs()
+        if (wait) timer = clock.setTimeout(flush, wait)
+        else flush()
+      }
     },
     flush,
     clear: () => void clear(),
