@@ -152,7 +152,7 @@ describe('delivery', () => {
     await delivery.deliver(parcel('a'))
     expect(answers).toEqual([{ success: true, monthlyLimitReached: true }])
     expect(stops).toEqual(['monthly_limit'])
-    expect(delivery.halted).toBe(true)
+    expect(delivery.halted).toBe('monthly_limit')
   })
 
   test('401: the key is refused, everything stops, with an error in the log', async () => {
@@ -166,7 +166,7 @@ describe('delivery', () => {
     const { service, delivery, parcel, stops } = setup((request) => (request.body.events[0].n === 'a' ? { status: 403 } : { status: 200, body: { success: true } }))
     await delivery.deliver(parcel('a'))
     await delivery.deliver(parcel('b'))
-    expect([delivery.halted, stops]).toEqual([false, []])
+    expect([delivery.halted, stops]).toEqual([null, []])
     expect(delivery.drops()).toEqual({ rejected_403: 1 })
     expect(service.sent.map((r) => r.body.events[0].n)).toEqual(['a', 'b'])
   })

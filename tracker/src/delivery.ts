@@ -50,7 +50,7 @@ export type Delivery = ReturnType<typeof createDelivery>
  * and chunk `seq`, so a parcel sent twice is stored once. 429 and an invalid key stop all sending.
  */
 export function createDelivery({ transport, outbox, clock, log, random = Math.random, split = halve, answered, stopped }: DeliveryDeps) {
-  let halted = false
+  let halted: StopReason | null = null
   let draining = false
   /**
    * The tracker is stopped: no page hide will persist what waits in memory, so a failure goes to the
@@ -84,7 +84,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
   }
   const halt = (reason: StopReason) => {
     if (halted) return
-    halted = true
+    halted = reason
     cancel(false)
     stopped(reason)
   }
@@ -193,12 +193,13 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
       paused = false
       return drain()
     },
+    /** Why sending stopped for good, if it did. */
     get halted() {
       return halted
     },
     /** Stopped or halted: nothing is to wait in memory. */
     get idle() {
-      return paused || halted
+      return paused || !!halted
     },
     drops: () => ({ ...drops }),
   }

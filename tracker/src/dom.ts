@@ -1,8 +1,11 @@
 /** An element's id attribute. Not the property: in a form, `form.id` is the form's field named `id`, if it has one. */
 export const idOf = (el: Element) => el.getAttribute('id') || undefined
 
+/** What undoes something the tracker did to the page: a listener added, a function wrapped. */
+export type Undo = () => void
+
 /** Adds a listener and returns what removes it. */
-export function listen<E extends Event>(target: EventTarget, type: string, handler: (event: E) => void, capture = false): () => void {
+export function listen<E extends Event>(target: EventTarget, type: string, handler: (event: E) => void, capture = false): Undo {
   const listener = handler as EventListener
   target.addEventListener(type, listener, capture)
   return () => target.removeEventListener(type, listener, capture)
@@ -13,7 +16,7 @@ export function listen<E extends Event>(target: EventTarget, type: string, handl
  * only calls the original: when something else has wrapped it since, ours stays in their chain (taken
  * out, theirs would be too), and must report nothing, nor twice once started again.
  */
-export function patch<T extends object, K extends keyof T>(owner: T, name: K, wrap: (original: T[K]) => T[K]): () => void {
+export function patch<T extends object, K extends keyof T>(owner: T, name: K, wrap: (original: T[K]) => T[K]): Undo {
   const original = owner[name]
   const wrapped = wrap(original)
   let enabled = true

@@ -2,7 +2,7 @@ import { installAutomaticTracking, type AutoContext } from './auto'
 import { resolveIngestionBase, type IngestionBase } from './config'
 import { createDelivery, type Delivery, type StopReason } from './delivery'
 import { connectionStatus } from './diagnostics'
-import { listen } from './dom'
+import { listen, type Undo } from './dom'
 import { createIdentity, type Identity } from './identity'
 import { uuid } from './ids'
 import { createLogger, type Logger } from './log'
@@ -73,16 +73,15 @@ export class ServiceTracker {
   readonly #delivery: Delivery
   readonly #messages: Messages
   /** Page lifecycle listeners (flush on hide, drain when online), from `init` until `stop`. */
-  #lifecycle: (() => void)[] = []
+  #lifecycle: Undo[] = []
   /** What `start` set up: automatic tracking. */
-  #running: (() => void)[] = []
+  #running: Undo[] = []
   #recording: Recording | undefined
   #started = false
   /** Bumped by every start and stop, so a module that loads late knows whether it is still wanted. */
   #generation = 0
   #heartbeat: unknown
   #unloading = false
-  #stopReason: StopReason | null = null
 
   private constructor(apiKey: string, options: TrackerOptions, environment: TrackerEnvironment, win: PageWindow) {
     this.#apiKey = apiKey
@@ -129,18 +128,20 @@ export class ServiceTracker {
 
   /** Starts recording the session and automatic tracking (page views, clicks, errors, ...). */
   start(): void {
-    if (this.#started || this.#stopReason) return
+    if (this.#started || this.#delivery.halted) return
     this.#started = true
-    this.#generation++
+    const generation = ++this.#generation
     this.#listen()
     this.#beat()
     const { enableAutomaticTracking = true, automaticTrackingOptions } = this.#options
-    if (enableAutomaticTracking) this.#running.push(installAutomaticTracking(this.#autoContext(), automaticTrackingOptions))
+    if (enableAutomaticTracking) this.#running = installAutomaticTracking(this.#autoContext(), automaticTrackingOptions)
     // The recorder (rrweb) is a module of its own: the script-tag build has it inside, and an app's
-    // bundler keeps it out of the first load.
-    this.#whileRunning(import('./record'), ({ startRecording }) => {
-      this.#recording = startRecording(this.#redaction, (event, activity) => this.#messages.record(event, activity))
-    })
+    // bundler keeps it out of the first load. Not if the tracker was stopped (or restarted) meanwhile.
+    import('./record')
+      .then(({ startRecording }) => {
+        if (generation === this.#generation) this.#recording = startRecording(this.#redaction, (event, activity) => this.#messages.record(event, activity))
+      })
+      .catch((error) => this.#log.error('could not start: ' + error))
   }
 
   /** Stops recording and automatic tracking, sends what is queued, and removes timers and listeners. */
@@ -275,7 +276,7 @@ export class ServiceTracker {
       blocked: this.#transport.blocked,
       reachable: this.#transport.answering,
       online: this.#transport.online(),
-      stopped: this.#stopReason,
+      stopped: this.#delivery.halted,
       queued: this.#outbox.size(),
       dropped: { ...this.#delivery.drops(), outbox: this.#outbox.dropped(), error_flood: this.#messages.flooded() },
     })
@@ -303,14 +304,6 @@ export class ServiceTracker {
     return this.#delivery.deliver({ id: uuid(this.#clock.now()), path: API + path, body }, this.#unloading)
   }
 
-  /** Runs `use` once `module` has loaded, unless the tracker was stopped (or restarted) meanwhile. */
-  #whileRunning<T>(module: Promise<T>, use: (loaded: T) => void) {
-    const generation = this.#generation
-    module
-      .then((loaded) => generation === this.#generation && use(loaded))
-      .catch((error) => this.#log.error('could not start: ' + error))
-  }
-
   #showFields(selectors: string[]) {
     this.#redaction.set(selectors)
     if (this.#recording) this.#recording.snapshot()
@@ -327,13 +320,17 @@ export class ServiceTracker {
     }
   }
 
+  /** Who is present: this tab's window of the session. */
+  #presence(sessionId: string) {
+    return { sessionId, endUserId: this.#identity.endUserId, windowId: this.#identity.windowId }
+  }
+
   /** Presence, while the session is live; its answer says whether someone watches (`liveViewer`). */
   #beat = () => {
     this.#clock.clearTimeout(this.#heartbeat)
     const sessionId = this.#identity.current()
     if (sessionId && this.#transport.online()) {
-      const body = { sessionId, endUserId: this.#identity.endUserId, windowId: this.#identity.windowId, url: this.#messages.here() }
-      void this.#transport.ping(API + '/heartbeat', body).then((answer) => this.#delivery.settle(answer))
+      void this.#transport.ping(API + '/heartbeat', { ...this.#presence(sessionId), url: this.#messages.here() }).then((answer) => this.#delivery.settle(answer))
     }
     this.#heartbeat = this.#clock.setTimeout(this.#beat, HEARTBEAT_MS)
   }
@@ -364,7 +361,7 @@ export class ServiceTracker {
 
   /** Hidden or unloading: what is in flight or waiting persists, what is queued goes by beacon, and page hide ends presence. */
   #hide(pageHide: boolean) {
-    if (this.#stopReason) return
+    if (this.#delivery.halted) return
     this.#unloading = true
     try {
       // First what fetch still carries (its answer may never come), then the beacons, which keep
@@ -372,8 +369,7 @@ export class ServiceTracker {
       this.#delivery.persistPending()
       this.#messages.flush()
       if (pageHide && this.#started && this.#transport.online()) {
-        const body = { sessionId: this.#identity.sessionId(false), endUserId: this.#identity.endUserId, windowId: this.#identity.windowId }
-        void this.#transport.send(API + '/session-end', body, true)
+        void this.#transport.send(API + '/session-end', this.#presence(this.#identity.sessionId(false)), true)
       }
     } finally {
       this.#unloading = false
@@ -391,7 +387,6 @@ export class ServiceTracker {
 
   /** 429, `monthlyLimitReached` or a refused key: everything stops, quietly. */
   #halt(reason: StopReason) {
-    this.#stopReason = reason
     this.#log.info(reason === 'monthly_limit' ? 'the monthly limit is reached; sending stopped' : 'sending stopped')
     this.#stopRunning()
     this.#messages.clear()

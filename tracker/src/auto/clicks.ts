@@ -1,4 +1,4 @@
-import { idOf, listen } from '../dom'
+import { idOf, listen, type Undo } from '../dom'
 import type { Properties } from '../types'
 import { withoutQuery } from '../urls'
 import type { AutoContext } from '.'
@@ -34,9 +34,9 @@ export function describeElement(el: Element, context: AutoContext): Properties {
   }
 }
 
-export function trackClicks(context: AutoContext, clicks: boolean, rageClicks: boolean): () => void {
+export function trackClicks(context: AutoContext, clicks: boolean, rageClicks: boolean): Undo[] {
   let recent: { x: number; y: number; at: number }[] = []
-  return listen<MouseEvent>(
+  return [listen<MouseEvent>(
     context.win.document,
     'click',
     (event) => {
@@ -53,5 +53,5 @@ export function trackClicks(context: AutoContext, clicks: boolean, rageClicks: b
       if (recent.length === RAGE_CLICKS) context.customEvent('$rageclick', { ...properties, clicks: RAGE_CLICKS })
     },
     true,
-  )
+  )]
 }

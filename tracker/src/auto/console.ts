@@ -1,4 +1,4 @@
-import { patch } from '../dom'
+import { patch, type Undo } from '../dom'
 import { LOG_PREFIX } from '../log'
 import { isErrorLike, toText } from '../text'
 import type { AutoContext } from '.'
@@ -7,10 +7,10 @@ import type { AutoContext } from '.'
 export const LOG_MESSAGE_MAX_CHARS = 8192
 
 /** `console.warn` and `console.error` become logs; the page's console still prints them. */
-export function trackConsole(context: AutoContext): () => void {
+export function trackConsole(context: AutoContext): Undo[] {
   const console = context.win.console
   let reporting = false
-  const undo = (['warn', 'error'] as const).map((level) =>
+  return (['warn', 'error'] as const).map((level) =>
     patch(console, level, (original) =>
       function (this: Console, ...args: unknown[]) {
         // Not what a report itself logs (a failing serializer), nor the tracker's own lines.
@@ -30,5 +30,4 @@ export function trackConsole(context: AutoContext): () => void {
       },
     ),
   )
-  return () => undo.forEach((f) => f())
 }

@@ -1,9 +1,9 @@
-import { listen } from '../dom'
+import { listen, type Undo } from '../dom'
 import type { AutoContext } from '.'
 
 /** Uncaught errors and unhandled promise rejections, as unhandled error reports. */
-export function trackErrors(context: AutoContext): () => void {
-  const undo = [
+export function trackErrors(context: AutoContext): Undo[] {
+  return [
     listen<ErrorEvent>(context.win, 'error', (event) => {
       // Errors of the code only: a resource that fails to load (img, script) fires an error that does not
       // bubble, and this listener does not capture. One with neither message nor error (dispatched by the
@@ -13,5 +13,4 @@ export function trackErrors(context: AutoContext): () => void {
     }),
     listen<PromiseRejectionEvent>(context.win, 'unhandledrejection', (event) => context.error(event.reason, false, { mechanism: 'unhandledrejection' })),
   ]
-  return () => undo.forEach((f) => f())
 }

@@ -1,10 +1,10 @@
-import { idOf, listen } from '../dom'
+import { idOf, listen, type Undo } from '../dom'
 import { withoutQuery } from '../urls'
 import type { AutoContext } from '.'
 
 /** Form submissions: which form and how many fields, never a value. */
-export function trackForms(context: AutoContext): () => void {
-  return listen(
+export function trackForms(context: AutoContext): Undo[] {
+  return [listen(
     context.win.document,
     'submit',
     (event) => {
@@ -19,5 +19,5 @@ export function trackForms(context: AutoContext): () => void {
       })
     },
     true,
-  )
+  )]
 }

@@ -1,3 +1,4 @@
+import type { Undo } from '../dom'
 import type { Messages } from '../messages'
 import type { Redaction } from '../redaction'
 import type { AutomaticTrackingOptions, PageWindow } from '../types'
@@ -17,19 +18,22 @@ export interface AutoContext extends Pick<Messages, 'customEvent' | 'pageView' |
   isOwnRequest(url: string): boolean
 }
 
-/** Installs each kind not switched off; returns what uninstalls them all. */
-export function installAutomaticTracking(context: AutoContext, options: AutomaticTrackingOptions = {}): () => void {
-  type Kind = keyof AutomaticTrackingOptions
-  const on = (kind: Kind) => options[kind] !== false
-  /** A tracker of two kinds, installed when either is on. */
-  const either = (a: Kind, b: Kind, track: (context: AutoContext, a: boolean, b: boolean) => () => void) => (on(a) || on(b)) && track(context, on(a), on(b))
-  const installed = [
-    either('pageViews', 'navigation', trackPages),
-    either('clicks', 'rageClicks', trackClicks),
-    on('forms') && trackForms(context),
-    on('console') && trackConsole(context),
-    either('network', 'spans', trackNetwork),
-    on('errors') && trackErrors(context),
-  ].filter((undo): undo is () => void => !!undo)
-  return () => installed.forEach((undo) => undo())
+type Kind = keyof AutomaticTrackingOptions
+
+/** Each tracker and the kinds it serves: it is installed when any of them is on, and told which are. */
+const TRACKERS: [Kind[], (context: AutoContext, ...on: boolean[]) => Undo[]][] = [
+  [['pageViews', 'navigation'], trackPages],
+  [['clicks', 'rageClicks'], trackClicks],
+  [['forms'], trackForms],
+  [['console'], trackConsole],
+  [['network', 'spans'], trackNetwork],
+  [['errors'], trackErrors],
+]
+
+/** Installs each kind not switched off; returns what uninstalls them. */
+export function installAutomaticTracking(context: AutoContext, options: AutomaticTrackingOptions = {}): Undo[] {
+  return TRACKERS.flatMap(([kinds, track]) => {
+    const on = kinds.map((kind) => options[kind] !== false)
+    return on.includes(true) ? track(context, ...on) : []
+  })
 }

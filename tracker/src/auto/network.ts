@@ -1,4 +1,4 @@
-import { patch } from '../dom'
+import { patch, type Undo } from '../dom'
 import { randomHex, uuid } from '../ids'
 import { withoutCredentials, withoutQuery } from '../urls'
 import type { AutoContext } from '.'
@@ -35,7 +35,7 @@ export interface SpanEntry {
 
 const REQUEST = Symbol('sightline.request')
 /** What `open` was given; once sent, how to remove that request's listeners. */
-type TrackedXhr = XMLHttpRequest & { [REQUEST]?: [method: string, url: string, unlisten?: () => void] }
+type TrackedXhr = XMLHttpRequest & { [REQUEST]?: [method: string, url: string, unlisten?: Undo] }
 /** An XMLHttpRequest ends with loadend, which follows abort when the page aborted it. */
 const XHR_ENDS = ['abort', 'loadend']
 
@@ -45,7 +45,7 @@ const XHR_ENDS = ['abort', 'loadend']
  * is unset, and it is no network error. The tracker's own requests never: it sends with the fetch it
  * had before this wrapper, and its URLs are skipped here as well.
  */
-export function trackNetwork(context: AutoContext, network: boolean, spans: boolean): () => void {
+export function trackNetwork(context: AutoContext, network: boolean, spans: boolean): Undo[] {
   const { win } = context
   const describe = (method: string, rawUrl: string, start: number, status: number | null, statusText: string | null, failure?: { name?: string; message?: string }) => {
     const url = withoutQuery(rawUrl, win.location.href)
@@ -151,5 +151,5 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
       ),
     )
   }
-  return () => undo.forEach((f) => f())
+  return undo
 }

@@ -1,4 +1,4 @@
-import { listen, patch } from '../dom'
+import { listen, patch, type Undo } from '../dom'
 import type { AutoContext } from '.'
 
 /**
@@ -6,7 +6,7 @@ import type { AutoContext } from '.'
  * event for each change. `replaceState` counts as a new page only when the path changes (apps use it
  * to rewrite query strings).
  */
-export function trackPages(context: AutoContext, pageViews: boolean, navigation: boolean): () => void {
+export function trackPages(context: AutoContext, pageViews: boolean, navigation: boolean): Undo[] {
   const { history, location } = context.win
   let current = location.href
   const changed = (type: 'push' | 'replace' | 'pop') => {
@@ -26,11 +26,10 @@ export function trackPages(context: AutoContext, pageViews: boolean, navigation:
       },
     )
   if (pageViews) context.pageView()
-  const undo = [
+  return [
     wrapHistory('pushState', 'push'),
     wrapHistory('replaceState', 'replace'),
     listen(context.win, 'popstate', () => changed('pop')),
     listen(context.win, 'hashchange', () => changed('pop')),
   ]
-  return () => undo.forEach((f) => f())
 }
