@@ -2,6 +2,7 @@ import type { Database } from './db'
 import { createQuota, type Quota } from './ingest/quota'
 import type { Logger } from './log'
 import { createKeyCache, type KeyCache } from './projects/key-cache'
+import { startVacuuming } from './vacuum'
 import { createWriter, type Writer, type WriterOptions } from './writer'
 
 /** The long-lived parts behind the routes, shared by `main.ts` and the tests. */
@@ -13,16 +14,25 @@ export interface Services {
   stop(): Promise<void>
 }
 
-export async function startServices(db: Database, log: Logger, writerOptions: Omit<WriterOptions, 'gate'> = {}): Promise<Services> {
+export interface ServicesOptions {
+  writer?: Omit<WriterOptions, 'gate'>
+  /** How often the embedded database is looked at for vacuuming (see vacuum.ts). */
+  vacuumIntervalMs?: number
+}
+
+export async function startServices(db: Database, log: Logger, options: ServicesOptions = {}): Promise<Services> {
   const keys = createKeyCache(db, log)
   await keys.start()
   const quota = createQuota()
-  const writer = createWriter(db, log, { ...writerOptions, gate: quota.gate })
+  const writer = createWriter(db, log, { ...options.writer, gate: quota.gate })
+  // A Postgres server vacuums its own tables; the embedded database has nothing else to do it.
+  const vacuuming = db.kind === 'embedded' ? startVacuuming(db, log, { intervalMs: options.vacuumIntervalMs }) : undefined
   return {
     keys,
     quota,
     writer,
     async stop() {
+      await vacuuming?.stop()
       await writer.close()
       await keys.stop()
     },
