@@ -34,16 +34,16 @@ export type Identity = ReturnType<typeof createIdentity>
  * `windowId` per tab (sessionStorage).
  */
 export function createIdentity({ local, tab, cookie }: IdentityStores, now: () => number, newId: () => string, onNewSession: () => void) {
-  /** The id kept under `key` in the first store that has a valid one, written back to all of them. */
-  const keptId = (stores: KeyValue[], key: string, id?: string | null) => {
-    const found = id ?? stores.map((store) => store.get(key)).find((value) => value && VALID_ID.test(value))
-    const kept = found ?? newId()
-    for (const store of stores) store.set(key, kept)
-    return { id: kept, found: !!found }
+  /** The valid id kept under `key` in the first store that has one. */
+  const found = (stores: KeyValue[], key: string) => stores.map((store) => store.get(key)).find((value) => value && VALID_ID.test(value))
+  /** `id` kept under `key` in every store, the ones that had none or another restored. */
+  const keep = (stores: KeyValue[], key: string, id = found(stores, key) ?? newId()) => {
+    for (const store of stores) store.set(key, id)
+    return id
   }
   const userStores = [local, cookie]
-  const user = keptId(userStores, KEYS.user)
-  let endUserId = user.id
+  const preexisting = !!found(userStores, KEYS.user)
+  let endUserId = keep(userStores, KEYS.user)
   // A duplicated tab (the browser's "Duplicate", a `window.open`) starts with a copy of its opener's
   // sessionStorage, window id and chunk sequence included, and its replay would interleave with the
   // opener's. A page marks its tab while it is shown (`holdTab`, until `pagehide`): one that finds the
@@ -52,18 +52,18 @@ export function createIdentity({ local, tab, cookie }: IdentityStores, now: () =
     tab.remove(KEYS.window)
     tab.remove(KEYS.seq)
   }
-  const windowId = keptId([tab], KEYS.window).id
+  const windowId = keep([tab], KEYS.window)
   const saveSession = (session: Session) => local.set(KEYS.session, JSON.stringify(session))
-  const newSession = (at: number): Session => {
-    const session = { id: newId(), start: at, last: at }
-    saveSession(session)
-    return session
+  const newSession = (at: number) => {
+    const id = newId()
+    saveSession({ id, start: at, last: at })
+    return id
   }
   const stored = () => readJson<Session>(local, KEYS.session)
   if (!isLive(stored(), now())) newSession(now())
 
   return {
-    preexisting: user.found,
+    preexisting,
     windowId,
     get endUserId() {
       return endUserId
@@ -71,7 +71,7 @@ export function createIdentity({ local, tab, cookie }: IdentityStores, now: () =
     /** The live session, or null when it has expired (nothing renews it but activity). */
     current(): string | null {
       const session = stored()
-      return session && isLive(session, now()) ? session.id : null
+      return isLive(session, now()) ? session!.id : null
     },
     /** The session for something happening now: activity keeps it alive, or starts a new one. */
     sessionId(activity: boolean): string {
@@ -79,9 +79,8 @@ export function createIdentity({ local, tab, cookie }: IdentityStores, now: () =
       const session = stored()
       if (!session || !isLive(session, at)) {
         if (!activity && session) return session.id
-        const fresh = newSession(at)
         onNewSession()
-        return fresh.id
+        return newSession(at)
       }
       if (activity && at - session.last >= ACTIVITY_WRITE_MS) saveSession({ ...session, last: at })
       return session.id
@@ -90,7 +89,7 @@ export function createIdentity({ local, tab, cookie }: IdentityStores, now: () =
     setAttributes: (attributes: UserAttributes) => local.set(KEYS.attributes, JSON.stringify(attributes)),
     /** Logout: a new anonymous end user in a new session. */
     reset() {
-      endUserId = keptId(userStores, KEYS.user, newId()).id
+      endUserId = keep(userStores, KEYS.user, newId())
       local.remove(KEYS.attributes)
       newSession(now())
     },

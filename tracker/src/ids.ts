@@ -8,6 +8,7 @@ export const randomHex = (bytes: number): string =>
  */
 export function uuid(now: number): string {
   const hex = now.toString(16).padStart(12, '0').slice(-12) + randomHex(10)
-  const variant = ((parseInt(hex[16], 16) & 3) | 8).toString(16)
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+  // The version (7) and the variant (binary 10xx) take the place of random bits.
+  const variant = '89ab'[parseInt(hex[16], 16) & 3]
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20)}`
 }

@@ -19,7 +19,7 @@ export function createLogger(level: LogLevel, tab: KeyValue, console: Console, n
   let toStorage = true
   let entries: LogEntry[] = readJson<LogEntry[]>(tab, STORAGE_KEY) ?? []
 
-  const at = (entryLevel: Exclude<LogLevel, 'none'>) => (message: string) => {
+  const at = (entryLevel: 'error' | 'warn' | 'info') => (message: string) => {
     if (LEVELS.indexOf(entryLevel) > threshold) return
     if (toConsole) console[entryLevel](LOG_PREFIX + message)
     entries = [...entries, { time: now(), level: entryLevel, message }].slice(-LOG_ENTRIES_KEPT)
@@ -30,7 +30,6 @@ export function createLogger(level: LogLevel, tab: KeyValue, console: Console, n
     error: at('error'),
     warn: at('warn'),
     info: at('info'),
-    debug: at('debug'),
     configure(config: LoggingConfig) {
       if (config.level) threshold = LEVELS.indexOf(config.level)
       toConsole = config.enableConsole ?? toConsole

@@ -67,11 +67,17 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
   let answering = true
   const online = () => win.navigator.onLine !== false
 
-  const gzip = async (text: string): Promise<ArrayBuffer | null> => {
+  /** The body as JSON with the key in it, for requests that cannot carry a header. */
+  const withKey = (body: object) => JSON.stringify({ ...body, apiKey })
+  /**
+   * A send's URL and body, gzipped when `CompressionStream` exists and it is worth it. The query says
+   * gzip: a simple request cannot say Content-Encoding (it would need a preflight).
+   */
+  const encode = async (path: string, text: string): Promise<[url: string, body: string | ArrayBuffer]> => {
     const Compression = (win as { CompressionStream?: typeof CompressionStream }).CompressionStream
-    if (!Compression || text.length < GZIP_MIN_CHARS) return null
+    if (!Compression || text.length < GZIP_MIN_CHARS) return [base + path, text]
     const stream = new Blob([text]).stream().pipeThrough(new Compression('gzip'))
-    return new Response(stream).arrayBuffer()
+    return [base + path + '?compression=gzip', await new Response(stream).arrayBuffer()]
   }
 
   /**
@@ -79,14 +85,12 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
    * CORS-simple request that needs no preflight. Status 0 when it does not get through.
    */
   async function post(path: string, body: object, simple = false): Promise<Answer> {
-    const text = JSON.stringify(simple ? { ...body, apiKey } : body)
     const timeout = new AbortController()
     const timer = clock.setTimeout(() => timeout.abort(), REQUEST_TIMEOUT_MS)
     try {
-      const gzipped = await gzip(text)
+      const [url, payload] = await encode(path, simple ? withKey(body) : JSON.stringify(body))
       const headers: Record<string, string> = simple ? {} : { Authorization: 'Bearer ' + apiKey, 'Content-Type': 'application/json' }
-      // The query says gzip: a simple request cannot say Content-Encoding (it would need a preflight).
-      const response = await fetch(base + path + (gzipped ? '?compression=gzip' : ''), { method: 'POST', headers, body: gzipped ?? text, signal: timeout.signal })
+      const response = await fetch(url, { method: 'POST', headers, body: payload, signal: timeout.signal })
       answering = true
       return { status: response.status, data: await response.json().catch(() => null), retryAfter: response.headers.get('retry-after') }
     } catch {
@@ -114,10 +118,8 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
    * until handed over, so it runs to completion inside a `pagehide` handler.
    */
   async function beacon(path: string, body: object, unload?: boolean): Promise<Answer> {
-    const text = JSON.stringify({ ...body, apiKey })
-    const gzipped = unload ? null : await gzip(text)
-    const url = base + path + (gzipped ? '?compression=gzip' : '')
-    const payload = gzipped ?? text
+    const text = withKey(body)
+    const [url, payload] = unload ? [base + path, text] : await encode(path, text)
     if (new Blob([payload]).size > BEACON_MAX_BYTES) return { status: 413, local: true }
     // Without sendBeacon, fetch with keepalive: handed over, its answer not awaited.
     const handed = win.navigator.sendBeacon?.(url, payload) ?? (fetch(url, { method: 'POST', body: payload, keepalive: true }).catch(() => {}), true)
