@@ -13,16 +13,15 @@ import { replayEvents } from './helpers/tracker'
 const SCRIPT_BUDGET = 30 * 1024
 const CORE_BUDGET = 8 * 1024
 /**
- * Until the core meets its budget, it may not grow past 9.75 KB (it is 9.56 KB): what is added must be
- * paid for. (It was 9 KB, at 8.99 KB, until page URLs were redacted in privacy-first mode, repeated
- * errors were held back and aborted requests told apart: 300 B that fixes need. It was 9.5 KB, at
- * 9.34 KB, until fixes that lost data, sent masked text or reported twice took 220 B: a stopped
- * tracker's sends kept in the outbox, not in memory, and a split drained parcel written there; every
- * URL in messages and stacks redacted; failures counted in sequence, what the outbox kept read back in
- * sticky mode; the listeners of an XMLHttpRequest that does not go removed; console.error lines held
- * back in a flood as error reports are.)
+ * Until the core meets its budget, it may not grow past 9.45 KB (it is 9.35 KB): what is added must be
+ * paid for. Automatic tracking, part of the core by design, is 1.7 KB of it (the core without it would
+ * be 7.7 KB). (It was 9.75 KB, at 9.56 KB, until the core went from 9,783 to 9,576 B with no feature
+ * lost: 257 B saved, 162 of them by the internal names the build shortens, and 50 B spent on leaving
+ * no timer after stop. Before that 9.5 and 9 KB: URL redaction in privacy-first mode, error flood
+ * control, aborted requests told apart and fixes that lost data, sent masked text or reported twice
+ * took 520 B.)
  */
-const CORE_CEILING = 9.75 * 1024
+const CORE_CEILING = 9.45 * 1024
 
 let dist: string
 beforeAll(async () => {
@@ -67,7 +66,7 @@ describe('npm run build', () => {
     expect((await coreFiles()).size).toBeLessThanOrEqual(CORE_CEILING)
   })
 
-  // Not met yet: everything but the recorder is 9.56 KB (automatic tracking, on by default, included).
+  // Not met yet: everything but the recorder is 9.35 KB (automatic tracking, on by default, included).
   // Marked failing so that the suite says so; it turns red the day the budget is met, and `.failing` goes.
   test.failing(`not met yet: the package's core, everything but the recorder, is at most ${CORE_BUDGET / 1024} KB gzipped`, async () => {
     expect((await coreFiles()).size).toBeLessThanOrEqual(CORE_BUDGET)
