@@ -2,7 +2,7 @@ import type { Database } from './db'
 import { createQuota, type Quota } from './ingest/quota'
 import type { Logger } from './log'
 import { createKeyCache, type KeyCache } from './projects/key-cache'
-import { startVacuuming } from './vacuum'
+import { startEmbeddedUpkeep } from './upkeep'
 import { createWriter, type Writer, type WriterOptions } from './writer'
 
 /** The long-lived parts behind the routes, shared by `main.ts` and the tests. */
@@ -16,8 +16,8 @@ export interface Services {
 
 export interface ServicesOptions {
   writer?: Omit<WriterOptions, 'gate'>
-  /** How often the embedded database is looked at for vacuuming (see vacuum.ts). */
-  vacuumIntervalMs?: number
+  /** How often the embedded database is looked after (see upkeep.ts). */
+  upkeepIntervalMs?: number
 }
 
 export async function startServices(db: Database, log: Logger, options: ServicesOptions = {}): Promise<Services> {
@@ -25,14 +25,14 @@ export async function startServices(db: Database, log: Logger, options: Services
   await keys.start()
   const quota = createQuota()
   const writer = createWriter(db, log, { ...options.writer, gate: quota.gate })
-  // A Postgres server vacuums its own tables; the embedded database has nothing else to do it.
-  const vacuuming = db.kind === 'embedded' ? startVacuuming(db, log, { intervalMs: options.vacuumIntervalMs }) : undefined
+  // A Postgres server checkpoints and vacuums by itself; the embedded database has nothing else to.
+  const upkeep = db.kind === 'embedded' ? startEmbeddedUpkeep(db, log, { intervalMs: options.upkeepIntervalMs }) : undefined
   return {
     keys,
     quota,
     writer,
     async stop() {
-      await vacuuming?.stop()
+      await upkeep?.stop()
       await writer.close()
       await keys.stop()
     },

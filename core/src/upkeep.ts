@@ -4,8 +4,14 @@ import { errorText } from './db'
 import type { Logger } from './log'
 
 /*
- * Autovacuum's job, done by core for the embedded database. PGlite runs Postgres in single-user mode,
- * where the autovacuum daemon does not run, so nothing else would ever:
+ * The jobs of Postgres's background processes, done by core for the embedded database. PGlite runs
+ * Postgres in single-user mode, where neither the checkpointer nor the autovacuum daemon runs.
+ *
+ * Without checkpoints, every byte of write-ahead log since the process started is kept (the log
+ * can only be recycled up to the last checkpoint): the data directory grows by what is written,
+ * twice over, until the disk is full, and a start after a crash replays all of it.
+ *
+ * Without vacuuming, nothing would ever:
  * - reclaim the row versions that updates and deletes leave behind: every heartbeat rewrites its
  *   window's presence row and both of its index entries, every touch a session's row; those tables
  *   and their indexes would grow with every beat, for as long as the service runs;
@@ -15,11 +21,12 @@ import type { Logger } from './log'
  *   would then read as written in the future, that is not at all.
  * Every VACUUM here freezes what it visits, which marks those pages all-frozen: the next one skips
  * them, so each costs what changed since the last, and no table ever needs a whole scan at once.
- * On a Postgres server the autovacuum daemon does all of this.
+ *
+ * On a Postgres server its own processes do all of this.
  */
 
-/** Autovacuum's rules, read from the database's own settings (Postgres's defaults unless changed). */
-export interface AutovacuumRules {
+/** When Postgres's processes would act, from the database's own settings (Postgres's defaults unless changed). */
+export interface UpkeepRules {
   vacuumThreshold: number
   vacuumScaleFactor: number
   insertThreshold: number
@@ -28,6 +35,10 @@ export interface AutovacuumRules {
   analyzeScaleFactor: number
   /** Transactions a table may go unfrozen before it is vacuumed whatever its statistics say. */
   freezeMaxAge: number
+  /** The longest time between two checkpoints, when anything was written. */
+  checkpointTimeoutMs: number
+  /** Log written since the last checkpoint that calls for the next one. */
+  checkpointWalBytes: number
 }
 
 export interface TableStats {
@@ -47,10 +58,16 @@ export interface TableStats {
   xidAge: number
 }
 
+export interface CheckpointStats {
+  /** Log written since the last checkpoint began. */
+  walBytes: number
+  sinceCheckpointMs: number
+}
+
 export type Upkeep = 'vacuum' | 'analyze'
 
 /** What autovacuum would do to a table now (see "The Autovacuum Daemon" in Postgres's manual). */
-export function upkeepDue(table: TableStats, rules: AutovacuumRules): Upkeep | null {
+export function upkeepDue(table: TableStats, rules: UpkeepRules): Upkeep | null {
   const { tuples } = table
   if (
     table.xidAge > rules.freezeMaxAge ||
@@ -64,7 +81,15 @@ export function upkeepDue(table: TableStats, rules: AutovacuumRules): Upkeep | n
   return null
 }
 
-const SETTINGS: Record<keyof AutovacuumRules, string> = {
+/** A checkpoint writes a record of its own: less log than a page since then is nothing written. */
+const WAL_PAGE_BYTES = 8192
+
+/** Whether the checkpointer would take a checkpoint now (see "WAL Configuration" in Postgres's manual). */
+export function checkpointDue({ walBytes, sinceCheckpointMs }: CheckpointStats, rules: UpkeepRules): boolean {
+  return walBytes >= rules.checkpointWalBytes || (sinceCheckpointMs >= rules.checkpointTimeoutMs && walBytes >= WAL_PAGE_BYTES)
+}
+
+const SETTINGS = {
   vacuumThreshold: 'autovacuum_vacuum_threshold',
   vacuumScaleFactor: 'autovacuum_vacuum_scale_factor',
   insertThreshold: 'autovacuum_vacuum_insert_threshold',
@@ -72,12 +97,24 @@ const SETTINGS: Record<keyof AutovacuumRules, string> = {
   analyzeThreshold: 'autovacuum_analyze_threshold',
   analyzeScaleFactor: 'autovacuum_analyze_scale_factor',
   freezeMaxAge: 'autovacuum_freeze_max_age',
+  checkpointTimeout: 'checkpoint_timeout',
+  maxWalSize: 'max_wal_size',
+  completionTarget: 'checkpoint_completion_target',
 }
 
-async function readRules(db: Database): Promise<AutovacuumRules> {
+async function readRules(db: Database): Promise<UpkeepRules> {
+  // In the units pg_settings gives: checkpoint_timeout in seconds, max_wal_size in megabytes.
   const rows = await db.rows<{ name: string; setting: string }>(sql`select name, setting from pg_settings where name in ${Object.values(SETTINGS)}`)
-  const setting = new Map(rows.map((row) => [row.name, Number(row.setting)]))
-  return Object.fromEntries(Object.entries(SETTINGS).map(([rule, name]) => [rule, setting.get(name)])) as unknown as AutovacuumRules
+  const found = new Map(rows.map((row) => [row.name, Number(row.setting)]))
+  const setting = Object.fromEntries(Object.entries(SETTINGS).map(([key, name]) => [key, found.get(name)!])) as Record<keyof typeof SETTINGS, number>
+  const { checkpointTimeout, maxWalSize, completionTarget, ...autovacuum } = setting
+  return {
+    ...autovacuum,
+    checkpointTimeoutMs: checkpointTimeout * 1000,
+    // The checkpointer spreads a checkpoint's writes over `completionTarget` of the way to the
+    // next, and so starts it early enough to stay under max_wal_size; this one writes at once.
+    checkpointWalBytes: (maxWalSize * 1024 * 1024) / (1 + completionTarget),
+  }
 }
 
 async function readTableStats(db: Database): Promise<TableStats[]> {
@@ -99,25 +136,38 @@ async function readTableStats(db: Database): Promise<TableStats[]> {
     order by c.oid`)
 }
 
-export interface Vacuuming {
-  /** Looks once and does what is due, one table at a time; says what it did. */
-  runOnce(): Promise<{ table: string; upkeep: Upkeep }[]>
+async function readCheckpointStats(db: Database): Promise<CheckpointStats> {
+  const [stats] = await db.rows<CheckpointStats>(sql`
+    select (pg_current_wal_insert_lsn() - redo_lsn)::float8 as "walBytes",
+      extract(epoch from now() - checkpoint_time)::float8 * 1000 as "sinceCheckpointMs"
+    from pg_control_checkpoint()`)
+  return stats
+}
+
+export type UpkeepDone = { table: string; upkeep: Upkeep } | { checkpoint: true }
+
+export interface EmbeddedUpkeep {
+  /** Looks once and does what is due, one statement at a time; says what it did. */
+  runOnce(): Promise<UpkeepDone[]>
   /** No further runs; waits for the one under way. */
   stop(): Promise<void>
 }
 
-/** Autovacuum's pause between looks. */
-export const VACUUM_INTERVAL_MS = 60_000
+/**
+ * How often to look. Autovacuum looks every minute; the checkpointer is told of each log segment
+ * written, and a look every 10 s keeps the log within a few hundred megabytes of its limit.
+ */
+export const UPKEEP_INTERVAL_MS = 10_000
 /** Upkeep that held the commits up this long is logged at info level. */
 const SLOW_UPKEEP_MS = 1_000
 
 /**
- * Starts looking every `intervalMs` (the timer does not keep the process alive), by autovacuum's
- * rules unless `rules` overrides some. Each statement runs between the writer's commits, as
+ * Starts looking every `intervalMs` (the timer does not keep the process alive), by the database's
+ * settings unless `rules` overrides some. Each statement runs between the writer's commits, as
  * everything on the embedded database runs one at a time; one that holds them up for long is logged.
  */
-export function startVacuuming(db: Database, log: Logger, options: { intervalMs?: number; rules?: Partial<AutovacuumRules> } = {}): Vacuuming {
-  let rules: AutovacuumRules | undefined
+export function startEmbeddedUpkeep(db: Database, log: Logger, options: { intervalMs?: number; rules?: Partial<UpkeepRules> } = {}): EmbeddedUpkeep {
+  let rules: UpkeepRules | undefined
   let stopped = false
   // Runs one after the other, whether they are the timer's or asked for.
   let running: Promise<unknown> = Promise.resolve()
@@ -127,19 +177,28 @@ export function startVacuuming(db: Database, log: Logger, options: { intervalMs?
     return next
   }
 
-  async function runOnce() {
+  const timed = async (statement: string, fields: Record<string, string>) => {
+    const started = performance.now()
+    await db.rows(sql.raw(statement))
+    const ms = Math.round(performance.now() - started)
+    log[ms >= SLOW_UPKEEP_MS ? 'info' : 'debug']('embedded database upkeep', { ...fields, ms })
+  }
+
+  async function runOnce(): Promise<UpkeepDone[]> {
     rules ??= { ...(await readRules(db)), ...options.rules }
-    const done: { table: string; upkeep: Upkeep }[] = []
+    const done: UpkeepDone[] = []
     for (const table of await readTableStats(db)) {
       const upkeep = upkeepDue(table, rules)
       if (!upkeep || stopped) continue
-      const started = performance.now()
       // The name comes from the catalog, quoted as Postgres quotes it; VACUUM takes no parameters.
       const command = upkeep === 'analyze' ? 'analyze' : table.system ? 'vacuum (freeze)' : 'vacuum (freeze, analyze)'
-      await db.rows(sql.raw(`${command} ${table.name}`))
-      const ms = Math.round(performance.now() - started)
-      log[ms >= SLOW_UPKEEP_MS ? 'info' : 'debug']('embedded database upkeep', { table: table.name, upkeep, ms })
+      await timed(`${command} ${table.name}`, { upkeep, table: table.name })
       done.push({ table: table.name, upkeep })
+    }
+    // Last, so that it covers what vacuuming logged (freezing logs every page it freezes).
+    if (!stopped && checkpointDue(await readCheckpointStats(db), rules)) {
+      await timed('checkpoint', { upkeep: 'checkpoint' })
+      done.push({ checkpoint: true })
     }
     return done
   }
@@ -148,7 +207,7 @@ export function startVacuuming(db: Database, log: Logger, options: { intervalMs?
     inTurn(async () => {
       if (!stopped) await runOnce()
     }).catch((error) => log.warn('embedded database upkeep failed; trying again later', { error: errorText(error) }))
-  }, options.intervalMs ?? VACUUM_INTERVAL_MS)
+  }, options.intervalMs ?? UPKEEP_INTERVAL_MS)
   timer.unref()
 
   return {

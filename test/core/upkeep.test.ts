@@ -7,15 +7,15 @@ import { presenceSink } from '@sightline/core/ingest/presence/store'
 import { createLogger } from '@sightline/core/log'
 import { createProject } from '@sightline/core/projects/service'
 import { startServices } from '@sightline/core/services'
-import { startVacuuming, upkeepDue, type AutovacuumRules, type TableStats } from '@sightline/core/vacuum'
+import { checkpointDue, startEmbeddedUpkeep, upkeepDue, type TableStats, type UpkeepRules } from '@sightline/core/upkeep'
 import { migratedSnapshot } from '../helpers/database'
 
 /**
- * The embedded database's vacuuming (core/src/vacuum.ts). PGlite has no autovacuum daemon, so these
- * run on PGlite whatever database the rest of the suite uses.
+ * The embedded database's upkeep (core/src/upkeep.ts). PGlite has neither checkpointer nor
+ * autovacuum daemon, so these run on PGlite whatever database the rest of the suite uses.
  */
 const log = createLogger('silent')
-const POSTGRES_DEFAULTS: AutovacuumRules = {
+const POSTGRES_DEFAULTS: UpkeepRules = {
   vacuumThreshold: 50,
   vacuumScaleFactor: 0.2,
   insertThreshold: 1000,
@@ -23,6 +23,8 @@ const POSTGRES_DEFAULTS: AutovacuumRules = {
   analyzeThreshold: 50,
   analyzeScaleFactor: 0.1,
   freezeMaxAge: 200_000_000,
+  checkpointTimeoutMs: 300_000,
+  checkpointWalBytes: (1024 * 1024 * 1024) / 1.9,
 }
 
 describe('upkeepDue: autovacuum rules', () => {
@@ -62,7 +64,20 @@ describe('upkeepDue: autovacuum rules', () => {
   })
 })
 
-describe('vacuuming the embedded database', () => {
+describe("checkpointDue: the checkpointer's rules", () => {
+  test('a checkpoint once the log since the last one reaches max_wal_size / (1 + checkpoint_completion_target)', () => {
+    expect(checkpointDue({ walBytes: 565_000_000, sinceCheckpointMs: 1_000 }, POSTGRES_DEFAULTS)).toBe(false)
+    expect(checkpointDue({ walBytes: 566_000_000, sinceCheckpointMs: 1_000 }, POSTGRES_DEFAULTS)).toBe(true)
+  })
+
+  test('a checkpoint every checkpoint_timeout, unless nothing was written since the last', () => {
+    expect(checkpointDue({ walBytes: 1_000_000, sinceCheckpointMs: 299_000 }, POSTGRES_DEFAULTS)).toBe(false)
+    expect(checkpointDue({ walBytes: 1_000_000, sinceCheckpointMs: 300_000 }, POSTGRES_DEFAULTS)).toBe(true)
+    expect(checkpointDue({ walBytes: 120, sinceCheckpointMs: 3_600_000 }, POSTGRES_DEFAULTS)).toBe(false)
+  })
+})
+
+describe('the embedded database looked after', () => {
   let db: Database
   let projectId: string
   beforeAll(async () => {
@@ -93,7 +108,7 @@ describe('vacuuming the embedded database', () => {
   }
 
   test('heartbeats rewrite presence rows without end; vacuumed as autovacuum would, the table stays its size', async () => {
-    const vacuuming = startVacuuming(db, log, { intervalMs: 3_600_000 })
+    const upkeep = startEmbeddedUpkeep(db, log, { intervalMs: 3_600_000 })
     try {
       // Every beat moves its row's last_seen_at, which is indexed: each leaves a dead row version
       // behind, and an index entry in both indexes.
@@ -102,7 +117,7 @@ describe('vacuuming the embedded database', () => {
       for (let round = 1; round <= 100; round++) {
         await beatAll()
         if (round % 10 === 0) {
-          await vacuuming.runOnce()
+          await upkeep.runOnce()
           sizes.push(await presenceBytes())
         }
       }
@@ -118,14 +133,14 @@ describe('vacuuming the embedded database', () => {
       // Not kept, it grows with every beat (measured: 0.27 MB kept, 0.86 MB after the same beats again).
       expect(unkept).toBeGreaterThan(kept * 2)
 
-      const done = await vacuuming.runOnce()
+      const done = await upkeep.runOnce()
       expect(done).toContainEqual({ table: 'presence', upkeep: 'vacuum' })
       expect(await presenceStats()).toMatchObject({ dead: 0 })
       // Space freed is used again: the same beats once more do not grow the table.
       for (let round = 0; round < 10; round++) await beatAll()
       expect(await presenceBytes()).toBe(unkept)
     } finally {
-      await vacuuming.stop()
+      await upkeep.stop()
     }
   })
 
@@ -137,21 +152,50 @@ describe('vacuuming the embedded database', () => {
     expect(before).toBeGreaterThan(100)
 
     // A freeze age of 10 transactions stands for autovacuum's 200 million.
-    const vacuuming = startVacuuming(db, log, { intervalMs: 3_600_000, rules: { freezeMaxAge: 10 } })
+    const upkeep = startEmbeddedUpkeep(db, log, { intervalMs: 3_600_000, rules: { freezeMaxAge: 10 } })
     try {
-      const done = await vacuuming.runOnce()
+      const done = await upkeep.runOnce()
       expect(done).toContainEqual({ table: 'pg_class', upkeep: 'vacuum' })
       expect(done).toContainEqual({ table: 'presence', upkeep: 'vacuum' })
       expect(await databaseAge()).toBeLessThan(10)
       // Frozen pages are skipped from then on: a second look finds nothing due.
-      expect(await vacuuming.runOnce()).toEqual([])
+      expect(await upkeep.runOnce()).toEqual([])
     } finally {
-      await vacuuming.stop()
+      await upkeep.stop()
     }
   })
 
-  test('an embedded core vacuums on its own, and stops when it stops', async () => {
-    const services = await startServices(db, log, { vacuumIntervalMs: 20 })
+  test('the log is checkpointed as it grows, so that it is recycled and a start after a crash replays little of it', async () => {
+    const logSinceCheckpoint = async () =>
+      Number((await db.rows<{ bytes: number }>(sql`select (pg_current_wal_insert_lsn() - redo_lsn)::float8 as bytes from pg_control_checkpoint()`))[0].bytes)
+    const writeLog = () =>
+      db.rows(sql`
+        insert into events (project_id, uuid, environment, session_id, event_name, properties, timestamp)
+        select ${projectId}::uuid, gen_random_uuid(), 'production', 's-1', 'checkout', '{"total": 42.5}'::jsonb, now() from generate_series(1, 20000)`)
+    // PGlite never checkpoints by itself: all the log since it started is kept.
+    const before = await logSinceCheckpoint()
+    await writeLog()
+    const once = await logSinceCheckpoint()
+    await writeLog()
+    expect((await logSinceCheckpoint()) - before).toBeGreaterThan(1.9 * (once - before))
+    expect(once - before).toBeGreaterThan(4 * 1024 * 1024)
+
+    const upkeep = startEmbeddedUpkeep(db, log, { intervalMs: 3_600_000, rules: { checkpointWalBytes: 4 * 1024 * 1024 } })
+    try {
+      expect(await upkeep.runOnce()).toContainEqual({ checkpoint: true })
+      expect(await logSinceCheckpoint()).toBeLessThan(64 * 1024)
+      await writeLog()
+      expect(await upkeep.runOnce()).toContainEqual({ checkpoint: true })
+      expect(await logSinceCheckpoint()).toBeLessThan(64 * 1024)
+      // Under the limit, and soon after the last: not yet.
+      expect(await upkeep.runOnce()).not.toContainEqual({ checkpoint: true })
+    } finally {
+      await upkeep.stop()
+    }
+  })
+
+  test('an embedded core looks after its database on its own, and stops when it stops', async () => {
+    const services = await startServices(db, log, { upkeepIntervalMs: 20 })
     try {
       const vacuums = (await presenceStats()).vacuums
       for (let round = 0; round < 3; round++) await beatAll()
