@@ -2,7 +2,7 @@ import type { Database } from './db'
 import { createQuota, type Quota } from './ingest/quota'
 import type { Logger } from './log'
 import { createKeyCache, type KeyCache } from './projects/key-cache'
-import { startEmbeddedUpkeep } from './upkeep'
+import { startEmbeddedUpkeep, type UpkeepOptions } from './upkeep'
 import { createWriter, type Writer, type WriterOptions } from './writer'
 
 /** The long-lived parts behind the routes, shared by `main.ts` and the tests. */
@@ -16,8 +16,8 @@ export interface Services {
 
 export interface ServicesOptions {
   writer?: Omit<WriterOptions, 'gate'>
-  /** How often the embedded database is looked after (see upkeep.ts). */
-  upkeepIntervalMs?: number
+  /** How the embedded database is looked after (see upkeep.ts): the defaults but in tests. */
+  upkeep?: UpkeepOptions
 }
 
 export async function startServices(db: Database, log: Logger, options: ServicesOptions = {}): Promise<Services> {
@@ -26,7 +26,7 @@ export async function startServices(db: Database, log: Logger, options: Services
   const quota = createQuota()
   const writer = createWriter(db, log, { ...options.writer, gate: quota.gate })
   // A Postgres server checkpoints and vacuums by itself; the embedded database has nothing else to.
-  const upkeep = db.kind === 'embedded' ? startEmbeddedUpkeep(db, log, { intervalMs: options.upkeepIntervalMs }) : undefined
+  const upkeep = db.kind === 'embedded' ? startEmbeddedUpkeep(db, log, options.upkeep) : undefined
   return {
     keys,
     quota,

@@ -35,6 +35,8 @@ export interface UpkeepRules {
   analyzeScaleFactor: number
   /** Transactions a table may go unfrozen before it is vacuumed whatever its statistics say. */
   freezeMaxAge: number
+  /** Time between two looks for tables to vacuum or analyze. */
+  naptimeMs: number
   /** The longest time between two checkpoints, when anything was written. */
   checkpointTimeoutMs: number
   /** Log written since the last checkpoint that calls for the next one. */
@@ -97,19 +99,21 @@ const SETTINGS = {
   analyzeThreshold: 'autovacuum_analyze_threshold',
   analyzeScaleFactor: 'autovacuum_analyze_scale_factor',
   freezeMaxAge: 'autovacuum_freeze_max_age',
+  naptime: 'autovacuum_naptime',
   checkpointTimeout: 'checkpoint_timeout',
   maxWalSize: 'max_wal_size',
   completionTarget: 'checkpoint_completion_target',
 }
 
 async function readRules(db: Database): Promise<UpkeepRules> {
-  // In the units pg_settings gives: checkpoint_timeout in seconds, max_wal_size in megabytes.
+  // In the units pg_settings gives: naptime and checkpoint_timeout in seconds, max_wal_size in megabytes.
   const rows = await db.rows<{ name: string; setting: string }>(sql`select name, setting from pg_settings where name in ${Object.values(SETTINGS)}`)
   const found = new Map(rows.map((row) => [row.name, Number(row.setting)]))
   const setting = Object.fromEntries(Object.entries(SETTINGS).map(([key, name]) => [key, found.get(name)!])) as Record<keyof typeof SETTINGS, number>
-  const { checkpointTimeout, maxWalSize, completionTarget, ...autovacuum } = setting
+  const { naptime, checkpointTimeout, maxWalSize, completionTarget, ...autovacuum } = setting
   return {
     ...autovacuum,
+    naptimeMs: naptime * 1000,
     checkpointTimeoutMs: checkpointTimeout * 1000,
     // The checkpointer spreads a checkpoint's writes over `completionTarget` of the way to the
     // next, and so starts it early enough to stay under max_wal_size; this one writes at once.
@@ -147,15 +151,17 @@ async function readCheckpointStats(db: Database): Promise<CheckpointStats> {
 export type UpkeepDone = { table: string; upkeep: Upkeep } | { checkpoint: true }
 
 export interface EmbeddedUpkeep {
-  /** Looks once and does what is due, one statement at a time; says what it did. */
+  /** Looks once for all that is due, naptime or not, and does it one statement at a time; says what it did. */
   runOnce(): Promise<UpkeepDone[]>
   /** No further runs; waits for the one under way. */
   stop(): Promise<void>
 }
 
 /**
- * How often to look. Autovacuum looks every minute; the checkpointer is told of each log segment
- * written, and a look every 10 s keeps the log within a few hundred megabytes of its limit.
+ * How often to look for a checkpoint to take: the checkpointer is told of each log segment written,
+ * and a look every 10 s keeps the log within a few hundred megabytes of its limit. Tables are looked
+ * at every naptime (a minute), as autovacuum does: each vacuum holds the commits up, and fewer, longer
+ * ones hold up fewer requests and cost less in all (each analyzes a sample of the same size).
  */
 export const UPKEEP_INTERVAL_MS = 10_000
 /** Upkeep that held the commits up this long is logged at info level. */
@@ -166,7 +172,12 @@ const SLOW_UPKEEP_MS = 1_000
  * settings unless `rules` overrides some. Each statement runs between the writer's commits, as
  * everything on the embedded database runs one at a time; one that holds them up for long is logged.
  */
-export function startEmbeddedUpkeep(db: Database, log: Logger, options: { intervalMs?: number; rules?: Partial<UpkeepRules> } = {}): EmbeddedUpkeep {
+export interface UpkeepOptions {
+  intervalMs?: number
+  rules?: Partial<UpkeepRules>
+}
+
+export function startEmbeddedUpkeep(db: Database, log: Logger, options: UpkeepOptions = {}): EmbeddedUpkeep {
   let rules: UpkeepRules | undefined
   let stopped = false
   // Runs one after the other, whether they are the timer's or asked for.
@@ -177,6 +188,7 @@ export function startEmbeddedUpkeep(db: Database, log: Logger, options: { interv
     return next
   }
 
+  let lastTablesLook = performance.now()
   const timed = async (statement: string, fields: Record<string, string>) => {
     const started = performance.now()
     await db.rows(sql.raw(statement))
@@ -184,10 +196,11 @@ export function startEmbeddedUpkeep(db: Database, log: Logger, options: { interv
     log[ms >= SLOW_UPKEEP_MS ? 'info' : 'debug']('embedded database upkeep', { ...fields, ms })
   }
 
-  async function runOnce(): Promise<UpkeepDone[]> {
+  async function look(tablesToo: boolean): Promise<UpkeepDone[]> {
     rules ??= { ...(await readRules(db)), ...options.rules }
     const done: UpkeepDone[] = []
-    for (const table of await readTableStats(db)) {
+    if (tablesToo) lastTablesLook = performance.now()
+    for (const table of tablesToo ? await readTableStats(db) : []) {
       const upkeep = upkeepDue(table, rules)
       if (!upkeep || stopped) continue
       // The name comes from the catalog, quoted as Postgres quotes it; VACUUM takes no parameters.
@@ -205,13 +218,13 @@ export function startEmbeddedUpkeep(db: Database, log: Logger, options: { interv
 
   const timer = setInterval(() => {
     inTurn(async () => {
-      if (!stopped) await runOnce()
+      if (!stopped) await look(rules !== undefined && performance.now() - lastTablesLook >= rules.naptimeMs)
     }).catch((error) => log.warn('embedded database upkeep failed; trying again later', { error: errorText(error) }))
   }, options.intervalMs ?? UPKEEP_INTERVAL_MS)
   timer.unref()
 
   return {
-    runOnce: () => inTurn(runOnce),
+    runOnce: () => inTurn(() => look(true)),
     async stop() {
       stopped = true
       clearInterval(timer)

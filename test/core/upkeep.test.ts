@@ -23,6 +23,7 @@ const POSTGRES_DEFAULTS: UpkeepRules = {
   analyzeThreshold: 50,
   analyzeScaleFactor: 0.1,
   freezeMaxAge: 200_000_000,
+  naptimeMs: 60_000,
   checkpointTimeoutMs: 300_000,
   checkpointWalBytes: (1024 * 1024 * 1024) / 1.9,
 }
@@ -107,6 +108,13 @@ describe('the embedded database looked after', () => {
     return (await db.rows<{ dead: number; vacuums: number }>(sql`select n_dead_tup::int as dead, vacuum_count::int as vacuums from pg_stat_user_tables where relname = 'presence'`))[0]
   }
 
+  const logSinceCheckpoint = async () =>
+    Number((await db.rows<{ bytes: number }>(sql`select (pg_current_wal_insert_lsn() - redo_lsn)::float8 as bytes from pg_control_checkpoint()`))[0].bytes)
+  const writeLog = () =>
+    db.rows(sql`
+      insert into events (project_id, uuid, environment, session_id, event_name, properties, timestamp)
+      select ${projectId}::uuid, gen_random_uuid(), 'production', 's-1', 'checkout', '{"total": 42.5}'::jsonb, now() from generate_series(1, 20000)`)
+
   test('heartbeats rewrite presence rows without end; vacuumed as autovacuum would, the table stays its size', async () => {
     const upkeep = startEmbeddedUpkeep(db, log, { intervalMs: 3_600_000 })
     try {
@@ -166,12 +174,6 @@ describe('the embedded database looked after', () => {
   })
 
   test('the log is checkpointed as it grows, so that it is recycled and a start after a crash replays little of it', async () => {
-    const logSinceCheckpoint = async () =>
-      Number((await db.rows<{ bytes: number }>(sql`select (pg_current_wal_insert_lsn() - redo_lsn)::float8 as bytes from pg_control_checkpoint()`))[0].bytes)
-    const writeLog = () =>
-      db.rows(sql`
-        insert into events (project_id, uuid, environment, session_id, event_name, properties, timestamp)
-        select ${projectId}::uuid, gen_random_uuid(), 'production', 's-1', 'checkout', '{"total": 42.5}'::jsonb, now() from generate_series(1, 20000)`)
     // PGlite never checkpoints by itself: all the log since it started is kept.
     const before = await logSinceCheckpoint()
     await writeLog()
@@ -194,8 +196,22 @@ describe('the embedded database looked after', () => {
     }
   })
 
+  test('on its own, it looks for a checkpoint every 10 s and at tables every naptime (a minute)', async () => {
+    const upkeep = startEmbeddedUpkeep(db, log, { intervalMs: 20, rules: { naptimeMs: 3_600_000, checkpointWalBytes: 1024 * 1024 } })
+    try {
+      const { vacuums } = await presenceStats()
+      for (let round = 0; round < 3; round++) await beatAll()
+      await writeLog()
+      for (let waited = 0; (await logSinceCheckpoint()) > 64 * 1024 && waited < 5_000; waited += 20) await Bun.sleep(20)
+      expect(await logSinceCheckpoint()).toBeLessThan(64 * 1024)
+      expect(await presenceStats()).toMatchObject({ vacuums, dead: 600 })
+    } finally {
+      await upkeep.stop()
+    }
+  })
+
   test('an embedded core looks after its database on its own, and stops when it stops', async () => {
-    const services = await startServices(db, log, { upkeepIntervalMs: 20 })
+    const services = await startServices(db, log, { upkeep: { intervalMs: 20, rules: { naptimeMs: 20 } } })
     try {
       const vacuums = (await presenceStats()).vacuums
       for (let round = 0; round < 3; round++) await beatAll()
