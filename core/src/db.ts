@@ -70,6 +70,14 @@ export const MIGRATION_LOCK = 7_254_813_001
 
 export const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as T[]
 
+/** How many rows a statement inserted, updated or deleted: PGlite says `affectedRows`, postgres.js `count`. */
+export function affectedRowsOf(result: unknown): number {
+  const { affectedRows, count } = result as { affectedRows?: number; count?: number }
+  const rows = affectedRows ?? count
+  if (typeof rows !== 'number') throw new TypeError('the database driver gave no row count')
+  return rows
+}
+
 export function openDatabase(options: { databaseUrl?: string; dataDir: string }): Promise<Database> {
   return options.databaseUrl ? Promise.resolve(postgresDatabase(options.databaseUrl)) : openEmbeddedDatabase(options.dataDir)
 }

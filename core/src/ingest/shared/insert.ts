@@ -1,5 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm'
-import { rowsOf, type Orm } from '../../db'
+import { affectedRowsOf, rowsOf, type Orm } from '../../db'
 import type { AlreadyStored } from '../../writer'
 
 /**
@@ -7,6 +7,12 @@ import type { AlreadyStored } from '../../writer'
  * it skipped because they were stored already (resends), so the monthly quota counts them once.
  */
 export async function insertCounted(tx: Orm, rows: readonly { projectId: string }[], insert: SQL): Promise<AlreadyStored> {
+  const [first] = rows
+  // Nearly every commit holds one project's rows: the statement's own row count says how many it
+  // stored, without returning and grouping them (a tenth of an 18-row insert on the embedded database).
+  if (first && rows.every((row) => row.projectId === first.projectId)) {
+    return alreadyStoredOf(rows, [{ projectId: first.projectId, n: affectedRowsOf(await tx.execute(insert)) }])
+  }
   return alreadyStoredOf(rows, await insertedPerProject(tx, insert))
 }
 
