@@ -1,6 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { Database } from './db'
-import { errorText } from './db'
+import { errorText, type Database } from './db'
 import type { Logger } from './log'
 
 /*
@@ -180,6 +179,7 @@ export interface UpkeepOptions {
 export function startEmbeddedUpkeep(db: Database, log: Logger, options: UpkeepOptions = {}): EmbeddedUpkeep {
   let rules: UpkeepRules | undefined
   let stopped = false
+  let lastTablesLook = performance.now()
   // Runs one after the other, whether they are the timer's or asked for.
   let running: Promise<unknown> = Promise.resolve()
   const inTurn = <T>(task: () => Promise<T>): Promise<T> => {
@@ -188,7 +188,6 @@ export function startEmbeddedUpkeep(db: Database, log: Logger, options: UpkeepOp
     return next
   }
 
-  let lastTablesLook = performance.now()
   const timed = async (statement: string, fields: Record<string, string>) => {
     const started = performance.now()
     await db.rows(sql.raw(statement))
