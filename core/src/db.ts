@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { PGlite } from '@electric-sql/pglite'
+import { PGlite, type Transaction } from '@electric-sql/pglite'
 import { sql, type SQLWrapper } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
@@ -10,7 +10,7 @@ import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import { ConfigError, withoutPassword } from './config'
 import { postgresTransactions } from './postgres-transaction'
-import { adoptDrizzleParsers, drizzleClient, embeddedStartOptions, preparingClient, StatementCache } from './pglite'
+import { adoptDrizzleParsers, copyInto, drizzleClient, embeddedStartOptions, preparingClient, StatementCache } from './pglite'
 import * as schema from '@sightline/schema'
 
 export type Orm = PgDatabase<PgQueryResultHKT, typeof schema>
@@ -22,9 +22,9 @@ export interface Database {
   /** Raw SQL, rows out, the same on both drivers. */
   rows<T>(query: SQLWrapper, executor?: Orm): Promise<T[]>
   /**
-   * A transaction for raw-SQL writers (no relational queries on `tx`): on Postgres its BEGIN goes out
-   * with its first statements instead of waiting for an answer of its own, which on a busy writer is
-   * most of what a short transaction costs, and `copyIn` is given. Elsewhere it is `orm.transaction`.
+   * A transaction for raw-SQL writers (no relational queries on `tx`), with `copyIn`. On Postgres its
+   * BEGIN goes out with its first statements instead of waiting for an answer of its own, which on a
+   * busy writer is most of what a short transaction costs; on PGlite its statements are prepared.
    */
   transaction<T>(fn: (tx: Orm, copyIn?: CopyIn) => Promise<T>): Promise<T>
   /**
@@ -43,19 +43,20 @@ export interface Database {
 }
 
 /**
- * Postgres only (PGlite takes no COPY data from a client): ends a writer transaction with `COPY ...
- * FROM STDIN` and its COMMIT, sent behind every statement issued before (`statement` is the COPY).
- * Their answers and the server's call for the rows come back in one round trip, and the rows and the
- * commit go in the next: a commit takes as many round trips as without the COPY. Nothing else may be
- * sent on the transaction until the COPY settles (`commit` or `cancel`).
+ * Ends a writer transaction with `COPY ... FROM STDIN` (`statement`) and its COMMIT. On Postgres they
+ * are sent behind every statement issued before: their answers and the server's call for the rows
+ * come back in one round trip, and the rows and the commit go in the next, so a commit takes as many
+ * round trips as without the COPY. Nothing else may be sent on the transaction until the COPY settles
+ * (`commit` or `cancel`), nor after it committed. On PGlite, see `copyInto`.
  */
 export type CopyIn = (statement: string) => PendingCopy
 
 export interface PendingCopy {
   /**
-   * Sends the rows (`text`, in COPY's text format) and commits the transaction with them; resolves
-   * once committed. If the COPY fails, nothing is committed: the transaction is as it was before the
-   * COPY (which runs inside a savepoint), still open, and the server's error is thrown.
+   * Sends the rows (`text`, in COPY's text format) and commits the transaction with them: on Postgres
+   * it resolves once committed; on PGlite once copied, and the transaction commits as its callback
+   * returns, which must follow. If the COPY fails, nothing is committed: the transaction is as it was
+   * before the COPY (which runs inside a savepoint), still open, and the server's error is thrown.
    */
   commit(text: string): Promise<void>
   /** Gives the COPY up: the transaction is as it was before it, still open. Never throws. */
@@ -179,12 +180,17 @@ export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}): Da
   const orm = drizzlePglite({ client: drizzleClient(pg) as unknown as PGlite, schema }) as unknown as Orm
   // The writers' transactions (raw SQL, a few statements again and again) prepare their statements.
   const statements = new StatementCache()
-  const writers = drizzlePglite({ client: drizzleClient(pg, (tx) => preparingClient(pg, tx, statements)) as unknown as PGlite }) as unknown as Orm
+  // The PGlite transaction under the drizzle one a writer is handed: drizzle opens it and calls the
+  // writer's callback at once, with nothing in between that could open another (see `transaction`).
+  let opened: Transaction | undefined
+  const writers = drizzlePglite({
+    client: drizzleClient(pg, (tx) => ((opened = tx), preparingClient(pg, tx, statements))) as unknown as PGlite,
+  }) as unknown as Orm
   return {
     kind: 'embedded',
     orm,
     rows: async (query, executor = orm) => rowsOf(await executor.execute(query)),
-    transaction: (fn) => writers.transaction((tx) => fn(tx)), // no COPY: see CopyIn
+    transaction: (fn) => writers.transaction((tx) => fn(tx, copyInto(opened!))),
     async listen(channel, onMessage, onConnect) {
       const unlisten = await pg.listen(channel, onMessage)
       onConnect?.()

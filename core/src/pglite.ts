@@ -1,4 +1,5 @@
 import { parse, PGlite, protocol, types, type QueryOptions, type Results, type Transaction } from '@electric-sql/pglite'
+import type { CopyIn } from './db'
 
 /**
  * PGlite as drizzle uses it, made cheaper where it costs the embedded database most. PGlite runs
@@ -94,6 +95,32 @@ async function prepare(pg: PGlite, text: string, name: string): Promise<Statemen
     pg.execProtocol(joined([serialize.parse({ name, text, types: [] }), serialize.describe({ type: 'S', name }), serialize.sync()]), { syncToFs: false }),
   )
   return { name, paramTypes: parse.parseDescribeStatementResults(messages) }
+}
+
+/**
+ * The writer's COPY (see CopyIn) on PGlite, which reads COPY data from a file rather than from the
+ * client: the rows are handed over as the blob it serves at `/dev/blob`. Postgres stores copied rows
+ * for much less than an insert selecting them from JSON, and PGlite runs that work on the thread that
+ * serves requests: measured on 18-row commits of custom events, about 0.6 ms instead of 0.85.
+ * Nothing goes before the rows here (the statement is sent with them, in one call with its savepoint),
+ * and the transaction commits as the writer's callback returns, right after.
+ */
+export function copyInto(tx: Transaction): CopyIn {
+  return (statement) => {
+    const fromBlob = statement.replace(/ from stdin$/i, " from '/dev/blob'")
+    if (fromBlob === statement) throw new Error(`not a COPY from stdin: ${statement}`)
+    return {
+      async commit(text) {
+        try {
+          await tx.exec(`savepoint copy_in; ${fromBlob}`, { blob: new Blob([text]) })
+        } catch (error) {
+          await tx.exec('rollback to savepoint copy_in')
+          throw error
+        }
+      },
+      cancel: async () => {},
+    }
+  }
 }
 
 function joined(parts: Uint8Array[]): Uint8Array {

@@ -227,8 +227,8 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
         }
       })
       const written = [...bySink.keys()].sort().map((name) => bySink.get(name)!).filter((entry) => entry.rows.length > 0)
-      // On Postgres one sink is copied, after the others: nothing may follow a COPY on the connection
-      // before its rows, and the commit goes with them (see CopyIn). It goes out right behind the
+      // One sink is copied, after the others: nothing may follow a COPY on the connection before its
+      // rows, and the commit goes with them (see CopyIn). On Postgres it goes out right behind the
       // others' statements when none of them is followed by another after its answer, or else after
       // their answers, a round trip later.
       const copying = copyIn ? copyable(written) : undefined

@@ -12,9 +12,8 @@ import { holdCommits, proxiedTestDatabase } from '../../helpers/breakable-databa
 import { startCore, type TestCore } from '../../helpers/core'
 import { engine } from '../../helpers/database'
 
-// On Postgres the writer COPYs custom events (Sink.copy) and falls back to the insert when a batch
-// holds an event stored already; embedded PGlite always inserts. Either way, what is stored and what
-// is counted against the quota must be the same.
+// The writer COPYs custom events (Sink.copy) and falls back to the insert when a batch holds an event
+// stored already. Either way, what is stored and what is counted against the quota must be the same.
 
 /** What Postgres keeps of a text: NUL dropped, a lone surrogate (text cut inside an emoji) as U+FFFD. */
 const asStored = (text: string) => text.replaceAll('\0', '').replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd')
@@ -30,10 +29,10 @@ const until = async (condition: () => Promise<boolean>, what: string) => {
 describe('custom events by COPY', () => {
   let core: TestCore
   let writer: Writer
-  /** Batches the events sink's insert was given: on Postgres, only those the COPY could not store. */
+  /** Batches the events sink's insert was given: only those the COPY could not store. */
   let inserted: EventRow[][] = []
   const spied: Sink<EventRow> = { ...eventsSink, write: (tx, rows) => (inserted.push(rows), eventsSink.write(tx, rows)) }
-  /** The insert alone, as embedded PGlite always stores. */
+  /** The insert alone, as a batch holding a resend is stored. */
   const insertOnly: Sink<EventRow> = { name: 'events', write: eventsSink.write }
   beforeAll(async () => {
     core = await startCore()
@@ -64,14 +63,12 @@ describe('custom events by COPY', () => {
     )
     return rows.map((row) => stored.find((s) => s.uuid === row.uuid)?.n ?? 0)
   }
-  const copies = engine === 'postgres'
-
   test('new events are copied; a batch holding one stored already goes through the insert, which counts the resend once', async () => {
     inserted = []
     const before = await usage()
     const [a, b, c] = [event({ eventName: 'a' }), event({ eventName: 'b' }), event({ eventName: 'c' })]
     await store({ sink: spied, rows: [a, b] })
-    expect(inserted).toHaveLength(copies ? 0 : 1)
+    expect(inserted).toHaveLength(0)
     await store({ sink: spied, rows: [b, c] })
     expect(inserted.at(-1)?.map((row) => row.eventName)).toEqual(['b', 'c'])
     expect(await timesStored([a, b, c])).toEqual([1, 1, 1])
@@ -105,7 +102,7 @@ describe('custom events by COPY', () => {
     const events = [event(), event()]
     await store({ sink: spied, rows: events }, { sink: twoSteps, rows: ['first'] })
     expect(steps).toEqual(['first', 'first then'])
-    expect(inserted).toHaveLength(copies ? 0 : 1)
+    expect(inserted).toHaveLength(0)
     expect(await timesStored(events)).toEqual([1, 1])
   })
 
