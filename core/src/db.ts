@@ -49,7 +49,10 @@ export interface Database {
  * round trips as without the COPY. Nothing else may be sent on the transaction until the COPY settles
  * (`commit` or `cancel`), nor after it committed. On PGlite, see `copyInto`.
  */
-export type CopyIn = (statement: string) => PendingCopy
+export type CopyIn = ((statement: string) => PendingCopy) & {
+  /** Rows whose COPY text is longer are better inserted (on PGlite: see copyInto). */
+  readonly maxTextLength?: number
+}
 
 export interface PendingCopy {
   /**

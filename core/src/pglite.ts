@@ -1,5 +1,5 @@
 import { parse, PGlite, protocol, types, type QueryOptions, type Results, type Transaction } from '@electric-sql/pglite'
-import type { CopyIn } from './db'
+import type { CopyIn, PendingCopy } from './db'
 
 /**
  * PGlite as drizzle uses it, made cheaper where it costs the embedded database most. PGlite runs
@@ -98,6 +98,13 @@ async function prepare(pg: PGlite, text: string, name: string): Promise<Statemen
 }
 
 /**
+ * PGlite hands the blob to Postgres a byte at a time in JavaScript, about 20 ns a byte here: a 1.5 MB
+ * COPY takes 25 to 40 ms where passing the rows as one parameter costs next to nothing, and from about
+ * 300 KB of rows the insert is the faster way (1,000 events of 1.5 KB: 60 ms against 144 by COPY).
+ */
+const BLOB_COPY_MAX_CHARS = 256 * 1024
+
+/**
  * The writer's COPY (see CopyIn) on PGlite, which reads COPY data from a file rather than from the
  * client: the rows are handed over as the blob it serves at `/dev/blob`. Postgres stores copied rows
  * for much less than an insert selecting them from JSON, and PGlite runs that work on the thread that
@@ -106,7 +113,7 @@ async function prepare(pg: PGlite, text: string, name: string): Promise<Statemen
  * and the transaction commits as the writer's callback returns, right after.
  */
 export function copyInto(tx: Transaction): CopyIn {
-  return (statement) => {
+  const copyIn = (statement: string): PendingCopy => {
     const fromBlob = statement.replace(/ from stdin$/i, " from '/dev/blob'")
     if (fromBlob === statement) throw new Error(`not a COPY from stdin: ${statement}`)
     return {
@@ -121,6 +128,7 @@ export function copyInto(tx: Transaction): CopyIn {
       cancel: async () => {},
     }
   }
+  return Object.assign(copyIn, { maxTextLength: BLOB_COPY_MAX_CHARS })
 }
 
 function joined(parts: Uint8Array[]): Uint8Array {

@@ -231,7 +231,7 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
       // rows, and the commit goes with them (see CopyIn). On Postgres it goes out right behind the
       // others' statements when none of them is followed by another after its answer, or else after
       // their answers, a round trip later.
-      const copying = copyIn ? copyable(written) : undefined
+      const copying = copyIn ? copyable(written, copyIn.maxTextLength) : undefined
       const copyAtOnce = copying && written.every((entry) => entry === copying.entry || entry.sink.singleStatement)
       // Issued together, the statements are pipelined on the transaction's connection: one round trip
       // instead of one per table. They still run in this order (sinks by name, then the record).
@@ -325,12 +325,16 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
   }
 }
 
-/** The sink to copy, if any can be: the one with the most rows, with its COPY and rows. */
-function copyable(written: SinkRows[]): { entry: SinkRows; statement: string; text: string } | undefined {
+/**
+ * The sink to copy, if any can be: the one with the most rows, with its COPY and rows; none when
+ * their text is longer than the database copies well.
+ */
+function copyable(written: SinkRows[], maxTextLength = Infinity): { entry: SinkRows; statement: string; text: string } | undefined {
   let entry: SinkRows | undefined
   for (const candidate of written) if (candidate.sink.copy && candidate.rows.length > (entry?.rows.length ?? 0)) entry = candidate
   const copy = entry?.sink.copy
-  return entry && copy && { entry, statement: copy.statement, text: copy.text(entry.rows) }
+  const text = entry && copy?.text(entry.rows)
+  return entry && copy && text !== undefined && text.length <= maxTextLength ? { entry, statement: copy.statement, text } : undefined
 }
 
 /**

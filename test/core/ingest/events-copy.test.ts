@@ -75,6 +75,18 @@ describe('custom events by COPY', () => {
     expect((await usage()) - before).toBe(3)
   })
 
+  test('rows whose COPY text is over what the database copies well go by the insert (the embedded database: 256 KB)', async () => {
+    inserted = []
+    const large = { text: 'x'.repeat(1_000) }
+    const small = Array.from({ length: 10 }, () => event({ properties: large }))
+    const many = Array.from({ length: 300 }, () => event({ properties: large }))
+    await store({ sink: spied, rows: small })
+    expect(inserted).toHaveLength(0)
+    await store({ sink: spied, rows: many })
+    expect(inserted).toEqual(engine === 'embedded' ? [many] : [])
+    expect(await timesStored([...small, ...many])).toEqual([...small, ...many].map(() => 1))
+  })
+
   test('a resend among another sink’s rows of the same commit is counted back before the commit: the events then go through the insert', async () => {
     inserted = []
     const before = await usage()
