@@ -333,8 +333,9 @@ function copyable(written: SinkRows[], maxTextLength = Infinity): { entry: SinkR
   let entry: SinkRows | undefined
   for (const candidate of written) if (candidate.sink.copy && candidate.rows.length > (entry?.rows.length ?? 0)) entry = candidate
   const copy = entry?.sink.copy
-  const text = entry && copy?.text(entry.rows)
-  return entry && copy && text !== undefined && text.length <= maxTextLength ? { entry, statement: copy.statement, text } : undefined
+  if (!entry || !copy) return undefined
+  const text = copy.text(entry.rows)
+  return text.length <= maxTextLength ? { entry, statement: copy.statement, text } : undefined
 }
 
 /**
