@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { PGlite } from '@electric-sql/pglite'
 import { sql } from 'drizzle-orm'
 import { embeddedDatabase, openEmbeddedDatabase, type Database } from '@sightline/core/db'
+import { COPY_STATEMENT, copyInContract } from '../helpers/copy-in'
 
 /**
  * The embedded database's clients (core/src/pglite.ts): statements of the writers' transactions are
@@ -79,35 +80,14 @@ describe('embedded database clients', () => {
 
 // The writer's COPY (CopyIn) on PGlite, which reads the rows from a blob (core/src/pglite.ts, copyInto).
 describe('embedded transactions ending with a COPY', () => {
-  const copy = 'copy copied (id, note) from stdin'
   const ids = async () => (await db.rows<{ id: number }>(sql`select id from copied order by id`)).map((r) => r.id)
   beforeAll(() => db.rows(sql`create table copied (id int primary key, note text)`))
 
-  test('the rows are committed with the transaction, after the statements issued before the COPY', async () => {
-    await db.transaction(async (tx, copyIn) => {
-      await db.rows(sql`insert into copied values (1, 'inserted')`, tx)
-      await copyIn!(copy).commit('2\tcopied\n3\t\\N\n') // \\N: NULL
-    })
-    expect(await db.rows(sql`select id, note from copied order by id`)).toEqual([
-      { id: 1, note: 'inserted' },
-      { id: 2, note: 'copied' },
-      { id: 3, note: null },
-    ])
-  })
-
-  test('a COPY that fails on a duplicate key leaves the transaction as before it, to go on and commit', async () => {
-    await db.transaction(async (tx, copyIn) => {
-      await db.rows(sql`insert into copied values (10, null)`, tx)
-      const failed = await copyIn!(copy).commit('11\tx\n1\tduplicate\n').then(() => 'copied', (error: { code?: string }) => error.code)
-      expect(failed).toBe('23505')
-      await db.rows(sql`insert into copied values (12, null)`, tx)
-    })
-    expect(await ids()).toEqual([1, 2, 3, 10, 12])
-  })
+  copyInContract(() => db)
 
   test('rows copied in a transaction that then fails are not kept', async () => {
     const failed = db.transaction(async (_tx, copyIn) => {
-      await copyIn!(copy).commit('20\tx\n')
+      await copyIn!(COPY_STATEMENT).commit('20\tx\n')
       throw new Error('the callback failed after its COPY')
     })
     await expect(failed).rejects.toThrow('the callback failed after its COPY')

@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { postgresDatabase, type Database } from '@sightline/core/db'
 import { faultOf } from '@sightline/core/storage-errors'
+import { COPY_STATEMENT, copyInContract } from '../helpers/copy-in'
 import { createTestDatabase, engine, type TestDatabase } from '../helpers/database'
 
 // The writer's transactions on Postgres when their connection goes away under them, as it does when
@@ -92,35 +93,12 @@ describe.skipIf(engine !== 'postgres')('Postgres transactions ending with a COPY
   })
 
   const ids = async () => (await db.rows<{ id: number }>(sql`select id from copied order by id`)).map((r) => r.id)
-  const copy = 'copy copied (id, note) from stdin'
 
-  test('the rows are committed with the transaction, after the statements issued before the COPY', async () => {
-    await db.transaction(async (tx, copyIn) => {
-      const before = db.rows(sql`insert into copied values (1, 'inserted')`, tx)
-      const pending = copyIn!(copy)
-      await before
-      await pending.commit('2\tcopied\n3\t\\N\n') // \\N: NULL
-    })
-    expect(await db.rows(sql`select id, note from copied order by id`)).toEqual([
-      { id: 1, note: 'inserted' },
-      { id: 2, note: 'copied' },
-      { id: 3, note: null },
-    ])
-  })
-
-  test('a COPY that fails on a duplicate key leaves the transaction as before it, to go on and commit', async () => {
-    await db.transaction(async (tx, copyIn) => {
-      await db.rows(sql`insert into copied values (10, null)`, tx)
-      const failed = await copyIn!(copy).commit('11\tx\n1\tduplicate\n').then(() => 'copied', (error: { code?: string }) => error.code)
-      expect(failed).toBe('23505')
-      await db.rows(sql`insert into copied values (12, null)`, tx)
-    })
-    expect(await ids()).toEqual([1, 2, 3, 10, 12])
-  })
+  copyInContract(() => db)
 
   test('a COPY given up leaves the transaction as before it', async () => {
     await db.transaction(async (tx, copyIn) => {
-      const pending = copyIn!(copy)
+      const pending = copyIn!(COPY_STATEMENT)
       await pending.cancel()
       await db.rows(sql`insert into copied values (20, null)`, tx)
     })
@@ -129,7 +107,7 @@ describe.skipIf(engine !== 'postgres')('Postgres transactions ending with a COPY
 
   test('a connection ended while the COPY waits for its rows fails the transaction, and the next one is served', async () => {
     const failed = db.transaction(async (tx, copyIn) => {
-      const pending = copyIn!(copy)
+      const pending = copyIn!(COPY_STATEMENT)
       let copying: { pid: number }[] = []
       const deadline = Date.now() + 5_000
       while (copying.length === 0 && Date.now() < deadline) {
