@@ -197,6 +197,28 @@ describe('POST /api/ingestion/events', () => {
     expect(await chunksOf('rp-5b')).toHaveLength(1)
   })
 
+  test('chunks whose events have the same types and times but other data are two chunks: both stored', async () => {
+    // Two large events of one millisecond, each alone in its chunk once a payload is split.
+    const first = { sessionId: 'rp-5c', windowId: 'w', seq: 1, events: [move(t0, 1)] }
+    const second = { ...first, seq: 2, events: [move(t0, 2)] }
+    for (const body of [first, second, first, second]) expect((await core.post('/api/ingestion/events', body)).status).toBe(200)
+    expect((await chunksOf('rp-5c')).map((c) => decodeChunk(bytesOf(c.data)))).toEqual([[move(t0, 1)], [move(t0, 2)]])
+    // Without windowId (older clients), two tabs of one session share window '': still two chunks.
+    await core.post('/api/ingestion/events', { sessionId: 'rp-5d', events: [move(t0, 3)] })
+    await core.post('/api/ingestion/events', { sessionId: 'rp-5d', events: [move(t0, 4)] })
+    expect(await chunksOf('rp-5d')).toHaveLength(2)
+  })
+
+  test('a retried chunk with dropped items is stored once, known by the events it keeps', async () => {
+    const body = { sessionId: 'rp-5e', windowId: 'w', events: [full(t0), { type: 3 }, move(t0 + 1, 5)] }
+    for (let i = 0; i < 2; i++) expect(await (await core.post('/api/ingestion/events', body)).json()).toEqual({ success: true, accepted: 2, dropped: 1 })
+    // The same kept events sent without the invalid item: the same chunk.
+    await core.post('/api/ingestion/events', { ...body, events: [full(t0), move(t0 + 1, 5)] })
+    const chunks = await chunksOf('rp-5e')
+    expect(chunks).toHaveLength(1)
+    expect(decodeChunk(bytesOf(chunks[0].data))).toEqual([full(t0), move(t0 + 1, 5)])
+  })
+
   test('a time more than a day ahead is clamped in the columns; the events keep what was recorded', async () => {
     const future = Date.now() + 3 * 86_400_000
     const before = Date.now()

@@ -1,7 +1,7 @@
 import type { BodyReader } from '../../http/body'
-import { encodeChunk, timelineHash } from './encode'
+import { encodeChunk } from './encode'
 import type { Gate } from './gate'
-import { MAX_EVENTS, readChunk, ReceivedChunk, scanBody, storedJson } from './service'
+import { MAX_EVENTS, readChunk, ReceivedChunk, scanBody } from './service'
 
 /**
  * Reads an `/events` body into what the route needs, in the gate's turn: inflated, scanned (not
@@ -22,8 +22,7 @@ export function replayBodyReader(gate: Gate): BodyReader {
       if (events.count > MAX_EVENTS) received = ReceivedChunk.of(events.count, null, null)
       else {
         const chunk = readChunk(events)
-        const encoded = chunk.kept.length > 0 ? await encodeChunk(storedJson(events, chunk), timelineHash(chunk.timeline)) : null
-        received = ReceivedChunk.of(events.count, chunk, encoded)
+        received = ReceivedChunk.of(events.count, chunk, chunk.kept.length > 0 ? await encodeChunk(events, chunk) : null)
       }
       ;(fields as Record<string, unknown>).events = received
       return fields

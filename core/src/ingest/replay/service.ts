@@ -37,8 +37,6 @@ const isRrwebEvent = (type: number, timestamp: number, flags: number) =>
 export interface ReplayChunk {
   /** Which items of the events are valid rrweb events, in order. */
   kept: Uint32Array
-  /** Type and timestamp of each kept event, in order: what identifies the chunk (see `timelineHash`). */
-  timeline: Float64Array
   dropped: number
   firstTimestamp: number
   lastTimestamp: number
@@ -52,7 +50,6 @@ export interface ReplayChunk {
 /** Keeps the valid rrweb events of a chunk and reads what the session needs from them. */
 export function readChunk(events: ScannedEvents): ReplayChunk {
   const kept = new Uint32Array(events.count)
-  const timeline = new Float64Array(events.count * 2)
   let n = 0
   let first = Infinity
   let last = -Infinity
@@ -63,10 +60,7 @@ export function readChunk(events: ScannedEvents): ReplayChunk {
     const type = events.type[k]
     const timestamp = events.timestamp[k]
     if (!isRrwebEvent(type, timestamp, events.flags[k])) continue
-    kept[n] = k
-    timeline[n * 2] = type
-    timeline[n * 2 + 1] = timestamp
-    n++
+    kept[n++] = k
     if (timestamp < first) first = timestamp
     if (timestamp > last) last = timestamp
     if (type === FULL_SNAPSHOT) hasFullSnapshot = true
@@ -78,22 +72,31 @@ export function readChunk(events: ScannedEvents): ReplayChunk {
       }
     }
   }
-  return { kept: kept.subarray(0, n), timeline: timeline.subarray(0, n * 2), dropped: events.count - n, firstTimestamp: first, lastTimestamp: last, hasFullSnapshot, entryUrl, entryAt: entryUrl === null ? NaN : entryAt }
+  return { kept: kept.subarray(0, n), dropped: events.count - n, firstTimestamp: first, lastTimestamp: last, hasFullSnapshot, entryUrl, entryAt: entryUrl === null ? NaN : entryAt }
+}
+
+/**
+ * The kept events as they are stored, between the brackets of their array: the bytes they came as
+ * when none was dropped, else the kept ones joined by commas. What identifies a chunk (`eventsHash`).
+ */
+export function storedEvents(events: ScannedEvents, chunk: ReplayChunk): Uint8Array {
+  const { kept } = chunk
+  if (chunk.dropped === 0) return events.bytes.subarray(events.start[kept[0]], events.end[kept[kept.length - 1]])
+  return Buffer.concat(joined(Array.from(kept, (k) => [events.bytes.subarray(events.start[k], events.end[k])])))
 }
 
 /**
  * The JSON a chunk is stored as: the body as it came when it can be (every event kept, no key in it),
- * else the same bytes without the dropped events, without the key, and without an `events` member
- * that a later one replaced.
+ * else the same bytes with `storedEvents` for the events, without the key, and without an `events`
+ * member that a later one replaced.
  */
-export function storedJson(events: ScannedEvents, chunk: ReplayChunk): Uint8Array {
+export function storedJson(events: ScannedEvents, chunk: ReplayChunk, kept: Uint8Array): Uint8Array {
   const { bytes, members } = events
   if (chunk.dropped === 0 && !members.some((m) => m.key === 'apiKey')) return bytes
   const eventsMember = members.findLastIndex((m) => m.key === 'events')
-  const kept = Array.from(chunk.kept, (k) => bytes.subarray(events.start[k], events.end[k]))
   // Each member kept, as the pieces it is written in.
   const written = members.flatMap((m, i) => {
-    if (i === eventsMember) return [[EVENTS_OPEN, ...joined(kept.map((item) => [item])), ARRAY_CLOSE]]
+    if (i === eventsMember) return [[EVENTS_OPEN, kept, ARRAY_CLOSE]]
     return m.key === 'apiKey' || m.key === 'events' ? [] : [[bytes.subarray(m.start, m.end)]]
   })
   return Buffer.concat([OBJECT_OPEN, ...joined(written), OBJECT_CLOSE])
