@@ -52,7 +52,7 @@ export function createApp(deps: AppDeps) {
     .use(requestLog(deps.log))
     // Internal routes are for the operator's tools, not for browsers: no CORS.
     .use(cors((path) => routes.has(path) && !path.startsWith('/api/internal/')))
-    .use(bodyParser(deps.config, replayBodyReaders()))
+    .use(bodyParser(deps.config, replayBodyReaders(deps)))
     .use(
       healthRoutes({
         db: deps.db,

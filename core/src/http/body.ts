@@ -17,7 +17,7 @@ const LARGE_BODY_PATHS = new Set(['/api/ingestion/events', '/api/ingestion/sourc
  * route reads what it needs of them without parsing them whole, and decides when to do the work).
  * It throws an `ApiError` (`invalid_json`) for what is not JSON.
  */
-export type BodyReader = (body: SentBody) => Promise<unknown>
+export type BodyReader = (body: SentBody, request: Request) => Promise<unknown>
 
 export interface SentBody {
   /** The bytes as sent, at most the route's limit (413 past it). */
@@ -144,7 +144,7 @@ export function bodyParser(limits: BodyLimits, readers: Record<string, BodyReade
       readSizes.set(request, (readSizes.get(request) ?? 0) + bytes.byteLength)
       return bytes
     }
-    if (reader) return shallowEnough(await reader({ read: () => readCapped(request, limit), decode }))
+    if (reader) return shallowEnough(await reader({ read: () => readCapped(request, limit), decode }, request))
     const bytes = decode(await readCapped(request, limit))
     return contentType.startsWith('multipart/form-data') ? parseMultipart(bytes, contentType) : parseJson(bytes)
   })

@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import { authenticate, extractKey, type Caller } from '../http/auth'
+import { authenticate, bearerKey, extractKey, type Caller } from '../http/auth'
 import type { KeyCache } from '../projects/key-cache'
 import type { Quota } from './quota'
 
@@ -26,3 +26,18 @@ export function ingestion({ keys, quota }: IngestionDeps) {
 }
 
 export type IngestionPlugin = ReturnType<typeof ingestion>
+
+/**
+ * The checks of `ingestion` for a key sent in the header, which wins over one in the body, made
+ * before a large body is read: a caller that will be refused (unknown key, project over its limit)
+ * is refused without its body taking a turn of the work every caller shares. A key in the body
+ * (beacons) can only be checked once the body is read.
+ */
+export function headerKeyCheck({ keys, quota }: IngestionDeps) {
+  return async (request: Request): Promise<void> => {
+    const key = bearerKey(request.headers.get('authorization'))
+    if (!key) return
+    const caller = await authenticate(keys, key)
+    quota.assertUnderLimit(caller.projectId, caller.monthlyLimit)
+  }
+}

@@ -287,6 +287,23 @@ describe('POST /api/ingestion/events', () => {
     expect(await chunksOf('rp-bad')).toHaveLength(0)
   })
 
+  test('a key in the header that is unknown is refused before the body is read: no turn of the replay gate is spent on it', async () => {
+    // A body that does not end until the client goes away: answered in time only if it is not read.
+    const streams: ReadableStreamDefaultController<Uint8Array>[] = []
+    const body = () => new ReadableStream<Uint8Array>({ start: (c) => void (streams.push(c), c.enqueue(new TextEncoder().encode('{"sessionId":"rp-x","events":['))) })
+    const send = (key: string) =>
+      core.request('/api/ingestion/events', { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-length': '4000000' }, body: body(), duplex: 'half' } as RequestInit)
+    try {
+      const answer = await Promise.race([send('sl_dev_unknown0000000000000000000000'), Bun.sleep(3000).then(() => null)])
+      expect(answer?.status).toBe(401)
+      expect(await answer!.json()).toMatchObject({ success: false, error: { code: 'invalid_api_key' } })
+      // A known key's body is read as ever.
+      expect(await Promise.race([send(core.key), Bun.sleep(300).then(() => 'still reading')])).toBe('still reading')
+    } finally {
+      for (const stream of streams) stream.error(new Error('the client went away'))
+    }
+  })
+
   test('more than 100,000 events are refused at /events once the key is known (401 first without one)', async () => {
     const text = `{"sessionId":"rp-many","events":[${Array(100_001).fill('0').join(',')}]}`
     const res = await sendText(text)

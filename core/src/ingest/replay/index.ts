@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import type { Writer } from '../../writer'
 import type { ClientLocator } from '../geo/locator'
-import type { IngestionPlugin } from '../plugin'
+import { headerKeyCheck, type IngestionDeps, type IngestionPlugin } from '../plugin'
 import { clientFacts } from '../sessions/client'
 import { touchWrites } from '../sessions/store'
 import { createGate } from './gate'
@@ -17,9 +17,9 @@ const TOUCH_BYTES = 1024
  * `/events` bodies are read by the replay feature itself (see intake.ts), a few at a time;
  * `createApp` hands this to the body parser.
  */
-export function replayBodyReaders() {
+export function replayBodyReaders(deps: IngestionDeps) {
   const gate = createGate({ concurrency: 4, maxWaitingBytes: 64 * 1024 * 1024, maxWaitMs: 10_000 })
-  return { '/api/ingestion/events': replayBodyReader(gate) }
+  return { '/api/ingestion/events': replayBodyReader(gate, headerKeyCheck(deps)) }
 }
 
 export function replayRoutes({ ingestion, writer, locator }: { ingestion: IngestionPlugin; writer: Writer; locator: ClientLocator }) {

@@ -12,8 +12,11 @@ import { MAX_EVENTS, readChunk, ReceivedChunk, scanBody } from './service'
  * `events` becomes a `ReceivedChunk` for the route (`receivedChunkOf`); the other fields are parsed
  * as usual and validated by the route's model.
  */
-export function replayBodyReader(gate: Gate): BodyReader {
-  return async (body) => {
+export function replayBodyReader(gate: Gate, checkCaller: (request: Request) => Promise<void>): BodyReader {
+  return async (body, request) => {
+    // A caller to be refused (a key in the header that is unknown, or over its limit) is refused
+    // here, before its body is read or takes a turn that callers to be served wait for.
+    await checkCaller(request)
     const sent = await body.read()
     return gate.run(sent.byteLength, async () => {
       const { fields, events } = scanBody(body.decode(sent))
