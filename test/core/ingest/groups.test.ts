@@ -51,14 +51,24 @@ describe('POST /api/ingestion/groupidentify', () => {
     expect((await members()).filter((m) => m.group_key === 'busy')).toHaveLength(8)
   })
 
+  test('NUL characters are dropped from the type and key, which keep the rest', async () => {
+    const res = await core.post('/api/ingestion/groupidentify', { groupType: 'te\u0000am', groupKey: '\u0000nul-key' })
+    expect(res.status).toBe(200)
+    expect(await groups()).toContainEqual({ group_type: 'team', group_key: 'nul-key', properties: {} })
+  })
+
   test.each([
     [{ groupKey: 'k' }, '/groupType'],
     [{ groupType: 'company' }, '/groupKey'],
     [{ groupType: '', groupKey: 'k' }, '/groupType'],
+    [{ groupType: '\u0000\u0000', groupKey: 'k' }, '/groupType'],
+    [{ groupType: 'company', groupKey: '\u0000' }, '/groupKey'],
+    [{ groupType: 'company', groupKey: '' }, '/groupKey'],
     [{ groupType: 'company', groupKey: 'k', groupProperties: [1] }, '/groupProperties'],
   ])('validation: %j fails at %s', async (body, path) => {
     const res = await core.post('/api/ingestion/groupidentify', body)
     expect(res.status).toBe(400)
     expect(await res.json()).toMatchObject({ error: { code: 'validation_failed' }, path })
+    expect((await groups()).filter((g) => g.group_type === '' || g.group_key === '')).toEqual([])
   })
 })

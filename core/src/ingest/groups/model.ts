@@ -1,7 +1,7 @@
 import { t } from 'elysia'
-import { Id, OptionalEndUserId, Properties } from '../shared/model'
+import { Id, OptionalEndUserId, Properties, RequiredText } from '../shared/model'
 
-const GroupText = t.String({ minLength: 1, maxLength: 256 })
+const GroupText = RequiredText(256)
 
 /** POST /groupidentify. A numeric `groupKey` (a company id) is taken as its decimal text. */
 export const GroupIdentifyBody = t.Object({

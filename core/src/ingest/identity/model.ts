@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { Id, OptionalEndUserId, Properties } from '../shared/model'
+import { Id, OptionalEndUserId, Properties, RequiredText } from '../shared/model'
 
 /** POST /user (fielded). `userId` is the tracker's current `endUserId`; `posthogName` and the like are ignored. */
 export const IdentifyBody = t.Object({
@@ -11,7 +11,7 @@ export const IdentifyBody = t.Object({
 /** POST /user/auth (fielded): `authFields` name the attributes that identify a person across devices. */
 export const AuthIdentifyBody = t.Object({
   ...IdentifyBody.properties,
-  authFields: t.Array(t.String({ minLength: 1, maxLength: 128 }), { maxItems: 16 }),
+  authFields: t.Array(RequiredText(128), { maxItems: 16 }),
 })
 
 export type IdentifyBody = typeof IdentifyBody.static

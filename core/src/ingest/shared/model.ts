@@ -3,6 +3,11 @@ import { t } from 'elysia'
 
 /** Client-made ids (WIRE.md): 1-128 of [A-Za-z0-9._:-]. */
 export const Id = t.String({ pattern: '^[A-Za-z0-9._:-]{1,128}$' })
+/**
+ * A name or key that must not be empty: 1 to `maxLength` characters, one of them at least not NUL,
+ * since NUL is dropped before storing (see stripNul) and a text of only NUL would be stored empty.
+ */
+export const RequiredText = (maxLength: number) => t.String({ minLength: 1, maxLength, pattern: '[^\\u0000]' })
 /** `endUserId` may be absent or null. */
 export const OptionalEndUserId = t.Optional(t.Union([Id, t.Null()]))
 export const Uuid = t.String({ pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' })
