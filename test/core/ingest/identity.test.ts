@@ -7,6 +7,8 @@ import { engine } from '../../helpers/database'
 
 const attributesOf = async (core: TestCore, endUserId: string) =>
   (await core.database.db.rows<{ attributes: unknown }>(sql`select attributes from end_users where end_user_id = ${endUserId}`))[0]?.attributes
+const sessionEndUser = async (core: TestCore, sessionId: string) =>
+  (await core.database.db.rows<{ end_user_id: string | null }>(sql`select end_user_id from sessions where session_id = ${sessionId}`))[0]?.end_user_id
 const aliases = (core: TestCore) =>
   core.database.db.rows<{ alias_id: string; end_user_id: string }>(sql`select alias_id, end_user_id from end_user_aliases order by alias_id`)
 
@@ -16,6 +18,11 @@ describe('auth values', () => {
     expect(authValues({ email: 'a@x' }, ['email', 'id'])).toBeNull()
     expect(authValues({ email: '' }, ['email'])).toBeNull()
     expect(authValues({ email: 'a@x' }, [])).toBeNull()
+  })
+
+  test('a text of only NUL characters is no value: it is stored empty (see stripNul)', () => {
+    expect(authValues({ email: '\u0000\u0000' }, ['email'])).toBeNull()
+    expect(authValues({ email: 'a\u0000@x' }, ['email'])).toEqual({ email: 'a@x' })
   })
 
   test('only the attributes\' own members are values, kept as own members', () => {
@@ -48,11 +55,14 @@ describe('POST /api/ingestion/user', () => {
     expect(session.end_user_id).toBe('id-1')
   })
 
+  let anonymous: string
   test('without a userId the server makes one and answers it', async () => {
     const res = await core.post('/api/ingestion/user', { userId: null, userAttributes: { name: 'Anon' }, sessionId: 'id-s2' })
     const { endUserId } = await res.json()
     expect(endUserId).toMatch(/^[0-9a-f-]{36}$/)
     expect(await attributesOf(core, endUserId)).toEqual({ name: 'Anon' })
+    expect(await sessionEndUser(core, 'id-s2')).toBe(endUserId)
+    anonymous = endUserId
   })
 
   test.each([
@@ -63,6 +73,22 @@ describe('POST /api/ingestion/user', () => {
     const res = await core.post('/api/ingestion/user', body)
     expect(res.status).toBe(400)
     expect(await res.json()).toMatchObject({ error: { code: 'validation_failed' }, path })
+  })
+
+  test('without a userId, a session that has an end user answers it: a retried identify makes no other', async () => {
+    const first = await (await core.post('/api/ingestion/user', { userId: null, userAttributes: { email: 'n9@shop.test' }, sessionId: 'id-s3' })).json()
+    const again = await (await core.post('/api/ingestion/user', { userAttributes: { plan: 'pro' }, sessionId: 'id-s3' })).json()
+    expect(again.endUserId).toBe(first.endUserId)
+    expect(await attributesOf(core, first.endUserId)).toEqual({ email: 'n9@shop.test', plan: 'pro' })
+    // A session another route opened with its end user, and one opened without any.
+    await core.post('/api/ingestion/customEvent', { sessionId: 'id-s4', endUserId: 'ce-user', eventName: 'first' })
+    expect((await (await core.post('/api/ingestion/user', { userId: null, userAttributes: { a: 1 }, sessionId: 'id-s4' })).json()).endUserId).toBe('ce-user')
+    await core.post('/api/ingestion/customEvent', { sessionId: 'id-s5', eventName: 'first' })
+    const made = (await (await core.post('/api/ingestion/user', { userId: null, userAttributes: {}, sessionId: 'id-s5' })).json()).endUserId
+    expect(made).toMatch(/^[0-9a-f-]{36}$/)
+    expect(await sessionEndUser(core, 'id-s5')).toBe(made)
+    const users = await core.database.db.rows<{ end_user_id: string }>(sql`select end_user_id from end_users`)
+    expect(users.map((u) => u.end_user_id).sort()).toEqual(['ce-user', 'id-1', first.endUserId, made, anonymous].sort())
   })
 })
 
@@ -130,10 +156,57 @@ describe('POST /api/ingestion/user/auth', () => {
     expect(await aliases(core)).toHaveLength(before.length + 1)
   })
 
-  test('validation: authFields must be a list of names', async () => {
-    const res = await core.post('/api/ingestion/user/auth', { userId: 'x', userAttributes: {}, authFields: 'email' })
+  test('the same values are equal JSON values: a list or object holding more, or a number for its text, is another person', async () => {
+    const before = await aliases(core)
+    expect((await auth('arr-1', { ids: ['a', 'b'] }, ['ids'])).endUserId).toBe('arr-1')
+    expect((await auth('arr-2', { ids: ['a'] }, ['ids'])).endUserId).toBe('arr-2')
+    expect((await auth('arr-3', { ids: ['b', 'a'] }, ['ids'])).endUserId).toBe('arr-3')
+    expect((await auth('arr-4', { ids: ['a', 'b'] }, ['ids'])).endUserId).toBe('arr-1')
+    expect((await auth('obj-1', { acct: { id: 1, region: 'eu' } }, ['acct'])).endUserId).toBe('obj-1')
+    expect((await auth('obj-2', { acct: { id: 1 } }, ['acct'])).endUserId).toBe('obj-2')
+    // Key order is no part of an object's value.
+    expect((await auth('obj-3', { acct: { region: 'eu', id: 1 } }, ['acct'])).endUserId).toBe('obj-1')
+    expect((await auth('num-1', { uid: 1 }, ['uid'])).endUserId).toBe('num-1')
+    expect((await auth('num-2', { uid: '1' }, ['uid'])).endUserId).toBe('num-2')
+    expect((await auth('num-3', { uid: 1.0 }, ['uid'])).endUserId).toBe('num-1')
+    // A person found by several fields needs every one equal.
+    expect((await auth('two-1', { org: ['x', 'y'], uid: 9 }, ['org', 'uid'])).endUserId).toBe('two-1')
+    expect((await auth('two-2', { org: ['x'], uid: 9 }, ['org', 'uid'])).endUserId).toBe('two-2')
+    expect((await aliases(core)).filter((a) => !before.some((b) => b.alias_id === a.alias_id))).toEqual([
+      { alias_id: 'arr-4', end_user_id: 'arr-1' },
+      { alias_id: 'num-3', end_user_id: 'num-1' },
+      { alias_id: 'obj-3', end_user_id: 'obj-1' },
+    ])
+  })
+
+  test('a value of only NUL characters identifies no one, not the people stored with an empty one', async () => {
+    await core.post('/api/ingestion/user', { userId: 'empty-email', userAttributes: { email: '' } })
+    expect((await auth('nul-1', { email: '\u0000' })).endUserId).toBe('nul-1')
+    expect((await auth('nul-2', { email: '\u0000\u0000' })).endUserId).toBe('nul-2')
+    expect((await aliases(core)).map((a) => a.alias_id)).not.toContain('nul-2')
+  })
+
+  test('without a userId, the end user of the session is the one identified', async () => {
+    const first = await core.post('/api/ingestion/user/auth', { userId: null, userAttributes: { email: 'ses@shop.test' }, sessionId: 'auth-s', authFields: ['email'] })
+    const { endUserId } = await first.json()
+    expect(endUserId).toMatch(/^[0-9a-f-]{36}$/)
+    // The session's end user, then an alias of another person: the person is the answer.
+    await auth('ses-other', { email: 'ses-other@shop.test' })
+    const again = await core.post('/api/ingestion/user/auth', { userAttributes: { email: 'ses-other@shop.test' }, sessionId: 'auth-s', authFields: ['email'] })
+    expect((await again.json()).endUserId).toBe('ses-other')
+    expect(await aliases(core)).toContainEqual({ alias_id: endUserId, end_user_id: 'ses-other' })
+    const plain = await core.post('/api/ingestion/user', { userId: null, userAttributes: { seen: true }, sessionId: 'auth-s' })
+    expect((await plain.json()).endUserId).toBe('ses-other')
+    expect(await attributesOf(core, 'ses-other')).toMatchObject({ seen: true })
+  })
+
+  test.each([
+    [{ userId: 'x', userAttributes: {}, authFields: 'email' }, '/authFields'],
+    [{ userId: 'x', userAttributes: { '\u0000': 'v' }, authFields: ['email', '\u0000'] }, '/authFields/1'],
+  ])('validation: %j fails at %s', async (body, path) => {
+    const res = await core.post('/api/ingestion/user/auth', body)
     expect(res.status).toBe(400)
-    expect((await res.json()).path).toBe('/authFields')
+    expect(await res.json()).toMatchObject({ error: { code: 'validation_failed' }, path })
   })
 })
 
@@ -157,6 +230,53 @@ describe('auth-aware identify under concurrency', () => {
       expect(Object.keys((await attributesOf(core, person)) as object)).toHaveLength(31)
     } finally {
       await core.close()
+    }
+  })
+
+  test('identifies of a new session without a userId, at once, end with one end user for the session', async () => {
+    for (const lingerMs of [0, 2]) {
+      const core = await startCore({ writer: { lingerMs } })
+      try {
+        const answers = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            core.post(`/api/ingestion/user${i % 4 ? '' : '/auth'}`, { userId: null, userAttributes: { [`k${i}`]: i }, sessionId: 'new-s', authFields: [] }).then((r) => r.json()),
+          ),
+        )
+        const made = new Set(answers.map((a) => a.endUserId))
+        expect(made.size).toBe(1)
+        const [endUserId] = made
+        expect(await sessionEndUser(core, 'new-s')).toBe(endUserId)
+        const users = await core.database.db.rows<{ end_user_id: string }>(sql`select end_user_id from end_users`)
+        expect(users.map((u) => u.end_user_id)).toEqual([endUserId])
+        expect(Object.keys((await attributesOf(core, endUserId)) as object)).toHaveLength(20)
+      } finally {
+        await core.close()
+      }
+    }
+  })
+
+  test.skipIf(engine !== 'postgres')('two cores sharing one database answer a new session\'s identifies with one end user', async () => {
+    const first = await startCore()
+    const secondDb = postgresDatabase(first.database.url!)
+    const second = await startCore({ database: { db: secondDb, close: () => secondDb.close() } })
+    try {
+      for (let round = 0; round < 5; round++) {
+        const answers = await Promise.all(
+          Array.from({ length: 8 }, (_, i) =>
+            (i % 2 ? first : second)
+              .post('/api/ingestion/user', { userId: null, userAttributes: { [`k${i}`]: i }, sessionId: `two-s${round}` }, { key: first.key })
+              .then((r) => r.json()),
+          ),
+        )
+        expect(new Set(answers.map((a) => a.endUserId)).size).toBe(1)
+        expect(await sessionEndUser(first, `two-s${round}`)).toBe(answers[0].endUserId)
+      }
+      const [{ n }] = await first.database.db.rows<{ n: number }>(sql`select count(*)::int as n from end_users`)
+      expect(n).toBe(5)
+    } finally {
+      await second.close()
+      await secondDb.close()
+      await first.close()
     }
   })
 

@@ -1,6 +1,7 @@
 import type { Caller } from '../../http/auth'
 import type { SessionTouch } from '../sessions/service'
 import { sessionTouches } from '../sessions/touch'
+import { stripNul } from '../shared/values'
 import type { IdentifyBody } from './model'
 
 /**
@@ -11,6 +12,12 @@ import type { IdentifyBody } from './model'
 export interface IdentifyRow {
   projectId: string
   endUserId: string
+  /**
+   * Set when the body named a session but no end user: `endUserId` was made here, and is the one
+   * identified only if the session has no end user yet; else the session's is (a retried identify,
+   * or the next page of the session, must not make another).
+   */
+  sessionOfMadeId: string | null
   attributes: Record<string, unknown>
   auth: Record<string, unknown> | null
   at: number
@@ -21,14 +28,16 @@ export interface IdentifyRow {
  * The values of the auth fields, or null when any of them has none: a person is recognised by all the
  * fields the client named, never by a subset of them. Own members only, read and written: `constructor`
  * read through the prototype (a function, which JSON drops) or `__proto__` assigned as a key (which sets
- * the prototype instead) would leave `{}`, which every person's attributes contain.
+ * the prototype instead) would leave `{}`, which every person's attributes contain. Texts are taken as
+ * they are stored, without NUL (see stripNul): one of only NUL is stored empty, and is no value either.
  */
 export function authValues(attributes: Record<string, unknown>, authFields: readonly string[]): Record<string, unknown> | null {
   const fields = [...new Set(authFields)].sort()
   if (fields.length === 0) return null
   const values: [string, unknown][] = []
   for (const field of fields) {
-    const value = Object.hasOwn(attributes, field) ? attributes[field] : undefined
+    const sent = Object.hasOwn(attributes, field) ? attributes[field] : undefined
+    const value = typeof sent === 'string' ? stripNul(sent) : sent
     if (value === undefined || value === null || value === '') return null
     values.push([field, value])
   }
@@ -43,9 +52,11 @@ export function identifyRows(
   newId: () => string,
 ): { identify: IdentifyRow; sessions: SessionTouch[] } {
   const endUserId = body.userId ?? newId()
+  const sessionOfMadeId = body.userId ? null : (body.sessionId ?? null)
   const attributes = body.userAttributes ?? {}
+  const auth = authFields ? authValues(attributes, authFields) : null
   return {
-    identify: { projectId: caller.projectId, endUserId, attributes, auth: authFields ? authValues(attributes, authFields) : null, at: now },
+    identify: { projectId: caller.projectId, endUserId, sessionOfMadeId, attributes, auth, at: now },
     // The end user is written by the identify itself (identitySink), with its attributes.
     sessions: sessionTouches(caller, [{ sessionId: body.sessionId ?? null, endUserId, at: now }]).sessions,
   }

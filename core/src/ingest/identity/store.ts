@@ -12,16 +12,22 @@ const IDENTITY_LOCK_CLASS = 7_254_814
 const key = (projectId: string, endUserId: string) => `${projectId}\n${endUserId}`
 
 /**
- * Identify and auth-aware identify. An end user that is an alias resolves to its person first. An
- * auth-aware identify then looks for the person of the project who already has the same auth values
- * (the first seen of them), makes this end user (and whatever was aliased to it) an alias of that
- * person, and merges the attributes there. Auth-aware identifies of one project run one at a time
- * (a transaction-scoped advisory lock), so two devices signing in at once end as one person.
+ * Identify and auth-aware identify. Without an end user named, the session's is identified, and the
+ * one made for the request only when the session has none (see IdentifyRow). An end user that is an
+ * alias resolves to its person first. An auth-aware identify then looks for the person of the project
+ * who already has the same auth values (the first seen of them), makes this end user (and whatever was
+ * aliased to it) an alias of that person, and merges the attributes there. Auth-aware identifies of
+ * one project run one at a time (a transaction-scoped advisory lock), so two devices signing in at
+ * once end as one person.
  */
 export const identitySink: Sink<IdentifyRow> = {
   name: 'identity',
   async write(tx, rows) {
+    // The sinks' first statements go out at once, in name order: every statement after this one
+    // follows the sessions sink's, so sessions are read below as this commit leaves them.
     const canonical = await aliasesOf(tx, rows)
+    const ofSessions = await sessionEndUsers(tx, rows, canonical)
+    const endUserOf = (row: IdentifyRow) => (row.sessionOfMadeId && ofSessions.get(key(row.projectId, row.sessionOfMadeId))) || row.endUserId
     const personOf = (projectId: string, endUserId: string) => canonical.get(key(projectId, endUserId)) ?? endUserId
 
     const authRows = rows.filter((r) => r.auth)
@@ -29,20 +35,21 @@ export const identitySink: Sink<IdentifyRow> = {
       await tx.execute(sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${projectId}))`)
     }
     for (const row of authRows) {
-      const current = personOf(row.projectId, row.endUserId)
+      const endUserId = endUserOf(row)
+      const current = personOf(row.projectId, endUserId)
       const person = (await findPerson(tx, row.projectId, row.auth!)) ?? current
       if (person !== current) {
-        await alias(tx, row.projectId, [...new Set([row.endUserId, current])], current, person)
+        await alias(tx, row.projectId, [...new Set([endUserId, current])], current, person)
         for (const [k, v] of canonical) if (v === current && k.startsWith(`${row.projectId}\n`)) canonical.set(k, person)
         canonical.set(key(row.projectId, current), person)
       }
-      canonical.set(key(row.projectId, row.endUserId), person)
+      canonical.set(key(row.projectId, endUserId), person)
       row.canonical = person
       await endUsersSink.write(tx, [{ projectId: row.projectId, endUserId: person, at: row.at, attributes: row.attributes }])
     }
 
     const plain = rows.filter((r) => !r.auth)
-    for (const row of plain) row.canonical = personOf(row.projectId, row.endUserId)
+    for (const row of plain) row.canonical = personOf(row.projectId, endUserOf(row))
     if (plain.length > 0) {
       await endUsersSink.write(
         tx,
@@ -65,12 +72,44 @@ async function aliasesOf(tx: Orm, rows: IdentifyRow[]): Promise<Map<string, stri
   return new Map(found.map((a) => [key(a.project_id, a.alias_id), a.end_user_id]))
 }
 
-/** The first-seen person of the project (not an alias) whose attributes hold every one of `auth`. */
+/**
+ * session key -> its end user, for the sessions of rows whose end user was made (see IdentifyRow)
+ * that have one; an end user of them that is an alias goes into `canonical`. Read after the sessions
+ * sink wrote the rows' sessions, keeping an end user a session has (`coalesce`), and holds their rows
+ * locked to the commit (or skipped one it knew had an end user, which never changes): concurrent
+ * identifies of a new session all find the end user the first of them gave it.
+ */
+async function sessionEndUsers(tx: Orm, rows: IdentifyRow[], canonical: Map<string, string>): Promise<Map<string, string>> {
+  const named = rows.flatMap((r) => (r.sessionOfMadeId ? [{ projectId: r.projectId, sessionId: r.sessionOfMadeId }] : []))
+  if (named.length === 0) return new Map()
+  // One primary-key lookup per session (a lateral, kept unflattened by `offset 0`), never a scan.
+  const found = rowsOf<{ project_id: string; session_id: string; end_user_id: string; person: string | null }>(
+    await tx.execute(sql`
+      select t."projectId"::text as project_id, t."sessionId" as session_id, s.end_user_id, a.end_user_id as person
+      from jsonb_to_recordset(${jsonParam(named)}::jsonb) as t("projectId" uuid, "sessionId" text)
+      cross join lateral (
+        select end_user_id from sessions where project_id = t."projectId" and session_id = t."sessionId" and end_user_id is not null offset 0
+      ) s
+      left join end_user_aliases a on a.project_id = t."projectId" and a.alias_id = s.end_user_id`),
+  )
+  for (const f of found) if (f.person) canonical.set(key(f.project_id, f.end_user_id), f.person)
+  return new Map(found.map((f) => [key(f.project_id, f.session_id), f.end_user_id]))
+}
+
+/**
+ * The first-seen person of the project (not an alias) with the same value for every one of `auth`:
+ * equal JSON (jsonb equality: `1` is not `"1"`, a list or an object is equal only whole, the order of
+ * an object's keys is no part of it). Containment alone takes a list or object that holds more for
+ * the same, and would merge different people; it stays as the first test, the one an index on
+ * attributes could serve.
+ */
 async function findPerson(tx: Orm, projectId: string, auth: Record<string, unknown>): Promise<string | undefined> {
+  const values = jsonParam(auth)
   const [found] = rowsOf<{ end_user_id: string }>(
     await tx.execute(sql`
       select u.end_user_id from end_users u
-      where u.project_id = ${projectId} and u.attributes @> ${jsonParam(auth)}::jsonb
+      where u.project_id = ${projectId} and u.attributes @> ${values}::jsonb
+        and not exists (select 1 from jsonb_each(${values}::jsonb) f where u.attributes -> f.key is distinct from f.value)
         and not exists (select 1 from end_user_aliases a where a.project_id = u.project_id and a.alias_id = u.end_user_id)
       order by u.first_seen_at, u.end_user_id
       limit 1`),
