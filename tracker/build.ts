@@ -58,8 +58,8 @@ export const INTERNAL_NAMES = [
   'preexisting', 'current', 'setAttributes', 'holdTab', 'releaseTab', 'nextSeq',
   // transport and its answers
   'post', 'answering', 'retryAfter', 'local', 'timedOut',
-  // delivery and the outbox
-  'deliver', 'drain', 'settle', 'persistPending', 'halted', 'drops', 'outbox', 'answered', 'hasAny', 'parcel', 'timer',
+  // delivery and the outbox (`outbox` itself is public: getConnectionStatus().dropped.outbox)
+  'deliver', 'drain', 'settle', 'persistPending', 'halted', 'drops', 'answered', 'hasAny', 'parcel', 'timer',
   // messages and what automatic tracking is given
   'owner', 'here', 'pageView', 'record', 'networkError', 'flooded', 'redaction', 'isOwnRequest',
   // where the tracker sends

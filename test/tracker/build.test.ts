@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { REPLAY_FLUSH_MS } from '@sightline/tracker/queue'
+import { ServiceTracker as SourceTracker } from '@sightline/tracker'
+import { REPLAY_FLUSH_MS, TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
 import { INTERNAL_NAMES, namesProperty } from '../../tracker/build'
 import { builtTracker } from './helpers/build'
 import { fakeClock, settle } from './helpers/clock'
@@ -13,9 +14,11 @@ import { replayEvents } from './helpers/tracker'
 const SCRIPT_BUDGET = 30 * 1024
 const CORE_BUDGET = 8 * 1024
 /**
- * Until the core meets its budget, it may not grow past 9.45 KB (it is 9.35 KB): what is added must be
+ * Until the core meets its budget, it may not grow past 9.45 KB (it is 9.43 KB): what is added must be
  * paid for. Automatic tracking, part of the core by design, is 1.7 KB of it (the core without it would
- * be 7.7 KB). (It was 9.75 KB, at 9.56 KB, until the core went from 9,783 to 9,576 B with no feature
+ * be 7.7 KB). (9,576 B became 9,659: `dropped.outbox` kept whole, the build had shortened it, 2 B; a
+ * gateway's 502 and 504 taken for no answer, 24 B; advice for a fetch blocked on a first-party base,
+ * 57 B. It was 9.75 KB, at 9.56 KB, until the core went from 9,783 to 9,576 B with no feature
  * lost: 257 B saved, 162 of them by the internal names the build shortens, and 50 B spent on leaving
  * no timer after stop. Before that 9.5 and 9 KB: URL redaction in privacy-first mode, error flood
  * control, aborted requests told apart and fixes that lost data, sent masked text or reported twice
@@ -27,6 +30,59 @@ let dist: string
 beforeAll(async () => {
   dist = await builtTracker()
 }, 60_000)
+
+/**
+ * What the public API hands back, from a tracker class (the sources', or a build's), on a page where
+ * something of every kind was dropped: the build shortens internal names, and a public one shortened
+ * (`dropped.outbox` once was) would be missing here.
+ */
+async function publicResults(Tracker: typeof SourceTracker) {
+  const key = 'sl_dev_public_names'
+  // A previous page's outbox, full, let two requests go.
+  const page = openPage('http://shop.test/', undefined, { localStorage: { [`sl_outbox:${key}:dropped`]: '2' } })
+  const service = fakeService()
+  service.catchBeacons(page.win)
+  service.reply(({ path }) => (path.endsWith('/customEvent/batch') ? { status: 404 } : path.endsWith('/errors') ? { status: 413 } : { status: 200, body: { success: true } }))
+  const clock = fakeClock()
+  const tracker = Tracker.init(key, { ingestionUrl: SERVICE_BASE, logLevel: 'warn', enableAutomaticTracking: false }, { window: page.win, fetch: service.fetch, clock, scriptUrl: null })
+  tracker.configureLogging({ enableConsole: false, enableStorage: true })
+  tracker.customEvent('refused')
+  const error = new Error('again and again')
+  for (let i = 0; i < 2; i++) tracker.captureError(error)
+  await clock.advance(TELEMETRY_FLUSH_MS)
+  const results = {
+    status: tracker.getConnectionStatus(),
+    connection: await tracker.testConnection(),
+    user: tracker.getUserInfo(),
+    attributes: (await tracker.identifyUser({ userProperties: { name: 'Ada' } }), tracker.getUserAttributes()),
+    logs: tracker.viewLogs(),
+  }
+  tracker.stop()
+  await page.close()
+  return results
+}
+
+function expectPublicNames(results: Awaited<ReturnType<typeof publicResults>>) {
+  expect(results.status).toEqual({
+    ingestionUrl: SERVICE_BASE,
+    source: 'option',
+    blocked: false,
+    reachable: true,
+    transport: 'fetch',
+    online: true,
+    stopped: null,
+    queued: 0,
+    dropped: { outbox: 2, error_flood: 1, rejected_404: 1, too_large: 1 },
+    recommendations: [],
+  })
+  expect(results.status.dropped.outbox).toBe(2)
+  expect(results.connection).toEqual({ ok: true, status: 200, latencyMs: 0, ingestionUrl: SERVICE_BASE, blocked: false })
+  expect(Object.keys(results.user).sort()).toEqual(['attributes', 'endUserId', 'identified', 'preexistingUser', 'sessionId', 'windowId'])
+  expect(results.user).toMatchObject({ attributes: {}, identified: false, preexistingUser: false })
+  expect(results.attributes).toEqual({ name: 'Ada' })
+  expect(results.logs.length).toBeGreaterThan(0)
+  for (const entry of results.logs) expect(Object.keys(entry).sort()).toEqual(['level', 'message', 'time'])
+}
 
 const gzipped = async (path: string) => Bun.gzipSync(new Uint8Array(await Bun.file(path).arrayBuffer())).byteLength
 
@@ -66,7 +122,7 @@ describe('npm run build', () => {
     expect((await coreFiles()).size).toBeLessThanOrEqual(CORE_CEILING)
   })
 
-  // Not met yet: everything but the recorder is 9.35 KB (automatic tracking, on by default, included).
+  // Not met yet: everything but the recorder is 9.43 KB (automatic tracking, on by default, included).
   // Marked failing so that the suite says so; it turns red the day the budget is met, and `.failing` goes.
   test.failing(`not met yet: the package's core, everything but the recorder, is at most ${CORE_BUDGET / 1024} KB gzipped`, async () => {
     expect((await coreFiles()).size).toBeLessThanOrEqual(CORE_BUDGET)
@@ -106,6 +162,13 @@ describe('npm run build', () => {
     expect(replay).not.toContain('secret')
     expect(service.to('/customEvent/batch').flatMap((r) => r.body.events.map((e: { eventName: string }) => e.eventName))).toEqual(['$pageview', 'built'])
     expect(service.to('/heartbeat')).toHaveLength(1)
+  })
+
+  test("the built package's public results keep every name: getConnectionStatus (dropped.outbox too), testConnection, getUserInfo, viewLogs", async () => {
+    // The same page with the sources first: what the build must give back.
+    expectPublicNames(await publicResults(SourceTracker))
+    const { ServiceTracker } = await import(join(dist, 'esm/index.js'))
+    expectPublicNames(await publicResults(ServiceTracker))
   })
 
   test('types for the package', async () => {
@@ -172,5 +235,22 @@ describe('t.js on a page', () => {
     const events = received.filter((r) => r.path.endsWith('/customEvent/batch')).flatMap((r) => r.body.events.map((e: { eventName: string }) => e.eventName))
     expect(events).toContain('$pageview')
     expect(events).toContain('from the script tag')
+  })
+
+  test("t.js's public results keep every name too (a bundle of its own, shortened apart)", async () => {
+    const origin = `http://127.0.0.1:${site.port}`
+    const page = openPage(`${origin}/shop/`, undefined, { scripts: true })
+    const script = page.win.document.createElement('script')
+    script.async = true
+    script.src = '/shop/_sl/t.js'
+    const loaded = new Promise((resolve) => script.addEventListener('load', resolve))
+    page.win.document.head.appendChild(script)
+    await loaded
+    const Tracker = (page.win as unknown as { ServiceTracker: typeof SourceTracker }).ServiceTracker
+    try {
+      expectPublicNames(await publicResults(Tracker))
+    } finally {
+      await page.close()
+    }
   })
 })

@@ -28,6 +28,12 @@ describe('where the tracker sends', () => {
     expect(resolveIngestionBase({ scriptUrl: null, meta: '/_relay', pageUrl })).toEqual({ base: 'https://shop.example/_relay', source: 'meta' })
   })
 
+  test("a relay script renamed (the relay's script name) is not guessed at: the meta tag says where the relay is", () => {
+    // A script of any name could be a CDN's or the site's static folder, which no base may become.
+    expect(resolveIngestionBase({ scriptUrl: 'https://shop.example/metrics/sl.js', pageUrl })).toEqual({ base: 'https://shop.example/_sl', source: 'default' })
+    expect(resolveIngestionBase({ scriptUrl: 'https://shop.example/metrics/sl.js', meta: '/metrics', pageUrl })).toEqual({ base: 'https://shop.example/metrics', source: 'meta' })
+  })
+
   test('nothing said: the page origin under the relay prefix /_sl', () => {
     expect(resolveIngestionBase({ pageUrl })).toEqual({ base: 'https://shop.example/_sl', source: 'default' })
     expect(resolveIngestionBase({ scriptUrl: '', meta: '', pageUrl: 'http://localhost:3000/' })).toEqual({ base: 'http://localhost:3000/_sl', source: 'default' })

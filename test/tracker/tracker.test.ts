@@ -408,6 +408,35 @@ describe('connection', () => {
     expect(tracker.getConnectionStatus()).toMatchObject({ ingestionUrl: 'http://shop.test/_sl', reachable: false })
     expect(tracker.getConnectionStatus().recommendations).toEqual(['No answer from http://shop.test/_sl: the service is down, or a blocker stops every request to it'])
   })
+
+  test('getConnectionStatus: core down or too slow behind the relay (502, 504) is no answer, with its advice; core back, all is well', async () => {
+    const relay = { url: 'http://shop.test/cart', scriptUrl: 'http://shop.test/_sl/t.js' }
+    const { tracker, service, clock } = tracked({ enableAutomaticTracking: false, ingestionUrl: undefined }, relay)
+    const down = ['No answer from http://shop.test/_sl: the service is down, or a blocker stops every request to it']
+    for (const [status, code] of [[502, 'upstream_unreachable'], [504, 'upstream_timeout']] as const) {
+      service.reply(() => ({ status, body: { success: false, error: { code, message: 'core did not answer' } } }))
+      tracker.customEvent(code)
+      await clock.advance(EVENT_FLUSH_MS)
+      expect(tracker.getConnectionStatus()).toMatchObject({ reachable: false, blocked: false, transport: 'fetch', recommendations: down })
+    }
+    service.reply(() => ({ status: 200, body: { success: true } }))
+    await clock.advance(60_000)
+    const stored = service.sent.filter((r) => r.path === '/_sl/api/ingestion/customEvent/batch').slice(-2)
+    expect(stored.flatMap((r) => r.body.events.map((e: { eventName: string }) => e.eventName)).sort()).toEqual(['upstream_timeout', 'upstream_unreachable'])
+    expect(tracker.getConnectionStatus()).toMatchObject({ reachable: true, recommendations: [] })
+  })
+
+  test('getConnectionStatus: fetch blocked on a first-party relay advises letting the Authorization header through, not the relay', async () => {
+    const relay = { url: 'http://shop.test/cart', scriptUrl: 'http://shop.test/_sl/t.js' }
+    const { tracker, service, clock } = tracked({ enableAutomaticTracking: false, ingestionUrl: undefined }, relay)
+    service.reply((request) => (request.path.endsWith('/health/simple') ? { status: 200 } : request.headers.authorization ? 'network-error' : { status: 200, body: { success: true } }))
+    tracker.customEvent('x')
+    await clock.advance(5000)
+    expect(tracker.getConnectionStatus()).toMatchObject({ source: 'script', blocked: true, transport: 'beacon', reachable: true })
+    expect(tracker.getConnectionStatus().recommendations).toEqual([
+      'Fetch is blocked: a proxy or CDN in front refuses the Authorization header; let it through (data goes by beacon meanwhile)',
+    ])
+  })
 })
 
 describe('start and stop', () => {

@@ -262,6 +262,38 @@ describe('transport', () => {
     expect(service.sent).toEqual([])
   })
 
+  test("a gateway's 502 or 504 (the relay with core down or too slow) is no answer from the service; its own 503 is one", async () => {
+    const { service, transport } = setup()
+    for (const [status, code] of [[502, 'upstream_unreachable'], [504, 'upstream_timeout']] as const) {
+      service.reply(() => ({ status, body: { success: false, error: { code, message: 'core did not answer' } }, headers: { 'retry-after': '1' } }))
+      expect(await transport.send('/api/ingestion/customEvent/batch', { events: [1] })).toMatchObject({ status, retryAfter: '1' })
+      expect(transport.answering).toBe(false)
+      service.reply(() => ({ status: 200, body: { success: true } }))
+      expect((await transport.send('/api/ingestion/customEvent/batch', { events: [1] })).status).toBe(200)
+      expect(transport.answering).toBe(true)
+    }
+    service.reply(() => ({ status: 503, body: { success: false, error: { code: 'storage_unavailable', message: 'later' } } }))
+    expect((await transport.send('/api/ingestion/customEvent/batch', { events: [1] })).status).toBe(503)
+    expect(transport.answering).toBe(true)
+    expect(transport.blocked).toBe(false)
+  })
+
+  test('a probe answered 502 or 504 by the gateway is no answer either: failing fetches then are an outage, never a block', async () => {
+    const { service, transport } = setup()
+    for (const status of [502, 504]) {
+      service.reply((request) => (request.path === '/health/simple' ? { status } : 'network-error'))
+      for (let i = 0; i < BLOCKED_AFTER_FAILURES + 1; i++) expect(await transport.send('/api/ingestion/customEvent/batch', { events: [1] })).toEqual({ status: 0 })
+      expect(await transport.reachable()).toBe(false)
+      expect(transport).toMatchObject({ answering: false, blocked: false })
+    }
+    // Nothing went by beacon (the fake keeps no request that failed).
+    await service.beaconsRead()
+    expect(service.sent).toEqual([])
+    service.reply((request) => (request.path === '/health/simple' ? { status: 200 } : 'network-error'))
+    expect(await transport.reachable()).toBe(true)
+    expect(transport.answering).toBe(true)
+  })
+
   test('a 5xx answer carries Retry-After; a body that is not JSON reads as no data', async () => {
     const { service, transport } = setup()
     service.reply(() => ({ status: 503, headers: { 'retry-after': '7' } }))

@@ -2,7 +2,7 @@ import type { Logger } from './log'
 import { halve } from './queue'
 import type { Outbox, Parcel } from './storage'
 import type { Answer, Transport } from './transport'
-import type { Clock } from './types'
+import type { Clock, Dropped } from './types'
 
 /** Retries back off exponentially from 1 s to at most a minute, with jitter; the fifth failure persists. */
 export const RETRY_BASE_MS = 1000
@@ -61,7 +61,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
   const waiting = new Map<string, { parcel: Parcel; timer: unknown }>()
   /** In flight when the page was hidden: the outbox holds a copy, so a failure is left to it. */
   const persisted = new Set<string>()
-  const drops: Record<string, number> = {}
+  const drops: Omit<Dropped, 'outbox' | 'error_flood'> = {}
   /** Drained parcels stored, still in the outbox until the next of its writes. */
   let stored: string[] = []
   const forgetStored = () => {
@@ -69,7 +69,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     stored = []
   }
 
-  const drop = (reason: string, parcel: Parcel) => {
+  const drop = (reason: keyof typeof drops, parcel: Parcel) => {
     outbox.remove(parcel.id)
     drops[reason] = (drops[reason] ?? 0) + 1
     log.warn(`dropped a request to ${parcel.path}: ${reason}`)
@@ -115,7 +115,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
       }
       return answer.local ? keep() : drop('too_large', parcel)
     }
-    if (status && status < 500 && status !== 408) return drop('rejected_' + status, parcel)
+    if (status && status < 500 && status !== 408) return drop(`rejected_${status}`, parcel)
     const wait = retryDelay(attempt, random(), retryAfterMs(answer.retryAfter, clock.now()))
     // A Retry-After past the longest backoff (a proxy asking for an hour) would hold every parcel of
     // that time in memory; the bounded outbox keeps them instead, until the service answers again.

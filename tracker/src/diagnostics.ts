@@ -11,7 +11,12 @@ export function connectionStatus(facts: ConnectionFacts): ConnectionStatus {
   const { ingestionUrl, blocked, reachable, online, stopped } = status
   const firstParty = new URL(ingestionUrl).origin === new URL(pageUrl).origin
   const recommendations = [
-    blocked && 'Fetch is blocked: load the tracker through the relay (<prefix>/t.js)',
+    // First-party already (the relay, same origin: no preflight), the block is in front of it.
+    blocked &&
+      'Fetch is blocked: ' +
+        (firstParty
+          ? 'a proxy or CDN in front refuses the Authorization header; let it through (data goes by beacon meanwhile)'
+          : 'load the tracker through the relay (<prefix>/t.js)'),
     online &&
       !reachable &&
       `No answer from ${ingestionUrl}: the service is down, or a blocker stops every request to it` +

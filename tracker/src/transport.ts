@@ -20,6 +20,12 @@ export const BLOCKED_AFTER_FAILURES = 3
 /** Once taken for blocked, fetch with the key header is tried again this long on (a block may go). */
 export const BLOCKED_RETRY_MS = 10 * 60_000
 
+/**
+ * A gateway's own answers (the relay's `upstream_unreachable` and `upstream_timeout`, a proxy's or
+ * CDN's): the service behind it did not answer. The service itself never gives them.
+ */
+const serviceAnswered = (status: number) => status != 502 && status != 504
+
 export interface Answer {
   /** The HTTP status; 0 when the request did not get through; 202 when a beacon was handed over. */
   status: number
@@ -91,7 +97,7 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
       const [url, payload] = await encode(path, simple ? withKey(body) : JSON.stringify(body))
       const headers: Record<string, string> = simple ? {} : { Authorization: 'Bearer ' + apiKey, 'Content-Type': 'application/json' }
       const response = await fetch(url, { method: 'POST', headers, body: payload, signal: timeout.signal })
-      answering = true
+      answering = serviceAnswered(response.status)
       return { status: response.status, data: await response.json().catch(() => null), retryAfter: response.headers.get('retry-after') }
     } catch {
       if (!timeout.signal.aborted) return { status: 0 }
@@ -102,11 +108,14 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
     }
   }
 
-  /** Whether the service answers at all: a no-cors GET that nothing but the network can fail. */
+  /**
+   * Whether the service answers at all: a no-cors GET that nothing but the network can fail, or a
+   * gateway in front of the service that says it got no answer (502, 504).
+   */
   async function reachable(): Promise<boolean> {
     try {
-      await fetch(base + '/health/simple', { mode: 'no-cors' })
-      return (answering = true)
+      // Opaque (status 0) from another origin: it answered.
+      return (answering = serviceAnswered((await fetch(base + '/health/simple', { mode: 'no-cors' })).status))
     } catch {
       return (answering = false)
     }
@@ -142,7 +151,8 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
     },
     /**
      * False once a fetch and then the health probe got no answer while online: the service is down,
-     * or a blocklist stops every request to its origin (from the page the two look the same).
+     * or a blocklist stops every request to its origin (from the page the two look the same); or once
+     * a gateway (the relay) answered 502 or 504 for it: down.
      */
     get answering() {
       return answering

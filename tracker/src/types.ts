@@ -92,7 +92,8 @@ export interface ConnectionStatus {
   blocked: boolean
   /**
    * The service answered the latest request or probe. False after a fetch and the health probe both
-   * got no answer while online: the service is down, or a blocklist stops every request to its origin.
+   * got no answer while online: the service is down, or a blocklist stops every request to its origin;
+   * and while a gateway in front of it (the relay) answers 502 or 504: the service is down.
    */
   reachable: boolean
   /** `fetch` with the Authorization header, or `beacon` while it is blocked (beacons on unload either way). */
@@ -103,8 +104,20 @@ export interface ConnectionStatus {
   /** Batches kept in localStorage, waiting to be sent. */
   queued: number
   /** Items given up on, by reason. */
-  dropped: Record<string, number>
+  dropped: Dropped
   recommendations: string[]
+}
+
+/** `getConnectionStatus().dropped`: what was given up on, by reason. */
+export interface Dropped {
+  /** Requests the full outbox (localStorage) let go, oldest first. */
+  outbox: number
+  /** Error reports and `console.error` lines held back by flood control. */
+  error_flood: number
+  /** Requests the service refused as too large that could not be halved. */
+  too_large?: number
+  /** Requests the service refused with that status (`rejected_400`, `rejected_404`, ...). */
+  [rejected: `rejected_${number}`]: number
 }
 
 export interface ConnectionTest {
