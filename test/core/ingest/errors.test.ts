@@ -192,6 +192,53 @@ describe('POST /api/ingestion/errors', () => {
     expect(stored.frames.map((f) => f.inApp)).toEqual([false, true])
   })
 
+  test('fields WIRE.md does not define never cost a report or its batch: a malformed one is ignored, a uuid without dashes is the same uuid', async () => {
+    const uuid = '9f2c1b7e-4a3d-4c2b-8e1f-0a9b8c7d6e5f'
+    const vendor = 'https://shop.example/node_modules/pay-sdk/index.js'
+    const batch = {
+      sessionId: 'err-ext',
+      errors: [
+        report({ sessionId: 'err-ext', uuid: uuid.replaceAll('-', '').toUpperCase(), message: 'as Sentry writes its ids' }),
+        report({ sessionId: 'err-ext', stack: undefined, message: 'with odd hints', frames: [{ filename: vendor, function: 'charge', lineno: 1, colno: 2, inApp: 'yes', debugId: 'f'.repeat(65) }] }),
+        report({ sessionId: 'err-ext', message: 'with odd debug ids', debugIds: { 'https://shop.example/assets/cart.3f2a1b9c.js': null, 'https://shop.example/a.js': 'x'.repeat(80) } }),
+        report({ sessionId: 'err-ext', message: 'with an id that is no UUID', uuid: 'occurrence-17', debugIds: ['not', 'an', 'object'] }),
+      ],
+    }
+    expect((await send(batch)).accepted).toBe(4)
+    expect((await send(batch)).accepted).toBe(4)
+    // The dashed form of the id is a resend of the same occurrence.
+    await send(report({ sessionId: 'err-ext', uuid, message: 'resent with dashes' }))
+    const stored = await rows<{ message: string; content_hash: string; frames: { inApp: boolean; debugId: string | null }[] }>(
+      sql`select message, content_hash, frames from error_events where session_id = 'err-ext' order by message`,
+    )
+    expect(stored.map((r) => r.message)).toEqual(['as Sentry writes its ids', 'with an id that is no UUID', 'with odd debug ids', 'with odd hints'])
+    expect(stored[0].content_hash).toBe(uuid)
+    // The hint that is no boolean leaves it to the file (a dependency's), the debug id that is none is dropped.
+    expect(stored[3].frames).toEqual([expect.objectContaining({ filename: vendor, inApp: false, debugId: null })])
+  })
+
+  test('null in every optional field is taken as absent, `level` included; a report of a batch with a null session takes the batch\'s', async () => {
+    const nulls = {
+      endUserId: null,
+      stack: null,
+      frames: null,
+      url: null,
+      release: null,
+      level: null,
+      handled: null,
+      fingerprint: null,
+      context: null,
+      uuid: null,
+      debugIds: null,
+    }
+    const single = await send({ ...report({ sessionId: 'err-null', message: 'single' }), ...nulls })
+    const batch = await send({ sessionId: 'err-null', endUserId: null, errors: [{ ...report({ message: 'batched' }), ...nulls, sessionId: null }] })
+    expect([single.accepted, batch.accepted]).toEqual([1, 1])
+    const stored = await rows(sql`select message, level, end_user_id, handled, release, url from error_events where session_id = 'err-null' order by message`)
+    expect(stored).toEqual(['batched', 'single'].map((message) => ({ message, level: 'error', end_user_id: null, handled: null, release: null, url: null })))
+    expect((await issue(single.issues[0])).level).toBe('error')
+  })
+
   test('a resolved Issue that recurs is reopened as a regression; an old resend does not reopen it; ignored stays ignored', async () => {
     const body = report({ sessionId: 'err-8', stack: CHROME.replaceAll('renderTotal', 'renderShipping'), timestampMs: Date.now() - 10_000 })
     const [issueId] = (await send(body)).issues
@@ -265,7 +312,6 @@ describe('POST /api/ingestion/errors', () => {
     [{ ...report(), frames: [{ filename: 'a.js', lineno: -1 }] }, '/frames/0/lineno'],
     [{ ...report(), release: '' }, '/release'],
     [{ ...report(), context: [1] }, '/context'],
-    [{ ...report(), uuid: 'nope' }, '/uuid'],
     [{ sessionId: 's', errors: [] }, '/errors'],
     [{ sessionId: 's', errors: [report(), { ...report(), message: undefined }] }, '/errors/1/message'],
     ['"a string"', '/'],

@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
+import { createProject } from '@sightline/core/projects/service'
 import { startCore, type TestCore } from '../../helpers/core'
 
 let core: TestCore
@@ -9,6 +11,14 @@ beforeAll(async () => {
 afterAll(() => core.close())
 
 const rows = <T>(query: ReturnType<typeof sql>) => core.database.db.rows<T>(query)
+/** RFC 9562's name-based UUID, version 5 (SHA-1 of the namespace's 16 bytes and the name in UTF-8). */
+const uuidV5 = (name: string, namespace: string) => {
+  const bytes = createHash('sha1').update(Buffer.from(namespace.replaceAll('-', ''), 'hex')).update(name, 'utf8').digest().subarray(0, 16)
+  bytes[6] = (bytes[6] & 0x0f) | 0x50
+  bytes[8] = (bytes[8] & 0x3f) | 0x80
+  const hex = bytes.toString('hex')
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+}
 const eventsOf = (sessionId: string) =>
   rows<{ uuid: string; event_name: string; properties: unknown; end_user_id: string | null; environment: string; ts: string; project_id: string }>(
     sql`select uuid::text, event_name, properties, end_user_id, environment, (extract(epoch from timestamp) * 1000)::bigint::text as ts, project_id::text
@@ -115,6 +125,37 @@ describe('POST /api/ingestion/customEvent', () => {
     expect(await eventsOf('ce-5')).toHaveLength(1)
   })
 
+  test('null timestamp and uuid are taken as absent: stored with the receive time and an id of the server', async () => {
+    const before = Date.now()
+    const res = await core.post('/api/ingestion/customEvent', { sessionId: 'ce-null', eventName: 'nulls', timestamp: null, uuid: null, eventProperties: null, endUserId: null })
+    expect(res.status).toBe(200)
+    const [event] = await eventsOf('ce-null')
+    expect(Number(event.ts)).toBeGreaterThanOrEqual(before - 1)
+    expect(Number(event.ts)).toBeLessThanOrEqual(Date.now() + 1)
+    expect(event.uuid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/)
+  })
+
+  test('a uuid that is not a UUID is kept as a key: stored under a UUID named by it in the project, so a resend is stored once', async () => {
+    const send = (uuid: string, eventName: string, key?: string) => core.post('/api/ingestion/customEvent', { sessionId: 'ce-ids', eventName, uuid }, { key })
+    for (let i = 0; i < 3; i++) expect((await send('evt-42', 'named')).status).toBe(200)
+    // RFC 9562 version 5 of "evt-42" in the project's namespace, as any implementation makes it.
+    const named = (await eventsOf('ce-ids')).map((e) => e.uuid)
+    expect(named).toEqual([uuidV5('evt-42', core.project.projectId)])
+    // Another project's event with the same id is its own.
+    const other = await createProject(core.database.db.orm, { name: 'other' })
+    expect((await send('evt-42', 'named', other.keys.development)).status).toBe(200)
+    const both = await rows<{ uuid: string }>(sql`select uuid::text from events where session_id = 'ce-ids' order by uuid`)
+    expect(both.map((e) => e.uuid).sort()).toEqual([uuidV5('evt-42', core.project.projectId), uuidV5('evt-42', other.projectId)].sort())
+    // A UUID's 32 hex digits alone are the same UUID; an empty uuid is none (each send stored).
+    await send('0190A4B477777000800000000000000A', 'bare')
+    await send('0190a4b4-7777-7000-8000-00000000000a', 'bare')
+    await send('', 'empty')
+    await send('', 'empty')
+    const stored = await eventsOf('ce-ids')
+    expect(stored.filter((e) => e.event_name === 'bare').map((e) => e.uuid)).toEqual(['0190a4b4-7777-7000-8000-00000000000a'])
+    expect(stored.filter((e) => e.event_name === 'empty')).toHaveLength(2)
+  })
+
   test.each([
     [{ eventName: 'x' }, '/sessionId'],
     [{ sessionId: 'has space', eventName: 'x' }, '/sessionId'],
@@ -122,7 +163,8 @@ describe('POST /api/ingestion/customEvent', () => {
     [{ sessionId: 's' }, '/eventName'],
     [{ sessionId: 's', eventName: 'x', eventProperties: [1, 2] }, '/eventProperties'],
     [{ sessionId: 's', eventName: 'x', timestamp: 'yesterday' }, '/timestamp'],
-    [{ sessionId: 's', eventName: 'x', uuid: 'not-a-uuid' }, '/uuid'],
+    [{ sessionId: 's', eventName: 'x', uuid: 'x'.repeat(129) }, '/uuid'],
+    [{ sessionId: 's', eventName: 'x', uuid: 42 }, '/uuid'],
   ])('validation: %j fails at %s', async (body, path) => {
     const res = await core.post('/api/ingestion/customEvent', body)
     expect(res.status).toBe(400)
@@ -164,6 +206,23 @@ describe('POST /api/ingestion/customEvent/batch', () => {
     const names = (await eventsOf('batch-long')).map((e) => e.event_name)
     expect(names).toContain('before')
     expect(names).toContain(`${long.slice(0, 1021)}…`)
+  })
+
+  test('ids that are not UUIDs and null optional fields: stored once however often the batch is sent, and once when one batch names an id twice', async () => {
+    const events = [
+      { eventName: 'first', uuid: 'client-7f3a:1', timestamp: null },
+      { eventName: 'second', uuid: 'client-7f3a:2', timestamp: Date.now() - 500, eventProperties: null },
+      { eventName: 'again', uuid: 'client-7f3a:2' },
+      { eventName: 'no id', uuid: null },
+    ]
+    for (let i = 0; i < 3; i++) {
+      const res = await core.post('/api/ingestion/customEvent/batch', { sessionId: 'batch-ids', endUserId: null, events })
+      expect(res.status).toBe(200)
+    }
+    const stored = await eventsOf('batch-ids')
+    const named = stored.filter((e) => e.event_name !== 'no id')
+    expect(named.map((e) => e.uuid).sort()).toEqual([uuidV5('client-7f3a:1', core.project.projectId), uuidV5('client-7f3a:2', core.project.projectId)].sort())
+    expect(stored.filter((e) => e.event_name === 'no id')).toHaveLength(3)
   })
 
   test('the failing item is named by its path', async () => {

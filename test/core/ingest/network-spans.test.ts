@@ -144,6 +144,66 @@ describe('POST /api/ingestion/spans/batch', () => {
     ])
   })
 
+  test('times more than 24 h ahead are clamped, the end and span events too; the end never before the start, the duration that of the stored times', async () => {
+    const DAY = 86_400_000
+    const before = Date.now()
+    const past = before - 60_000
+    const ahead = before + 3 * DAY
+    const spans = [
+      // Only the end is days ahead: it is the receive time.
+      span('5555555555555501', { startTimeMs: past, endTimeMs: ahead, events: [{ name: 'late', timeMs: ahead }, { name: 'in time', timeMs: past + 10 }] }),
+      // A start within the 24 h, an end past them: the end would fall before the start, so it is the start.
+      span('5555555555555502', { startTimeMs: before + DAY / 2, endTimeMs: ahead }),
+      // A clock days ahead: the span moves to the receive time and keeps its length and its events' offsets.
+      span('5555555555555503', { startTimeMs: ahead, endTimeMs: ahead + 250, events: [{ name: 'mid', timeMs: ahead + 100 }] }),
+      // ... unless its length reaches past the 24 h too.
+      span('5555555555555504', { startTimeMs: ahead, endTimeMs: ahead + 2 * DAY }),
+    ]
+    expect(await (await core.post('/api/ingestion/spans/batch', { spans: spans.map((s) => ({ ...s, traceId: 'd'.repeat(32) })) })).json()).toEqual({ success: true, accepted: 4 })
+    const after = Date.now()
+    const stored = await rows<{ span_id: string; start: number; end: number; duration_ms: number; events: { name: string; timeMs: number }[] | null }>(sql`
+      select span_id, round(extract(epoch from start_time) * 1000)::float8 as start, round(extract(epoch from end_time) * 1000)::float8 as "end", duration_ms, events
+      from spans where trace_id = ${'d'.repeat(32)} order by span_id`)
+    const received = (ms: number) => ms >= before && ms <= after
+    for (const row of stored) {
+      expect(row.end).toBeGreaterThanOrEqual(row.start)
+      expect(row.end).toBeLessThanOrEqual(after + DAY)
+      expect(row.duration_ms).toBe(row.end - row.start)
+    }
+    const [onlyEnd, endBeforeStart, moved, tooLong] = stored
+    expect([onlyEnd.start, received(onlyEnd.end)]).toEqual([past, true])
+    expect(received(onlyEnd.events![0].timeMs)).toBe(true)
+    expect(onlyEnd.events![1].timeMs).toBe(past + 10)
+    expect([endBeforeStart.start, endBeforeStart.end, endBeforeStart.duration_ms]).toEqual([before + DAY / 2, before + DAY / 2, 0])
+    expect([received(moved.start), moved.duration_ms, moved.events![0].timeMs - moved.start]).toEqual([true, 250, 100])
+    expect([received(tooLong.start), tooLong.duration_ms]).toEqual([true, 0])
+  })
+
+  test('null in every optional field is taken as absent', async () => {
+    const body = {
+      sessionId: null,
+      endUserId: null,
+      spans: [
+        span('6666666666666601', { traceId: 'e'.repeat(32), parentSpanId: null, kind: null, status: null, attributes: null, events: null }),
+        span('6666666666666602', { traceId: 'e'.repeat(32), status: { code: 'ok', message: null }, events: [{ name: 'x', timeMs: 1_700_000_000_010, attributes: null }] }),
+      ],
+    }
+    expect(await (await core.post('/api/ingestion/spans/batch', body)).json()).toEqual({ success: true, accepted: 2 })
+    expect(await rows(sql`select span_id, parent_span_id, kind, status_code, status_message, attributes, events, session_id from spans where trace_id = ${'e'.repeat(32)} order by span_id`)).toEqual([
+      { span_id: '6666666666666601', parent_span_id: null, kind: 'internal', status_code: 'unset', status_message: null, attributes: null, events: null, session_id: null },
+      {
+        span_id: '6666666666666602',
+        parent_span_id: null,
+        kind: 'internal',
+        status_code: 'ok',
+        status_message: null,
+        attributes: null,
+        events: [{ name: 'x', timeMs: 1_700_000_000_010, attributes: null }],
+        session_id: null,
+      },
+    ])
+  })
+
   test('spans without a session are stored without one', async () => {
     const res = await core.post('/api/ingestion/spans/batch', { spans: [span('1111111111111111', { traceId: 'a'.repeat(32) })] })
     expect(res.status).toBe(200)
@@ -160,6 +220,7 @@ describe('POST /api/ingestion/spans/batch', () => {
     [{ spans: [span('00f067aa0ba902b7'), span('00f067aa0ba902b8', { endTimeMs: 1 })] }, '/spans/1/endTimeMs'],
     [{ spans: [span('00f067aa0ba902b7', { kind: 'weird' })] }, '/spans/0/kind'],
     [{ spans: [span('00f067aa0ba902b7', { status: { code: 'bad' } })] }, '/spans/0/status/code'],
+    [{ spans: [span('00f067aa0ba902b7', { events: [{ name: 'x', timeMs: 'soon' }] })] }, '/spans/0/events/0/timeMs'],
     [{ spans: [span('00f067aa0ba902b7', { name: '' })] }, '/spans/0/name'],
     [{ spans: [] }, '/spans'],
     [{ sessionId: 's' }, '/spans'],

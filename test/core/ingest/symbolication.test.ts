@@ -197,6 +197,9 @@ describe('symbolication of a minified bundle', () => {
     const url = SERVED + basename(v1.script)
     const byId = await send(v1.v8, null, { debugIds: { [url]: debugId } })
     expect(byId.frames[0].mapped).toMatchObject({ function: 'validateCoupon', sourcemap: basename(v1.map) })
+    // Entries beside it that are no debug ids are ignored, not a reason to refuse the report.
+    const amongOthers = await send(v1.v8, null, { debugIds: { 'https://shop.example/assets/a.js': null, 'https://shop.example/assets/b.js': 'f'.repeat(80), [url]: debugId } })
+    expect(amongOthers.frames[0].mapped).toMatchObject({ function: 'validateCoupon', sourcemap: basename(v1.map) })
     expect((await send(v1.v8, null)).frames[0].mapped).toBeUndefined()
   })
 

@@ -1,18 +1,24 @@
 import { t } from 'elysia'
-import { EpochMs, itemOrBatch, OptionalEndUserId, OptionalText, Properties, Uuid } from '../shared/model'
+import { EpochMs, itemOrBatch, Nullish, OptionalEndUserId, OptionalText, Properties } from '../shared/model'
 import { Release } from '../sourcemaps/model'
 import { MAX_FILENAME_CHARS, MAX_FUNCTION_CHARS } from './stack'
 
-const Position = t.Optional(t.Union([t.Integer({ minimum: 0, maximum: 2 ** 31 - 1 }), t.Null()]))
+const Position = Nullish(t.Integer({ minimum: 0, maximum: 2 ** 31 - 1 }))
 
-/** A ready frame, innermost first as in `stack`; `inApp` and `debugId` are optional hints. */
+/**
+ * A field this model adds to WIRE.md's report: any value is taken, and the service keeps it only
+ * when it is well-formed (a malformed hint costs the hint, never the report or its batch).
+ */
+const Extension = t.Optional(t.Unknown())
+
+/** A ready frame, innermost first as in `stack`; `inApp` (a boolean) and `debugId` are optional hints. */
 export const ReportFrame = t.Object({
   filename: t.String({ maxLength: MAX_FILENAME_CHARS }),
-  function: t.Optional(t.Union([t.String({ maxLength: MAX_FUNCTION_CHARS }), t.Null()])),
+  function: Nullish(t.String({ maxLength: MAX_FUNCTION_CHARS })),
   lineno: Position,
   colno: Position,
-  inApp: t.Optional(t.Boolean()),
-  debugId: t.Optional(t.String({ maxLength: 64 })),
+  inApp: Extension,
+  debugId: Extension,
 })
 
 const reportFields = {
@@ -21,18 +27,21 @@ const reportFields = {
   name: t.String(),
   message: t.String(),
   stack: OptionalText,
-  frames: t.Optional(t.Union([t.Array(ReportFrame, { maxItems: 500 }), t.Null()])),
+  frames: Nullish(t.Array(ReportFrame, { maxItems: 500 })),
   url: OptionalText,
   timestampMs: EpochMs,
-  release: t.Optional(t.Union([Release, t.Null()])),
-  level: t.Optional(t.Union([t.Literal('error'), t.Literal('warning'), t.Literal('fatal')])),
-  handled: t.Optional(t.Union([t.Boolean(), t.Null()])),
-  fingerprint: t.Optional(t.Union([t.Array(t.String({ minLength: 1, maxLength: 512 }), { maxItems: 32 }), t.Null()])),
+  release: Nullish(Release),
+  level: Nullish(t.Union([t.Literal('error'), t.Literal('warning'), t.Literal('fatal')])),
+  handled: Nullish(t.Boolean()),
+  fingerprint: Nullish(t.Array(t.String({ minLength: 1, maxLength: 512 }), { maxItems: 32 })),
   context: Properties,
-  /** The client's id of this occurrence: with it a resend is stored once whatever else changed. */
-  uuid: t.Optional(Uuid),
-  /** Script URL -> debug id of the build it came from, for scripts whose maps carry one. */
-  debugIds: t.Optional(t.Record(t.String(), t.String({ maxLength: 64 }))),
+  /**
+   * The client's id of this occurrence, a UUID with or without its dashes: with it a resend is stored
+   * once whatever else changed. Anything else is ignored (the content then identifies a resend).
+   */
+  uuid: Extension,
+  /** Script URL -> debug id of the build it came from, for scripts whose maps carry one; ids that are not debug ids are ignored. */
+  debugIds: Extension,
 }
 
 const bodies = itemOrBatch('errors', reportFields, 100)

@@ -2,7 +2,7 @@ import type { Caller } from '../../http/auth'
 import { requestContentHasher } from '../shared/rows'
 import { MESSAGE_LIMIT_BYTES, NAME_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES, truncateUtf8, URL_LIMIT_BYTES } from '../shared/text'
 import { sessionTouches, type SessionTouches } from '../sessions/touch'
-import { clampTimestamp } from '../shared/values'
+import { canonicalUuid, clampTimestamp } from '../shared/values'
 import { normalizeDebugId } from '../sourcemaps/service'
 import { errorNameOf, fingerprintOf, fingerprintParts, isInApp, issueIdOf, looksMinifiedFunction, topFrame, type GroupingFrame } from './fingerprint'
 import type { ErrorBatchBody, ErrorReport } from './model'
@@ -42,7 +42,8 @@ export interface ErrorRows extends SessionTouches {
 
 /** The frames of a report: the ready ones if it has them, else those of its stack. */
 export function reportedFrames(report: ErrorReport): ReportedFrame[] {
-  const debugIdOf = (filename: string, own?: string) => normalizeDebugId(own) ?? normalizeDebugId(report.debugIds?.[filename])
+  const debugIds = isObject(report.debugIds) ? report.debugIds : {}
+  const debugIdOf = (filename: string, own?: unknown) => normalizeDebugId(own) ?? (Object.hasOwn(debugIds, filename) ? normalizeDebugId(debugIds[filename]) : null)
   if (report.frames?.length) {
     return report.frames.slice(0, MAX_FRAMES).map((f) => ({
       filename: f.filename,
@@ -55,9 +56,14 @@ export function reportedFrames(report: ErrorReport): ReportedFrame[] {
   return parseStack(report.stack ?? '').map((f) => ({ ...f, debugId: debugIdOf(f.filename) }))
 }
 
-/** A client's `inApp` hint wins; else the file decides, the original one when a map led there. */
-function storedFrames(frames: readonly Frame[], hints: readonly (boolean | undefined)[]): StoredFrame[] {
-  return frames.map((frame, i) => ({ ...frame, inApp: hints[i] ?? isInApp(frame.mapped?.source ?? frame.filename) }))
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** A client's `inApp` hint wins when it is a boolean; else the file decides, the original one when a map led there. */
+function storedFrames(frames: readonly Frame[], hints: readonly unknown[]): StoredFrame[] {
+  return frames.map((frame, i) => {
+    const hint = hints[i]
+    return { ...frame, inApp: typeof hint === 'boolean' ? hint : isInApp(frame.mapped?.source ?? frame.filename) }
+  })
 }
 
 /** Minified code: two-letter names, `.min.` files, or the long lines minifiers write. */
@@ -96,7 +102,7 @@ export function errorRows(body: ErrorBatchBody, frames: readonly Frame[][], call
     return {
       projectId: caller.projectId,
       // The client's own time, not the clamped one, so that a retry hashes the same.
-      contentHash: report.uuid?.toLowerCase() ?? contentHash([sessionId, report.timestampMs, name, message, stack, report.frames ?? null, report.url ?? null]),
+      contentHash: canonicalUuid(report.uuid) ?? contentHash([sessionId, report.timestampMs, name, message, stack, report.frames ?? null, report.url ?? null]),
       issueId: issueIdOf(caller.projectId, fingerprint),
       fingerprint,
       title: truncateUtf8(message ? `${name}: ${firstLine(message)}` : name, 512),

@@ -1,8 +1,14 @@
 import { t } from 'elysia'
-import { EpochMs, Id, OptionalEndUserId, Properties, Uuid } from '../shared/model'
+import { EpochMs, Id, Nullish, OptionalEndUserId, Properties } from '../shared/model'
 
 /** Any length: a long name is cut by the service (NAME_LIMIT_BYTES), never a reason to refuse a batch. */
 const EventName = t.String({ minLength: 1 })
+
+/**
+ * The client's id of the event. WIRE.md gives it no format: a UUID in practice, else any string up to
+ * 128 characters (the service maps it to a UUID, see eventUuid); empty is taken as absent.
+ */
+const EventId = t.String({ maxLength: 128 })
 
 /** POST /customEvent (fielded). */
 export const CustomEventBody = t.Object({
@@ -10,8 +16,8 @@ export const CustomEventBody = t.Object({
   eventName: EventName,
   eventProperties: Properties,
   endUserId: OptionalEndUserId,
-  timestamp: t.Optional(EpochMs),
-  uuid: t.Optional(Uuid),
+  timestamp: Nullish(EpochMs),
+  uuid: Nullish(EventId),
 })
 
 /** POST /customEvent/batch (fielded). */
@@ -22,8 +28,8 @@ export const CustomEventBatchBody = t.Object({
     t.Object({
       eventName: EventName,
       eventProperties: Properties,
-      timestamp: t.Optional(EpochMs),
-      uuid: t.Optional(Uuid),
+      timestamp: Nullish(EpochMs),
+      uuid: Nullish(EventId),
     }),
     { minItems: 1, maxItems: 1000 },
   ),

@@ -1,7 +1,7 @@
 import type { Caller } from '../../http/auth'
 import type { SessionTouches } from '../sessions/touch'
 import { NAME_LIMIT_BYTES, truncateUtf8 } from '../shared/text'
-import { clampTimestamp } from '../shared/values'
+import { canonicalUuid, clampTimestamp } from '../shared/values'
 import type { CustomEventBatchBody } from './model'
 
 export interface EventRow {
@@ -20,14 +20,14 @@ export interface CustomEventRows extends SessionTouches {
 }
 
 /**
- * A batch of custom events as rows. An event without `uuid` gets one here; a client that wants its
- * retries stored once sends its own (the tracker does).
+ * A batch of custom events as rows. An event without `uuid` gets one here (newUuid); a client that
+ * wants its retries stored once sends its own (the tracker does).
  */
 export function customEventRows(body: CustomEventBatchBody, caller: Caller, receivedAt: number, newUuid: () => string): CustomEventRows {
   const endUserId = body.endUserId ?? null
   const events = body.events.map((event) => ({
     projectId: caller.projectId,
-    uuid: event.uuid?.toLowerCase() ?? newUuid(),
+    uuid: event.uuid ? eventUuid(caller.projectId, event.uuid) : newUuid(),
     environment: caller.environment,
     sessionId: body.sessionId,
     endUserId,
@@ -43,4 +43,14 @@ export function customEventRows(body: CustomEventBatchBody, caller: Caller, rece
     sessions: [{ projectId: caller.projectId, sessionId: body.sessionId, environment: caller.environment, endUserId, firstAt, lastAt }],
     endUsers: endUserId ? [{ projectId: caller.projectId, endUserId, at: lastAt }] : [],
   }
+}
+
+/**
+ * The key an event is stored under (the events table's is project and uuid) for the id its client
+ * sent. A UUID is itself, lowercase with dashes. Any other string names one: the name-based UUID
+ * (version 5) of that string in the project's namespace, the project id, so that a resend with the
+ * same id is stored once, as with a UUID.
+ */
+export function eventUuid(projectId: string, id: string): string {
+  return canonicalUuid(id) ?? Bun.randomUUIDv5(id, projectId)
 }

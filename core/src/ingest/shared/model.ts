@@ -1,5 +1,11 @@
-import type { TProperties } from '@sinclair/typebox'
+import type { TProperties, TSchema } from '@sinclair/typebox'
 import { t } from 'elysia'
+
+/**
+ * An optional field (`field?` in WIRE.md) that may also be null: clients in the field write an absent
+ * value as null too, and the services take null as absent.
+ */
+export const Nullish = <T extends TSchema>(schema: T) => t.Optional(t.Union([schema, t.Null()]))
 
 /** Client-made ids (WIRE.md): 1-128 of [A-Za-z0-9._:-]. */
 export const Id = t.String({ pattern: '^[A-Za-z0-9._:-]{1,128}$' })
@@ -9,17 +15,17 @@ export const Id = t.String({ pattern: '^[A-Za-z0-9._:-]{1,128}$' })
  */
 export const RequiredText = (maxLength: number) => t.String({ minLength: 1, maxLength, pattern: '[^\\u0000]' })
 /** `endUserId` may be absent or null. */
-export const OptionalEndUserId = t.Optional(t.Union([Id, t.Null()]))
+export const OptionalEndUserId = Nullish(Id)
 export const Uuid = t.String({ pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' })
 /** Epoch milliseconds from the client clock. */
 export const EpochMs = t.Number({ minimum: 0, maximum: 1e14 })
 /** A free-form JSON object; null is taken for "none" as fielded clients send it. */
-export const Properties = t.Optional(t.Union([t.Record(t.String(), t.Unknown()), t.Null()]))
+export const Properties = Nullish(t.Record(t.String(), t.Unknown()))
 /**
  * A free text that may be absent or null. No length limit: the service cuts what it keeps (a URL can
  * carry kilobytes of state), the body limit bounds the rest.
  */
-export const OptionalText = t.Optional(t.Union([t.String(), t.Null()]))
+export const OptionalText = Nullish(t.String())
 
 /**
  * The two forms of a body that takes one item or a batch, as `asBatch` reads them: the item with its
@@ -27,7 +33,7 @@ export const OptionalText = t.Optional(t.Union([t.String(), t.Null()]))
  * end user, else the batch's.
  */
 export function itemOrBatch<K extends string, F extends TProperties>(key: K, fields: F, maxItems: number) {
-  const items = t.Array(t.Object({ ...fields, sessionId: t.Optional(Id) }), { minItems: 1, maxItems })
+  const items = t.Array(t.Object({ ...fields, sessionId: Nullish(Id) }), { minItems: 1, maxItems })
   type BatchFields = { sessionId: typeof Id; endUserId: typeof OptionalEndUserId } & { [P in K]: typeof items }
   return {
     item: t.Object({ ...fields, sessionId: Id }),

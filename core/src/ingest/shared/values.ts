@@ -6,6 +6,17 @@ export function clampTimestamp(timestampMs: number | undefined | null, receivedA
   return timestampMs > receivedAtMs + DAY_MS ? receivedAtMs : timestampMs
 }
 
+const UUID = /^([0-9a-f]{8})-?([0-9a-f]{4})-?([0-9a-f]{4})-?([0-9a-f]{4})-?([0-9a-f]{12})$/i
+
+/**
+ * A client's UUID as stored: lowercase with dashes, from that form in any case or from its 32 hex
+ * digits alone (as Sentry writes event ids), so both forms of one id are one key. Null for anything else.
+ */
+export function canonicalUuid(value: unknown): string | null {
+  const parts = typeof value === 'string' ? UUID.exec(value) : null
+  return parts ? parts.slice(1).join('-').toLowerCase() : null
+}
+
 /** Postgres text cannot hold NUL, and jsonb refuses `\u0000`; both are dropped, the rest kept. */
 export const stripNul = (text: string): string => (text.includes('\0') ? text.replaceAll('\0', '') : text)
 

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { EpochMs, Id, OptionalEndUserId, OptionalText, Properties } from '../shared/model'
+import { EpochMs, Id, Nullish, OptionalEndUserId, OptionalText, Properties } from '../shared/model'
 
 /** W3C trace context ids: lowercase or uppercase hex; all zeros is the "invalid" id. */
 const TraceId = t.String({ pattern: '^(?!0{32})[0-9a-fA-F]{32}$' })
@@ -9,25 +9,25 @@ export const Span = t.Object({
   traceId: TraceId,
   spanId: SpanId,
   /** Absent, null or "" for a root span. */
-  parentSpanId: t.Optional(t.Union([SpanId, t.Literal(''), t.Null()])),
+  parentSpanId: Nullish(t.Union([SpanId, t.Literal('')])),
   /** Any length: a name past 1 KB is cut by the service, not refused (it often holds a URL path). */
   name: t.String({ minLength: 1 }),
-  kind: t.Optional(t.Union([t.Literal('internal'), t.Literal('server'), t.Literal('client'), t.Literal('producer'), t.Literal('consumer')])),
+  kind: Nullish(t.Union([t.Literal('internal'), t.Literal('server'), t.Literal('client'), t.Literal('producer'), t.Literal('consumer')])),
   startTimeMs: EpochMs,
   endTimeMs: EpochMs,
-  status: t.Optional(
+  status: Nullish(
     t.Object({
       code: t.Union([t.Literal('unset'), t.Literal('ok'), t.Literal('error')]),
       message: OptionalText,
     }),
   ),
   attributes: Properties,
-  events: t.Optional(t.Array(t.Object({ name: t.String(), timeMs: EpochMs, attributes: Properties }), { maxItems: 1000 })),
+  events: Nullish(t.Array(t.Object({ name: t.String(), timeMs: EpochMs, attributes: Properties }), { maxItems: 1000 })),
 })
 
 /** POST /spans/batch. */
 export const SpanBatchBody = t.Object({
-  sessionId: t.Optional(t.Union([Id, t.Null()])),
+  sessionId: Nullish(Id),
   endUserId: OptionalEndUserId,
   spans: t.Array(Span, { minItems: 1, maxItems: 1000 }),
 })

@@ -29,17 +29,16 @@ export interface SpanRows extends SessionTouches {
 
 /**
  * Spans as rows, ids in lowercase as W3C trace context writes them. A span may not end before it
- * starts; a start more than 24 h ahead is moved to the receive time with its duration kept.
+ * starts. Its times are stored as spanTimes says.
  */
 export function spanRows(body: SpanBatchBody, caller: Caller, receivedAt: number): SpanRows {
   const sessionId = body.sessionId ?? null
   const endUserId = body.endUserId ?? null
   const spans = body.spans.map((span, i): SpanRow => {
-    const durationMs = span.endTimeMs - span.startTimeMs
-    if (durationMs < 0) {
+    if (span.endTimeMs < span.startTimeMs) {
       throw new ApiError('validation_failed', `/spans/${i}/endTimeMs: the span ends before it starts`, { path: `/spans/${i}/endTimeMs` })
     }
-    const startTime = clampTimestamp(span.startTimeMs, receivedAt)
+    const times = spanTimes(span, receivedAt)
     return {
       projectId: caller.projectId,
       traceId: span.traceId.toLowerCase(),
@@ -49,15 +48,34 @@ export function spanRows(body: SpanBatchBody, caller: Caller, receivedAt: number
       endUserId,
       name: truncateUtf8(span.name, NAME_LIMIT_BYTES),
       kind: span.kind ?? 'internal',
-      startTime,
-      endTime: startTime + durationMs,
-      durationMs,
+      startTime: times.startTime,
+      endTime: times.endTime,
+      durationMs: times.endTime - times.startTime,
       statusCode: span.status?.code ?? 'unset',
       statusMessage: optionalText(span.status?.message, MESSAGE_LIMIT_BYTES),
       attributes: span.attributes ?? null,
-      events: span.events?.length ? span.events.map((e) => ({ ...e, name: truncateUtf8(e.name, NAME_LIMIT_BYTES) })) : null,
+      events: span.events?.length ? span.events.map((e, j) => ({ ...e, name: truncateUtf8(e.name, NAME_LIMIT_BYTES), timeMs: times.eventTimes[j] })) : null,
     }
   })
   const sightings = sessionId ? spans.map((s) => ({ sessionId, endUserId, at: s.startTime })) : []
   return { spans, ...sessionTouches(caller, sightings) }
+}
+
+type Span = SpanBatchBody['spans'][number]
+
+/**
+ * A span's times as stored, none more than 24 h ahead of receipt (clampTimestamp). A start that is
+ * moves to the receive time and takes the span with it: its end and its events keep their offsets
+ * from the start, since a clock that is days ahead is wrong about when, not about how long. Whatever
+ * is still too far ahead after that (an end or an event days after a start that was not) is clamped
+ * on its own, and the end never before the start.
+ */
+export function spanTimes(span: Pick<Span, 'startTimeMs' | 'endTimeMs' | 'events'>, receivedAt: number) {
+  const startTime = clampTimestamp(span.startTimeMs, receivedAt)
+  const moved = (timeMs: number) => (startTime === span.startTimeMs ? timeMs : startTime + (timeMs - span.startTimeMs))
+  return {
+    startTime,
+    endTime: Math.max(startTime, clampTimestamp(moved(span.endTimeMs), receivedAt)),
+    eventTimes: (span.events ?? []).map((e) => clampTimestamp(moved(e.timeMs), receivedAt)),
+  }
 }
