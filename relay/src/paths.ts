@@ -1,7 +1,13 @@
 /**
- * Which paths the relay forwards. Only what core serves publicly, spelled plainly: anything with
- * percent-encoding, dots, backslashes or empty segments is refused before it could mean a different
- * path to core, and the upstream origin comes from configuration only, never from the request.
+ * Which paths the relay forwards. Only what core serves publicly, spelled plainly.
+ *
+ * The path matched is the one the URL parser leaves (WHATWG URL, as every runtime builds
+ * `request.url`, and the Node adapter parses its raw target the same way): dot segments, their
+ * percent-encoded forms and backslashes are already resolved, as a browser resolves them before it
+ * sends, so `/_sl/api/ingestion/../../health` arrives as `/_sl/health`. What the parser keeps is then
+ * refused unless it is a public path letter for letter: any remaining percent-encoding (`%2F`,
+ * `%63`), empty segments, `;` or other characters. Core is sent that path and nothing else, at the
+ * upstream origin from configuration, never one from the request.
  */
 
 const INGESTION = /^\/api\/ingestion(?:\/[A-Za-z0-9_-]+)+$/

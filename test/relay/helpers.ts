@@ -130,8 +130,37 @@ export function startSilentUpstream({ read = true }: { read?: boolean } = {}) {
   return { url: `http://127.0.0.1:${listener.port}`, connections, close: () => listener.stop(true) }
 }
 
-/** Sends raw bytes as one HTTP/1.1 request (no client-side normalization) and returns the answer's status line and body. */
-export async function rawRequest(url: string, head: string): Promise<{ status: number; text: string }> {
+/**
+ * Targets the URL parser resolves before the relay matches them, as a browser resolves them before
+ * sending: each names `/health` under the prefix `/_sl`.
+ */
+export const RESOLVED_TO_HEALTH = ['/_sl/./health', '/_sl/api/ingestion/../../health', '/_sl/api/ingestion/%2e%2e/%2e%2e/health', '/_sl/api/ingestion\\..\\..\\health']
+
+/**
+ * An upstream that records each request line exactly as it arrived (a server in front of core would
+ * resolve dot segments itself and hide what the relay sent) and answers `{"status":"ok"}`.
+ */
+export function startLineRecorder() {
+  const targets: string[] = []
+  const answer = 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 15\r\n\r\n{"status":"ok"}'
+  const listener = Bun.listen({
+    hostname: '127.0.0.1',
+    port: 0,
+    socket: {
+      data(socket, chunk) {
+        // Requests without bodies, one per write: each request line is answered once.
+        for (const [, target] of Buffer.from(chunk).toString('latin1').matchAll(/^[A-Z]+ (\S+) HTTP\/1\.1\r$/gm)) {
+          targets.push(target)
+          socket.write(answer)
+        }
+      },
+    },
+  })
+  return { url: `http://127.0.0.1:${listener.port}`, targets, close: () => listener.stop(true) }
+}
+
+/** Sends raw bytes as one HTTP/1.1 request (no client-side normalization) and returns the answer's status, header fields (names lowercased) and body (latin1, byte for byte). */
+export async function rawRequest(url: string, head: string): Promise<{ status: number; headers: Record<string, string>; text: string }> {
   const { hostname, port } = new URL(url)
   let received = ''
   await new Promise<void>((resolve, reject) => {
@@ -152,7 +181,9 @@ export async function rawRequest(url: string, head: string): Promise<{ status: n
     })
   })
   const status = Number(received.match(/^HTTP\/1\.1 (\d{3})/)?.[1] ?? 0)
-  return { status, text: received.slice(received.indexOf('\r\n\r\n') + 4) }
+  const end = received.indexOf('\r\n\r\n')
+  const fields = received.slice(0, end).split('\r\n').slice(1).map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()])
+  return { status, headers: Object.fromEntries(fields), text: received.slice(end + 4) }
 }
 
 /** A free port with nothing listening on it (for "core is down"). */

@@ -4,32 +4,38 @@ import { sql } from 'drizzle-orm'
 import type { Subprocess } from 'bun'
 import { startCore } from '../helpers/core'
 import { ROOT } from '../helpers/process'
-import { startTap } from './helpers'
+import { rawRequest, RESOLVED_TO_HEALTH, startLineRecorder, startTap } from './helpers'
 
 // The Node adapter under Node itself (node:http and undici's fetch), not Bun's emulation of them.
 const core = await startCore()
 const coreUrl = await core.listen()
 const tap = startTap(coreUrl)
-let node: Subprocess<'ignore', 'pipe', 'pipe'>
+const recorder = startLineRecorder()
+const running: Subprocess<'ignore', 'pipe', 'pipe'>[] = []
 let url: string
+let toRecorder: string
 
-beforeAll(async () => {
-  node = Bun.spawn(['node', '--import', 'tsx', join(import.meta.dir, 'fixtures/node-server.ts'), tap.url], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+/** The fixture server under Node, relaying to `upstream`; resolves with its URL. */
+async function startNode(upstream: string): Promise<string> {
+  const node = Bun.spawn(['node', '--import', 'tsx', join(import.meta.dir, 'fixtures/node-server.ts'), upstream], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+  running.push(node)
   let output = ''
   for await (const chunk of node.stdout) {
     output += new TextDecoder().decode(chunk)
     const found = output.match(/listening (http:\/\/\S+)/)?.[1]
-    if (found) {
-      url = found
-      break
-    }
+    if (found) return found
   }
-  if (!url) throw new Error(`the Node relay did not start: ${output}${await new Response(node.stderr).text()}`)
+  throw new Error(`the Node relay did not start: ${output}${await new Response(node.stderr).text()}`)
+}
+
+beforeAll(async () => {
+  ;[url, toRecorder] = await Promise.all([startNode(tap.url), startNode(recorder.url)])
 })
 afterAll(async () => {
-  node?.kill()
-  await node?.exited
+  for (const node of running) node.kill()
+  await Promise.all(running.map((node) => node.exited))
   tap.close()
+  recorder.close()
   await core.close()
 })
 
@@ -60,4 +66,12 @@ test('a large body streams through Node, and unknown paths are 404', async () =>
   const missing = await fetch(`${url}/_sl/api/internal/scan-findings`, { method: 'POST', body: '{}' })
   expect(missing.status).toBe(404)
   expect(await missing.json()).toMatchObject({ success: false, error: { code: 'not_found' } })
+})
+
+test("dot segments, encoded or not, and backslashes in Node's raw target are resolved as on Bun: each of these reaches the upstream as /health", async () => {
+  for (const target of RESOLVED_TO_HEALTH) {
+    const before = recorder.targets.length
+    const { status, text } = await rawRequest(toRecorder, `GET ${target} HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n`)
+    expect({ target, status, text, reached: recorder.targets.slice(before) }).toEqual({ target, status: 200, text: '{"status":"ok"}', reached: ['/health'] })
+  }
 })

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import type { Server } from 'bun'
 import { bunRelay } from '@sightline/relay/adapters/bun'
 import { startCore } from '../helpers/core'
-import { rawRequest, startRelay, startTap, type AdapterName } from './helpers'
+import { rawRequest, RESOLVED_TO_HEALTH, startLineRecorder, startRelay, startTap, type AdapterName } from './helpers'
 
 // The relay is never an open proxy: raw request lines (no client-side normalization) against the
 // real servers, with a recording hop in front of core to see what, if anything, got through.
@@ -89,6 +89,50 @@ for (const adapter of ['bun', 'node', 'elysia'] as AdapterName[]) {
     })
   })
 }
+
+for (const adapter of ['bun', 'node', 'node-middleware', 'elysia', 'deno'] as AdapterName[]) {
+  describe(`${adapter}: dot segments and backslashes are resolved first`, () => {
+    const upstream = startLineRecorder()
+    let relay: Awaited<ReturnType<typeof startRelay>>
+    test('starts', async () => {
+      relay = await startRelay(adapter, { upstream: upstream.url, prefix: '/_sl' })
+    })
+    afterAll(async () => {
+      await relay?.close()
+      upstream.close()
+    })
+
+    for (const target of RESOLVED_TO_HEALTH) {
+      test(`${target} reaches the upstream as /health, byte for byte`, async () => {
+        const before = upstream.targets.length
+        const { status, text } = await rawRequest(relay.url, `GET ${target} HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n`)
+        expect({ status, text }).toEqual({ status: 200, text: '{"status":"ok"}' })
+        expect(upstream.targets.slice(before)).toEqual(['/health'])
+      })
+    }
+  })
+}
+
+describe('node-middleware: which requests are the relay\'s is decided on the resolved path, as on Bun', () => {
+  for (const [target, owner] of [
+    ['/_sl/../api/orders', 'the site'],
+    ['/_sl/%2e%2e/api/orders', 'the site'],
+    ['/shop/../_sl/health', 'the relay'],
+    ['/shop/..\\_sl\\health', 'the relay'],
+  ]) {
+    test(`${target} is ${owner}'s`, async () => {
+      const relay = await startRelay('node-middleware', { upstream: tap.url, prefix: '/_sl' })
+      try {
+        const before = tap.seen.length
+        const { status, text } = await rawRequest(relay.url, `GET ${target} HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n`)
+        if (owner === 'the site') expect({ status, text, reached: tap.seen.length - before }).toEqual({ status: 200, text: 'the site', reached: 0 })
+        else expect({ status, reached: tap.seen.slice(before).map((r) => r.target) }).toEqual({ status: 200, reached: ['/health'] })
+      } finally {
+        await relay.close()
+      }
+    })
+  }
+})
 
 describe('a peer the runtime no longer knows', () => {
   test('is appended to X-Forwarded-For as unknown, so core behind it locates no one rather than the address the client wrote', async () => {

@@ -11,35 +11,47 @@ type Next = (error?: unknown) => void
  */
 export function nodeRelay(options: RelayOptions) {
   const relay = createRelay(options)
-  return (req: IncomingMessage & { originalUrl?: string }, res: ServerResponse, next?: Next): void => {
-    const url = req.originalUrl ?? req.url ?? '/'
-    if (next && !relay.handles(url.split('?', 1)[0])) return next()
-    const aborted = new AbortController()
-    res.once('close', () => res.writableFinished || aborted.abort())
-    let request: Request
-    try {
-      request = toRequest(req, url, aborted.signal)
-    } catch {
+  const handle = (req: IncomingMessage & { originalUrl?: string }, res: ServerResponse, next?: Next): void => {
+    const url = parseTarget(req)
+    // Decided on the parsed path (dot segments and backslashes resolved), which is what Bun and Deno
+    // hand their handlers: a request is the relay's on every runtime or on none.
+    if (next && (url === null || !relay.handles(url.pathname))) return next()
+    if (url === null) {
       res.statusCode = 400 // a target or Host that is not a URL
       return void res.end()
     }
-    relay(request, { address: req.socket.remoteAddress ?? null }).then(
+    const aborted = new AbortController()
+    res.once('close', () => res.writableFinished || aborted.abort())
+    relay(toRequest(req, url, aborted.signal), { address: req.socket.remoteAddress ?? null }).then(
       (response) => send(response, res),
       (error) => (next ? next(error) : res.destroy(error as Error)),
     )
   }
+  return Object.assign(handle, { prefix: relay.prefix, handles: relay.handles })
 }
 
-/** Node's request as a Web Request. Only its path matters to the relay: an absolute-form target's authority decides nothing. */
-function toRequest(req: IncomingMessage, url: string, signal: AbortSignal): Request {
+/**
+ * The request target as a URL, parsed as the WHATWG URL parser parses what Bun and Deno receive.
+ * Only its path matters to the relay: an absolute-form target's authority decides nothing.
+ */
+function parseTarget(req: IncomingMessage & { originalUrl?: string }): URL | null {
   const proto = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'
+  try {
+    return new URL(req.originalUrl ?? req.url ?? '/', `${proto}://${req.headers.host ?? 'localhost'}`)
+  } catch {
+    return null
+  }
+}
+
+/** Node's request as a Web Request. */
+function toRequest(req: IncomingMessage, url: URL, signal: AbortSignal): Request {
   const hasBody = req.method !== 'GET' && req.method !== 'HEAD'
   const headers: [string, string][] = []
   for (const [name, value] of Object.entries(req.headers)) {
     if (Array.isArray(value)) for (const item of value) headers.push([name, item])
     else if (value !== undefined) headers.push([name, value])
   }
-  return new Request(new URL(url, `${proto}://${req.headers.host ?? 'localhost'}`), {
+  return new Request(url, {
     method: req.method,
     headers,
     body: hasBody ? (Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>) : null,
