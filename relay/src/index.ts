@@ -22,7 +22,7 @@ export interface RelayOptions {
   maxBodyBytes?: number
   /** How long core may take to start answering before the client gets 504 (default 30 s). */
   timeoutMs?: number
-  /** Serve the tracker's browser bundle at `<prefix>/<name>`. */
+  /** Serve the tracker's browser bundle at `<prefix>/<name>` (without it, that path is 404 like any other). */
   script?: ScriptOptions
   /** How requests reach core (default: `fetch`). The Bun and Elysia adapters pass a pooled socket client. */
   client?: UpstreamClient
@@ -35,6 +35,11 @@ export interface Relay {
   readonly prefix: string
   /** Whether a request path is under the prefix (middleware passes the others on). */
   handles(path: string): boolean
+  /**
+   * Settles once the script is read and compressed (at once without one); rejects, saying why,
+   * when it cannot be served. The relay reports that on stderr by itself and keeps running.
+   */
+  readonly ready: Promise<void>
 }
 
 /** What core answers to these methods on its public paths; anything else is refused here. */
@@ -68,7 +73,7 @@ export function createRelay(options: RelayOptions): Relay {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
   const timeoutMs = options.timeoutMs ?? 30_000
   const send = options.client ?? fetchClient()
-  const script = options.script ? serveScript(options.script) : null
+  const script = options.script ? serveScript(options.script, prefix) : null
 
   /**
    * The body as it goes upstream: small ones are read (and may take the key), larger ones stream.
@@ -150,6 +155,7 @@ export function createRelay(options: RelayOptions): Relay {
   return Object.assign(relay, {
     prefix,
     handles: (path: string) => underPrefix(path, prefix) !== null,
+    ready: script ? script.ready : Promise.resolve(),
   })
 }
 

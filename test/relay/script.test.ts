@@ -1,7 +1,8 @@
-import { afterAll, describe, expect, test } from 'bun:test'
+import { afterAll, describe, expect, spyOn, test } from 'bun:test'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { createRelay } from '@sightline/relay'
 import { closedPortUrl } from './helpers'
 
@@ -62,11 +63,40 @@ describe('the tracker script', () => {
     expect((await named(new Request('http://shop.test/assets/t.js'))).status).toBe(404)
   })
 
-  test('a missing file answers 404 in the error shape rather than failing the relay', async () => {
-    const missing = createRelay({ upstream, prefix: '/_sl', script: { path: join(dir, 'nope.js') } })
-    const res = await missing(new Request('http://shop.test/_sl/t.js'))
-    expect(res.status).toBe(404)
-    expect(await res.json()).toMatchObject({ success: false, error: { code: 'not_found' } })
+  test('a file that cannot be read is reported as the relay is created, names the file looked for, and the script answers 404', async () => {
+    const errors = spyOn(console, 'error').mockImplementation(() => {})
+    try {
+      const missing = createRelay({ upstream, prefix: '/_sl', script: { path: join(dir, 'nope.js') } })
+      // Reported by `ready` and on stderr before any page asks for the script.
+      const reason = await missing.ready.then(() => null, (error: Error) => error.message)
+      expect(reason).toStartWith('relay: /_sl/t.js cannot be served and answers 404: ')
+      expect(reason).toContain(join(dir, 'nope.js'))
+      expect(errors.mock.calls).toEqual([[reason]])
+      const res = await missing(new Request('http://shop.test/_sl/t.js'))
+      expect(res.status).toBe(404)
+      expect(await res.json()).toMatchObject({ success: false, error: { code: 'not_found' } })
+      // A relative path is read from the working directory, and the report says which file that was.
+      const relative = createRelay({ upstream, prefix: '/assets', script: { path: 'no/such/t.js', name: 'sl.js' } })
+      const relativeReason = await relative.ready.then(() => null, (error: Error) => error.message)
+      expect(relativeReason).toStartWith('relay: /assets/sl.js cannot be served')
+      expect(relativeReason).toContain(join(process.cwd(), 'no/such/t.js'))
+      // A directory is not a script either.
+      expect(await createRelay({ upstream, prefix: '/_sl', script: { path: dir } }).ready.then(() => 'read', () => 'reported')).toBe('reported')
+      expect(errors).toHaveBeenCalledTimes(3)
+    } finally {
+      errors.mockRestore()
+    }
+  })
+
+  test('a readable script is ready once read, and a file: URL names it wherever the process runs (as import.meta.resolve gives it)', async () => {
+    const file = join(dir, 'by-url.js')
+    writeFileSync(file, SCRIPT)
+    for (const path of [pathToFileURL(file).href, pathToFileURL(file)]) {
+      const byUrl = createRelay({ upstream, prefix: '/_sl', script: { path } })
+      await byUrl.ready
+      expect(await (await byUrl(new Request('http://shop.test/_sl/t.js'))).text()).toBe(SCRIPT)
+    }
+    await createRelay({ upstream, prefix: '/_sl' }).ready
   })
 
   test('without a script option there is no script route', async () => {

@@ -6,7 +6,7 @@ import { socketClient } from '../upstream/socket.ts'
 export function bunRelay(options: RelayOptions) {
   const relay = createRelay({ client: socketClient(), ...options })
   const handle = (request: Request, server: Server<unknown>) => relay(request, { address: server.requestIP(request)?.address ?? null })
-  return Object.assign(handle, { prefix: relay.prefix, handles: relay.handles })
+  return Object.assign(handle, { prefix: relay.prefix, handles: relay.handles, ready: relay.ready })
 }
 
 /** A whole server that is only the relay: `serveRelay({ upstream, prefix, port })`. */

@@ -9,5 +9,5 @@ export interface DenoServeInfo {
 export function denoRelay(options: RelayOptions) {
   const relay = createRelay(options)
   const handle = (request: Request, info: DenoServeInfo) => relay(request, { address: info.remoteAddr.hostname })
-  return Object.assign(handle, { prefix: relay.prefix, handles: relay.handles })
+  return Object.assign(handle, { prefix: relay.prefix, handles: relay.handles, ready: relay.ready })
 }

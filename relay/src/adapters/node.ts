@@ -27,7 +27,7 @@ export function nodeRelay(options: RelayOptions) {
       (error) => (next ? next(error) : res.destroy(error as Error)),
     )
   }
-  return Object.assign(handle, { prefix: relay.prefix, handles: relay.handles })
+  return Object.assign(handle, { prefix: relay.prefix, handles: relay.handles, ready: relay.ready })
 }
 
 /**
