@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { serveRelay } from './adapters/bun.ts'
 import type { KeyInBody } from './headers.ts'
@@ -7,8 +8,9 @@ import { fetchClient } from './upstream/fetch.ts'
 /**
  * Standalone mode, for operators who want a process rather than a module:
  *   npm run relay -- --upstream http://127.0.0.1:8000 --prefix /_sl --port 8080
- * The tracker bundle is served from `--script` (default: the repository's `tracker/dist/t.js` when
- * it has been built).
+ * The tracker bundle is served from `--script` (default: this checkout's `tracker/dist/t.js` when
+ * it has been built, wherever the command is run from). It is read before the port is opened, so a
+ * file that cannot be read stops the relay at once instead of answering 404 to every page.
  */
 const USAGE = `usage: npm run relay -- --upstream URL [--prefix /_sl] [--port 8080] [--host 0.0.0.0]
        [--script FILE] [--script-name t.js] [--key-in-body auto|always|never]
@@ -56,8 +58,16 @@ const number = (name: string, value: string | undefined) => {
   if (!Number.isInteger(n) || n < 0) fail(`--${name} must be a whole number`)
   return n
 }
-const scriptPath = values.script ?? (existsSync('tracker/dist/t.js') ? 'tracker/dist/t.js' : undefined)
-if (values.script && !existsSync(values.script)) fail(`--script ${values.script} does not exist`)
+const BUILT_SCRIPT = fileURLToPath(new URL('../../tracker/dist/t.js', import.meta.url))
+const scriptPath = values.script ?? (existsSync(BUILT_SCRIPT) ? BUILT_SCRIPT : undefined)
+const scriptSource = (() => {
+  if (scriptPath === undefined) return undefined
+  try {
+    return readFileSync(scriptPath)
+  } catch (error) {
+    fail(`--script ${scriptPath} cannot be read: ${(error as Error).message}`)
+  }
+})()
 
 try {
   const server = serveRelay({
@@ -68,11 +78,12 @@ try {
     keyInBody,
     maxBodyBytes: number('max-body-bytes', values['max-body-bytes']),
     timeoutMs: number('timeout-ms', values['timeout-ms']),
-    script: scriptPath ? { path: scriptPath, name: values['script-name'] } : undefined,
+    script: scriptSource ? { source: scriptSource, name: values['script-name'] } : undefined,
     ...(values.client === 'fetch' && { client: fetchClient() }),
   })
-  const script = scriptPath ? `, script ${values.prefix}/${values['script-name']} from ${scriptPath}` : ', no script (build the tracker or pass --script)'
+  const script = scriptPath ? `, script ${values.prefix}/${values['script-name']} from ${scriptPath}` : ', no script'
   process.stdout.write(`relay: listening on ${server.url} -> ${values.upstream}, prefix ${values.prefix}${script}\n`)
+  if (!scriptPath) process.stderr.write(`relay: ${values.prefix}/${values['script-name']} answers 404: the tracker is not built (npm run build) and no --script was given\n`)
 } catch (error) {
   // A setting the relay refuses (upstream, prefix) is the command line's fault; anything else, such
   // as a port already taken, is not, and the usage would only mislead.

@@ -1,5 +1,8 @@
 import { afterAll, expect, test } from 'bun:test'
+import { existsSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { gunzipSync } from 'node:zlib'
 import { sql } from 'drizzle-orm'
 import { startCore } from '../helpers/core'
 import { ROOT } from '../helpers/process'
@@ -9,8 +12,8 @@ const coreUrl = await core.listen()
 afterAll(() => core.close())
 
 /** `npm run relay -- ...` runs this file with bun; the test runs it the same way. */
-function startStandalone(args: string[]) {
-  return Bun.spawn([process.execPath, join(ROOT, 'relay/src/main.ts'), ...args], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+function startStandalone(args: string[], cwd = ROOT) {
+  return Bun.spawn([process.execPath, join(ROOT, 'relay/src/main.ts'), ...args], { cwd, stdout: 'pipe', stderr: 'pipe' })
 }
 
 async function firstLine(stream: ReadableStream<Uint8Array>): Promise<string> {
@@ -65,4 +68,34 @@ test('a prefix the relay refuses is the command line at fault: exit 2 with the u
   const stderr = await new Response(proc.stderr).text()
   expect(stderr).toContain('is not a plain path')
   expect(stderr).toContain('usage: npm run relay')
+})
+
+test('a --script that cannot be read stops it before it listens: exit 2, naming the file', async () => {
+  const proc = startStandalone(['--upstream', coreUrl, '--port', '0', '--host', '127.0.0.1', '--script', 'no/such/t.js'])
+  const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
+  expect({ code, stdout }).toEqual({ code: 2, stdout: '' })
+  expect(stderr).toStartWith('relay: --script no/such/t.js cannot be read: ENOENT')
+})
+
+test("run from another directory, it still serves the checkout's built tracker as /_sl/t.js, gzipped for who accepts it (or says it has none)", async () => {
+  const built = join(ROOT, 'tracker/dist/t.js')
+  const proc = startStandalone(['--upstream', coreUrl, '--port', '0', '--host', '127.0.0.1'], tmpdir())
+  try {
+    const line = await firstLine(proc.stdout)
+    const url = line.match(/listening on (http:\/\/\S+?)\/? /)![1]
+    const res = await fetch(`${url}/_sl/t.js`, { headers: { 'accept-encoding': 'gzip' }, decompress: false } as RequestInit)
+    if (existsSync(built)) {
+      expect(line).toContain(`script /_sl/t.js from ${built}`)
+      expect({ status: res.status, encoding: res.headers.get('content-encoding') }).toEqual({ status: 200, encoding: 'gzip' })
+      expect(gunzipSync(new Uint8Array(await res.arrayBuffer()))).toEqual(readFileSync(built))
+    } else {
+      expect(line).toContain('no script')
+      expect(res.status).toBe(404)
+      proc.kill()
+      expect(await new Response(proc.stderr).text()).toContain('/_sl/t.js answers 404: the tracker is not built')
+    }
+  } finally {
+    proc.kill()
+    await proc.exited
+  }
 })
