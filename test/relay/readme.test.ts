@@ -1,8 +1,10 @@
 import { afterAll, expect, test } from 'bun:test'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
+import { Elysia } from 'elysia'
 import { startCore } from '../helpers/core'
 import { ROOT } from '../helpers/process'
 
@@ -27,6 +29,69 @@ test('every name a recipe imports from the relay is a function the module export
   expect([...new Set(imports.map(({ from }) => from))].sort()).toEqual(adapters.sort())
   for (const { from, name } of imports) expect(typeof (await import(from))[name], `${name} from ${from}`).toBe('function')
 })
+
+/** The recipe's imports and its `const relay = ...` statement: the part that makes the relay, to run as written. */
+function relayPart(code: string): string | null {
+  const lines = code.split('\n')
+  const start = lines.findIndex((line) => line.startsWith('const relay = '))
+  if (start === -1) return null
+  let depth = 0
+  let end = start
+  for (; end < lines.length; end++) {
+    for (const char of lines[end].replace(/\/\/.*$/, '')) depth += char === '(' ? 1 : char === ')' ? -1 : 0
+    if (depth === 0) break
+  }
+  return [...lines.filter((line) => line.startsWith('import ')), ...lines.slice(start, end + 1), 'export { relay }'].join('\n')
+}
+
+test("every recipe that makes a relay serves <prefix>/t.js from the tracker package's ./t.js export, wherever the server runs from", async () => {
+  // A site of its own, away from the checkout: the relay installed from it, and a tracker package
+  // with this repository's package.json (its exports) and a built t.js of this test's.
+  const site = join(dir, 'site')
+  const tracker = join(site, 'node_modules/@sightline/tracker')
+  mkdirSync(join(tracker, 'dist'), { recursive: true })
+  copyFileSync(join(ROOT, 'tracker/package.json'), join(tracker, 'package.json'))
+  writeFileSync(join(tracker, 'dist/t.js'), 'window.__built = true')
+  symlinkSync(join(ROOT, 'relay'), join(site, 'node_modules/@sightline/relay'))
+  symlinkSync(join(ROOT, 'node_modules/elysia'), join(site, 'node_modules/elysia'))
+
+  const made = recipes.filter((code) => !code.includes('/route.ts')).map(relayPart)
+  expect(made.every((part) => part !== null)).toBe(true)
+  const served: Record<string, unknown> = {}
+  for (const [i, part] of (made as string[]).entries()) {
+    expect(part).toContain("script: { path: import.meta.resolve('@sightline/tracker/t.js') }")
+    writeFileSync(join(site, `recipe${i}.ts`), part)
+    const { relay } = await import(join(site, `recipe${i}.ts`))
+    const adapter = part.match(/from '@sightline\/relay(?:\/adapters\/(\w+))?'/)![1] ?? 'createRelay'
+    const request = new Request('http://shop.test/_sl/t.js', { headers: { 'accept-encoding': 'identity' } })
+    served[adapter] = await answer(adapter, relay, request).then(async (res) => ({ status: res.status, body: await res.text() }))
+  }
+  const ok = { status: 200, body: 'window.__built = true' }
+  expect(served).toEqual({ createRelay: ok, bun: ok, deno: ok, node: ok, elysia: ok })
+})
+
+/** One request through a recipe's relay, called the way its runtime calls it. */
+async function answer(adapter: string, relay: any, request: Request): Promise<Response> {
+  switch (adapter) {
+    case 'bun':
+      return relay(request, { requestIP: () => ({ address: '127.0.0.1' }) })
+    case 'deno':
+      return relay(request, { remoteAddr: { hostname: '127.0.0.1' } })
+    case 'elysia':
+      return new Elysia().use(relay).handle(request)
+    case 'node': {
+      const server = createServer(relay)
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+      try {
+        return await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/_sl/t.js`, { headers: request.headers }).then((res) => new Response(res.body, res))
+      } finally {
+        server.close()
+      }
+    }
+    default:
+      return relay(request)
+  }
+}
 
 test("README's Next.js route handler, called as Next calls it, relays to core and serves the script", async () => {
   const recipe = recipes.find((code) => code.includes('/route.ts'))!
