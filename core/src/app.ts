@@ -2,9 +2,10 @@ import { Elysia } from 'elysia'
 import type { Config } from './config'
 import type { Database } from './db'
 import { bodyParser } from './http/body'
-import { cors } from './http/cors'
-import { errorHandler, type RouteTable } from './http/errors'
+import { cors, isPublicPath } from './http/cors'
+import { errorHandler } from './http/errors'
 import { requestLog } from './http/request-log'
+import { routeTable, type RouteTable } from './http/routes'
 import { errorRoutes } from './ingest/errors'
 import { eventRoutes } from './ingest/events'
 import { geoRoutes } from './ingest/geo'
@@ -36,13 +37,16 @@ export interface AppDeps extends Omit<Services, 'stop'> {
 
 /** Composes the feature modules into one app. Nothing runs at import time; `main.ts` listens. */
 export function createApp(deps: AppDeps) {
-  const routes = new Map<string, string[]>()
+  let routes: RouteTable = new Map()
   const shared = { ingestion: ingestion(deps), writer: deps.writer, locator: deps.locator ?? createClientLocator(deps.config) }
   const app = new Elysia({
     // Unknown body fields are stripped, never refused: clients in the field send more than we read.
     // 'typebox' rather than the default mirror, which turns a wrong-typed value (a string or array
     // where an object belongs) into an object of its characters instead of refusing it.
     normalize: 'typebox',
+    // A path means one thing everywhere: Elysia would also route `/events/` to `/events`, while the
+    // body limits, body readers, CORS and `Allow` look paths up as written. `/events/` is unknown: 404.
+    strictPath: true,
     // Bun's own limit would answer a bare 413; ours (http/body.ts) refuse by Content-Length before
     // reading and cap what streams in, in WIRE.md's error shape, so Bun's is never the one to answer.
     serve: { maxRequestBodySize: Number.MAX_SAFE_INTEGER },
@@ -50,8 +54,7 @@ export function createApp(deps: AppDeps) {
     .use(errorHandler(deps.log, () => routes))
     // Before the routes it logs, preflight (a route of the CORS plugin) included.
     .use(requestLog(deps.log))
-    // Internal routes are for the operator's tools, not for browsers: no CORS.
-    .use(cors((path) => routes.has(path) && !path.startsWith('/api/internal/')))
+    .use(cors(() => routes))
     .use(bodyParser(deps.config, replayBodyReaders(deps)))
     .use(
       healthRoutes({
@@ -74,7 +77,8 @@ export function createApp(deps: AppDeps) {
     .use(presenceRoutes({ ...shared, db: deps.db, log: deps.log }))
     .use(internalRoutes({ secret: deps.config.internalSecret, writer: deps.writer, db: deps.db, log: deps.log }))
 
-  for (const route of app.routes) routes.set(route.path, [...(routes.get(route.path) ?? []), route.method])
+  // Preflight on the public paths only: internal routes are for the operator's tools, not browsers.
+  routes = routeTable(app.routes, isPublicPath)
   return app
 }
 

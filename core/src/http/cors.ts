@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
-import { ApiError } from '../errors'
+import { unserved } from './errors'
+import type { RouteTable } from './routes'
 
 const ALLOWED_METHODS = 'POST, GET, OPTIONS'
 const ALLOWED_HEADERS = 'Authorization, Content-Type, Content-Encoding'
@@ -11,10 +12,11 @@ export const isPublicPath = (path: string) => path.startsWith('/api/ingestion/')
 
 /**
  * CORS as WIRE.md says: the request's Origin is reflected (no credentials are ever allowed, so this
- * grants nothing a page could not already do), and every public path answers preflight with 204.
+ * grants nothing a page could not already do), and every path whose methods include OPTIONS (the
+ * public ones) answers preflight with 204; other known paths 405, the rest 404, as any other method.
  * Preflight is a route like any other, so it is logged like any other.
  */
-export function cors(isKnownPath: (path: string) => boolean) {
+export function cors(routes: () => RouteTable) {
   return new Elysia({ name: 'http/cors' })
     .onRequest(({ request, set }) => {
       if (request.method === 'OPTIONS') return
@@ -28,7 +30,7 @@ export function cors(isKnownPath: (path: string) => boolean) {
       }
     })
     .options('/*', ({ request, path, set }) => {
-      if (!isPublicPath(path) || !isKnownPath(path)) throw new ApiError('not_found', `no route for ${path}`)
+      if (!routes().get(path)?.includes('OPTIONS')) throw unserved('OPTIONS', path, routes())
       set.status = 204
       Object.assign(set.headers, {
         'access-control-allow-origin': request.headers.get('origin') ?? '*',

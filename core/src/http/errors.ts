@@ -1,13 +1,11 @@
 import { Elysia } from 'elysia'
 import { ApiError, errorBody } from '../errors'
 import type { Logger } from '../log'
+import type { RouteTable } from './routes'
 
 interface ElysiaValidationError {
   all?: { path?: string; summary?: string; message?: string }[]
 }
-
-/** Path -> methods served there, so a wrong method answers 405 with a truthful `Allow`. */
-export type RouteTable = ReadonlyMap<string, readonly string[]>
 
 /** Turns whatever a handler threw into an ApiError; Elysia's own errors map onto WIRE.md codes. */
 export function toApiError(code: string | number, error: unknown, request: Request, routes: RouteTable): ApiError {
@@ -21,18 +19,18 @@ export function toApiError(code: string | number, error: unknown, request: Reque
     }
     case 'PARSE':
       return new ApiError('invalid_json', 'the body is not valid JSON')
-    case 'NOT_FOUND': {
-      const path = new URL(request.url).pathname
-      const methods = routes.get(path)
-      if (methods) {
-        const allow = [...methods, 'OPTIONS'].join(', ')
-        return new ApiError('method_not_allowed', `${request.method} is not allowed on ${path}`, { headers: { allow } })
-      }
-      return new ApiError('not_found', `no route for ${path}`)
-    }
+    case 'NOT_FOUND':
+      return unserved(request.method, new URL(request.url).pathname, routes)
     default:
       return new ApiError('internal_error', 'internal error')
   }
+}
+
+/** A request no route serves: 405 with `Allow` (exactly the methods served) on a known path, else 404. */
+export function unserved(method: string, path: string, routes: RouteTable): ApiError {
+  const methods = routes.get(path)
+  if (methods) return new ApiError('method_not_allowed', `${method} is not allowed on ${path}`, { headers: { allow: methods.join(', ') } })
+  return new ApiError('not_found', `no route for ${path}`)
 }
 
 /**

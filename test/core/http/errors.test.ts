@@ -27,7 +27,7 @@ describe('errors', () => {
   test('a wrong method on a known path is 405 with Allow', async () => {
     const res = await core.request('/health', { method: 'POST', body: '{}' })
     await expectErrorShape(res, 405, 'method_not_allowed')
-    expect(res.headers.get('allow')).toBe('GET, OPTIONS')
+    expect(res.headers.get('allow')).toBe('GET, HEAD, OPTIONS')
   })
 
   test('every code has one status, as WIRE.md lists them', () => {
