@@ -4,8 +4,8 @@ import type { RouteTable } from './routes'
 
 const ALLOWED_METHODS = 'POST, GET, OPTIONS'
 const ALLOWED_HEADERS = 'Authorization, Content-Type, Content-Encoding'
-/** The tracker reads these on cross-origin answers to honour back-off. */
-const EXPOSED_HEADERS = 'Retry-After'
+/** Cross-origin callers may read these: back-off (`Retry-After`), and that `/init` is deprecated. */
+const EXPOSED_HEADERS = 'Retry-After, Deprecation'
 
 /** The public paths: ingestion and the health probes. The dashboard API is same-origin only. */
 export const isPublicPath = (path: string) => path.startsWith('/api/ingestion/') || path === '/' || path.startsWith('/health')

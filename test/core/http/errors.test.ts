@@ -87,13 +87,13 @@ describe('CORS', () => {
     expect(res.headers.get('access-control-allow-credentials')).toBeNull()
   })
 
-  test('answers, errors included, reflect the Origin and expose Retry-After', async () => {
+  test('answers, errors included, reflect the Origin and expose Retry-After and Deprecation', async () => {
     for (const res of [
       await core.request('/health', { headers: { origin: 'https://a.example' } }),
       await core.request('/api/ingestion/nope', { method: 'POST', body: '{}', headers: { origin: 'https://a.example' } }),
     ]) {
       expect(res.headers.get('access-control-allow-origin')).toBe('https://a.example')
-      expect(res.headers.get('access-control-expose-headers')).toBe('Retry-After')
+      expect(res.headers.get('access-control-expose-headers')).toBe('Retry-After, Deprecation')
       expect(res.headers.get('vary')).toBe('Origin')
     }
   })

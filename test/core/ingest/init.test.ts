@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
+import { coreWithBreakableDatabase } from '../../helpers/breakable-database'
 import { startCore, type TestCore } from '../../helpers/core'
 
 let core: TestCore
@@ -75,5 +76,53 @@ describe('POST /api/ingestion/init (deprecated)', () => {
     const res = await core.post('/api/ingestion/init', { endUserId: 'x' })
     expect(res.status).toBe(400)
     expect((await res.json()).path).toBe('/sessionId')
+  })
+})
+
+describe('Deprecation: true on every answer of /init', () => {
+  const ORIGIN = { origin: 'https://shop.test' }
+  /** The header is there, and a page of another origin may read it. */
+  const expectDeprecated = (res: Response, status: number) => {
+    expect([res.status, res.headers.get('deprecation')]).toEqual([status, 'true'])
+    if (res.status !== 204) expect(res.headers.get('access-control-expose-headers')?.split(', ')).toContain('Deprecation')
+  }
+
+  test('refusals too: 400, 401, 405, 413 and preflight', async () => {
+    const init = '/api/ingestion/init'
+    expectDeprecated(await core.post(init, { endUserId: 'x' }, { headers: ORIGIN }), 400)
+    expectDeprecated(await core.post(init, '{"sessionId":', { headers: ORIGIN }), 400)
+    expectDeprecated(await core.post(init, { sessionId: 'dep-1' }, { key: null, headers: ORIGIN }), 401)
+    expectDeprecated(await core.post(init, { sessionId: 'dep-1' }, { key: 'sl_dev_unknown', headers: ORIGIN }), 401)
+    expectDeprecated(await core.request(init, { headers: ORIGIN }), 405)
+    expectDeprecated(await core.post(init, { sessionId: 'dep-1', referrer: 'x'.repeat(1_100_000) }, { headers: ORIGIN }), 413)
+    expectDeprecated(await core.request(init, { method: 'OPTIONS', headers: { ...ORIGIN, 'access-control-request-method': 'POST' } }), 204)
+    expectDeprecated(await core.post(init, { sessionId: 'dep-1' }, { headers: ORIGIN }), 200)
+    // Only /init is deprecated.
+    const other = await core.post('/api/ingestion/customEvent', { sessionId: 'dep-1', eventName: 'e' }, { headers: ORIGIN })
+    expect([other.status, other.headers.get('deprecation')]).toEqual([200, null])
+    expect((await core.post(`${init}/`, { sessionId: 'dep-1' })).headers.get('deprecation')).toBeNull()
+  })
+
+  test('over the monthly limit (429)', async () => {
+    const limited = await startCore({ monthlyLimit: 1 })
+    try {
+      expect((await limited.post('/api/ingestion/customEvent', { sessionId: 'dep-q', eventName: 'e' })).status).toBe(200)
+      expectDeprecated(await limited.post('/api/ingestion/init', { sessionId: 'dep-q' }, { headers: ORIGIN }), 429)
+    } finally {
+      await limited.close()
+    }
+  })
+
+  test('storage unavailable (503)', async () => {
+    const setup = await coreWithBreakableDatabase()
+    try {
+      expect((await setup.core.post('/api/ingestion/customEvent', { sessionId: 'warm', eventName: 'e' })).status).toBe(200)
+      setup.breakDatabase()
+      const res = await setup.core.post('/api/ingestion/init', { sessionId: 'dep-503' }, { headers: ORIGIN })
+      expectDeprecated(res, 503)
+      expect(res.headers.get('retry-after')).toMatch(/^\d+$/)
+    } finally {
+      await setup.close()
+    }
   })
 })
