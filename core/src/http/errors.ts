@@ -1,9 +1,13 @@
-import { Elysia } from 'elysia'
+import type { ValueError } from '@sinclair/typebox/errors'
+import { Elysia, mapValueError } from 'elysia'
 import { ApiError, errorBody } from '../errors'
+import { mostSpecific } from '../ingest/shared/validate'
 import type { Logger } from '../log'
 import type { RouteTable } from './routes'
 
 interface ElysiaValidationError {
+  /** The first error TypeBox found, with the errors of each variant when it is a union's. */
+  valueError?: ValueError
   all?: { path?: string; summary?: string; message?: string }[]
 }
 
@@ -13,7 +17,10 @@ export function toApiError(code: string | number, error: unknown, request: Reque
   if (error instanceof Error && error.cause instanceof ApiError) return error.cause
   switch (code) {
     case 'VALIDATION': {
-      const first = (error as ElysiaValidationError).all?.[0]
+      // Elysia names the first error, which for a value-or-null field is the union's at the field;
+      // the deepest variant's says what inside the value is wrong, as handler validation does.
+      const validation = error as ElysiaValidationError
+      const first = mapValueError(mostSpecific(validation.valueError)) ?? validation.all?.[0]
       const path = first?.path || '/'
       return new ApiError('validation_failed', `${path}: ${first?.summary ?? first?.message ?? 'invalid value'}`, { path })
     }

@@ -23,9 +23,10 @@ export function validator<T extends TSchema>(schema: T): (value: unknown) => Sta
 
 /**
  * A union (`[...] | null`) fails as a whole ("Expected union value"); the error of the variant that
- * got furthest into the value says what is actually wrong, and where.
+ * got furthest into the value says what is actually wrong, and where. Also read by the global error
+ * handler (http/errors.ts) for the bodies Elysia validates.
  */
-function mostSpecific(error: ValueError | undefined): ValueError | undefined {
+export function mostSpecific(error: ValueError | undefined): ValueError | undefined {
   if (!error?.errors?.length) return error
   let best = error
   for (const variant of error.errors) {
