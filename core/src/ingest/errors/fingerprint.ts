@@ -126,8 +126,23 @@ export interface FingerprintInput {
 export function fingerprintParts({ name, message, frames, clientFingerprint }: FingerprintInput): string[] {
   const computed = defaultParts(name, message, frames)
   if (!clientFingerprint?.length) return computed
-  return ['client', ...clientFingerprint.flatMap((part) => (/^\{\{\s*default\s*\}\}$/.test(part) ? computed : [part]))]
+  if (clientFingerprint.length <= CLIENT_PARTS && clientFingerprint.every((part) => part.length <= CLIENT_PART_CHARS)) {
+    return ['client', ...clientFingerprint.flatMap((part) => (isDefault(part) ? computed : [part]))]
+  }
+  // A longer list is neither cut nor set aside for the computed grouping: cutting would merge
+  // reports the client told apart past the cut, and the computed grouping would split or merge
+  // them otherwise than the client asked. It counts whole, as one digest of every entry, with
+  // `{{ default }}` standing once for the computed parts rather than being copied at each place
+  // (a body of nothing but `{{ default }}` would otherwise grow some hundredfold). Lists within the
+  // bounds keep the parts they always had, so no Issue of theirs moves.
+  const listed = JSON.stringify(clientFingerprint.map((part) => (isDefault(part) ? null : part)))
+  return ['client digest', createHash('sha256').update(listed).digest('hex'), ...(clientFingerprint.some(isDefault) ? computed : [])]
 }
+
+/** The client fingerprints read entry by entry; longer ones are grouped by a digest (see fingerprintParts). */
+const CLIENT_PARTS = 32
+const CLIENT_PART_CHARS = 512
+const isDefault = (part: string) => /^\{\{\s*default\s*\}\}$/.test(part)
 
 function defaultParts(name: string, message: string, frames: readonly GroupingFrame[]): string[] {
   const errorName = errorNameOf(name)

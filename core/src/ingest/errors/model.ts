@@ -1,7 +1,6 @@
 import { t } from 'elysia'
 import { EpochMs, itemOrBatch, Nullish, OptionalEndUserId, OptionalText, Properties } from '../shared/model'
 import { Release } from '../sourcemaps/model'
-import { MAX_FILENAME_CHARS, MAX_FUNCTION_CHARS } from './stack'
 
 const Position = Nullish(t.Integer({ minimum: 0, maximum: 2 ** 31 - 1 }))
 
@@ -11,10 +10,13 @@ const Position = Nullish(t.Integer({ minimum: 0, maximum: 2 ** 31 - 1 }))
  */
 const Extension = t.Optional(t.Unknown())
 
-/** A ready frame, innermost first as in `stack`; `inApp` (a boolean) and `debugId` are optional hints. */
+/**
+ * A ready frame, innermost first as in `stack`; `inApp` (a boolean) and `debugId` are optional hints.
+ * Names of any length: the service cuts them (a minified or generated name may be long).
+ */
 export const ReportFrame = t.Object({
-  filename: t.String({ maxLength: MAX_FILENAME_CHARS }),
-  function: Nullish(t.String({ maxLength: MAX_FUNCTION_CHARS })),
+  filename: t.String(),
+  function: Nullish(t.String()),
   lineno: Position,
   colno: Position,
   inApp: Extension,
@@ -27,13 +29,15 @@ const reportFields = {
   name: t.String(),
   message: t.String(),
   stack: OptionalText,
-  frames: Nullish(t.Array(ReportFrame, { maxItems: 500 })),
+  /** Any number: a deep recursion has thousands. The innermost MAX_FRAMES are kept (see reportedFrames). */
+  frames: Nullish(t.Array(ReportFrame)),
   url: OptionalText,
   timestampMs: EpochMs,
   release: Nullish(Release),
   level: Nullish(t.Union([t.Literal('error'), t.Literal('warning'), t.Literal('fatal')])),
   handled: Nullish(t.Boolean()),
-  fingerprint: Nullish(t.Array(t.String({ minLength: 1, maxLength: 512 }), { maxItems: 32 })),
+  /** Any number of entries of any length, all of it grouped by (see fingerprintParts). */
+  fingerprint: Nullish(t.Array(t.String({ minLength: 1 }))),
   context: Properties,
   /**
    * The client's id of this occurrence, a UUID with or without its dashes: with it a resend is stored

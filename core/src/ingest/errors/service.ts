@@ -6,7 +6,7 @@ import { canonicalUuid, clampTimestamp } from '../shared/values'
 import { normalizeDebugId } from '../sourcemaps/service'
 import { errorNameOf, fingerprintOf, fingerprintParts, isInApp, issueIdOf, looksMinifiedFunction, topFrame, type GroupingFrame } from './fingerprint'
 import type { ErrorBatchBody, ErrorReport } from './model'
-import { MAX_FRAMES, parseStack } from './stack'
+import { MAX_FILENAME_CHARS, MAX_FRAMES, MAX_FUNCTION_CHARS, parseStack } from './stack'
 import type { Frame, ReportedFrame } from './symbolicate'
 
 /** A frame as stored with its occurrence. */
@@ -40,14 +40,18 @@ export interface ErrorRows extends SessionTouches {
   occurrences: OccurrenceRow[]
 }
 
-/** The frames of a report: the ready ones if it has them, else those of its stack. */
+/**
+ * The frames of a report: the ready ones if it has them, else those of its stack. Either way the
+ * innermost MAX_FRAMES, where the error was thrown, with file and function cut as parseStack cuts them.
+ */
 export function reportedFrames(report: ErrorReport): ReportedFrame[] {
   const debugIds = isObject(report.debugIds) ? report.debugIds : {}
+  // By the file as sent: that is how the client keyed `debugIds`.
   const debugIdOf = (filename: string, own?: unknown) => normalizeDebugId(own) ?? (Object.hasOwn(debugIds, filename) ? normalizeDebugId(debugIds[filename]) : null)
   if (report.frames?.length) {
     return report.frames.slice(0, MAX_FRAMES).map((f) => ({
-      filename: f.filename,
-      function: f.function ?? '',
+      filename: f.filename.slice(0, MAX_FILENAME_CHARS),
+      function: (f.function ?? '').slice(0, MAX_FUNCTION_CHARS),
       lineno: f.lineno ?? null,
       colno: f.colno ?? null,
       debugId: debugIdOf(f.filename, f.debugId),

@@ -21,7 +21,7 @@ export interface StackFrame {
 }
 
 export const MAX_FRAMES = 100
-/** A frame's file and function are at most this long, parsed or sent ready (model.ts). */
+/** A frame keeps at most this much of its file and function, parsed or sent ready (see reportedFrames). */
 export const MAX_FILENAME_CHARS = 4096
 export const MAX_FUNCTION_CHARS = 1024
 
