@@ -64,7 +64,7 @@ export function createApp(deps: AppDeps) {
       }),
     )
     .use(eventRoutes(shared))
-    .use(initRoutes({ ...shared, db: deps.db, log: deps.log }))
+    .use(initRoutes(shared))
     .use(replayRoutes(shared))
     .use(identityRoutes(shared))
     .use(groupRoutes(shared))

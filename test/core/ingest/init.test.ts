@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
+import { postgresDatabase } from '@sightline/core/db'
 import { coreWithBreakableDatabase } from '../../helpers/breakable-database'
 import { startCore, type TestCore } from '../../helpers/core'
+import { engine } from '../../helpers/database'
 
 let core: TestCore
 beforeAll(async () => {
@@ -76,6 +78,62 @@ describe('POST /api/ingestion/init (deprecated)', () => {
     const res = await core.post('/api/ingestion/init', { endUserId: 'x' })
     expect(res.status).toBe(400)
     expect((await res.json()).path).toBe('/sessionId')
+  })
+})
+
+describe('inits of a new session without endUserId, at once', () => {
+  const sessionEndUser = async (core: TestCore, sessionId: string) =>
+    (await core.database.db.rows<{ end_user_id: string | null }>(sql`select end_user_id from sessions where session_id = ${sessionId}`))[0]?.end_user_id
+  const endUsers = async (core: TestCore) =>
+    (await core.database.db.rows<{ end_user_id: string }>(sql`select end_user_id from end_users order by end_user_id`)).map((u) => u.end_user_id)
+
+  // Requests sharing commits (they wait 2 ms for company), and each in a commit of its own (a batch
+  // holds one request), several at once on Postgres.
+  test.each([
+    ['sharing commits', { lingerMs: 2 }],
+    ['in separate commits', { maxBatchRows: 1 }],
+  ])('all answer the one end user of the session, and no other is made (%s)', async (_, writer) => {
+    const core = await startCore({ writer })
+    try {
+      for (let round = 0; round < 3; round++) {
+        const sessionId = `race-${round}`
+        const answers = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => core.post('/api/ingestion/init', i % 2 ? { sessionId } : { sessionId, endUserId: null }).then((r) => r.json())),
+        )
+        const answered = new Set(answers.map((a) => a.endUserId))
+        expect(answered.size).toBe(1)
+        const [endUserId] = answered
+        expect(endUserId).toMatch(/^[0-9a-f-]{36}$/)
+        expect(await sessionEndUser(core, sessionId)).toBe(endUserId)
+      }
+      const sessions = await core.database.db.rows<{ end_user_id: string }>(sql`select end_user_id from sessions order by end_user_id`)
+      expect(await endUsers(core)).toEqual(sessions.map((s) => s.end_user_id))
+    } finally {
+      await core.close()
+    }
+  })
+
+  test.skipIf(engine !== 'postgres')('two cores sharing one database answer them with one end user', async () => {
+    const first = await startCore()
+    const secondDb = postgresDatabase(first.database.url!)
+    const second = await startCore({ database: { db: secondDb, close: () => secondDb.close() } })
+    try {
+      for (let round = 0; round < 5; round++) {
+        const sessionId = `two-${round}`
+        const answers = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => (i % 2 ? first : second).post('/api/ingestion/init', { sessionId }, { key: first.key }).then((r) => r.json())),
+        )
+        expect(new Set(answers.map((a) => a.endUserId)).size).toBe(1)
+        expect(await sessionEndUser(first, sessionId)).toBe(answers[0].endUserId)
+      }
+      const sessions = await first.database.db.rows<{ end_user_id: string }>(sql`select end_user_id from sessions order by end_user_id`)
+      expect(sessions).toHaveLength(5)
+      expect(await endUsers(first)).toEqual(sessions.map((s) => s.end_user_id))
+    } finally {
+      await second.close()
+      await secondDb.close()
+      await first.close()
+    }
   })
 })
 

@@ -2,7 +2,8 @@ import { sql } from 'drizzle-orm'
 import type { Orm } from '../../db'
 import { rowsOf } from '../../db'
 import type { Sink } from '../../writer'
-import { endUsersSink } from '../sessions/store'
+import { sessionKey } from '../sessions/service'
+import { endUsersSink, sessionEndUsers } from '../sessions/store'
 import { jsonParam } from '../shared/values'
 import type { IdentifyRow } from './service'
 
@@ -26,8 +27,17 @@ export const identitySink: Sink<IdentifyRow> = {
     // The sinks' first statements go out at once, in name order: every statement after this one
     // follows the sessions sink's, so sessions are read below as this commit leaves them.
     const canonical = await aliasesOf(tx, rows)
-    const ofSessions = await sessionEndUsers(tx, rows, canonical)
-    const endUserOf = (row: IdentifyRow) => (row.sessionOfMadeId && ofSessions.get(key(row.projectId, row.sessionOfMadeId))) || row.endUserId
+    const ofSessions = await sessionEndUsers(
+      tx,
+      rows.flatMap((r) => (r.sessionOfMadeId ? [{ projectId: r.projectId, sessionId: r.sessionOfMadeId }] : [])),
+    )
+    const sessionOf = (row: IdentifyRow) =>
+      row.sessionOfMadeId ? ofSessions.get(sessionKey({ projectId: row.projectId, sessionId: row.sessionOfMadeId })) : undefined
+    for (const row of rows) {
+      const session = sessionOf(row)
+      if (session?.person) canonical.set(key(row.projectId, session.endUserId), session.person)
+    }
+    const endUserOf = (row: IdentifyRow) => sessionOf(row)?.endUserId ?? row.endUserId
     const personOf = (projectId: string, endUserId: string) => canonical.get(key(projectId, endUserId)) ?? endUserId
 
     const authRows = rows.filter((r) => r.auth)
@@ -70,30 +80,6 @@ async function aliasesOf(tx: Orm, rows: IdentifyRow[]): Promise<Map<string, stri
         on a.project_id = r."projectId" and a.alias_id = r."endUserId"`),
   )
   return new Map(found.map((a) => [key(a.project_id, a.alias_id), a.end_user_id]))
-}
-
-/**
- * session key -> its end user, for the sessions of rows whose end user was made (see IdentifyRow)
- * that have one; an end user of them that is an alias goes into `canonical`. Read after the sessions
- * sink wrote the rows' sessions, keeping an end user a session has (`coalesce`), and holds their rows
- * locked to the commit (or skipped one it knew had an end user, which never changes): concurrent
- * identifies of a new session all find the end user the first of them gave it.
- */
-async function sessionEndUsers(tx: Orm, rows: IdentifyRow[], canonical: Map<string, string>): Promise<Map<string, string>> {
-  const named = rows.flatMap((r) => (r.sessionOfMadeId ? [{ projectId: r.projectId, sessionId: r.sessionOfMadeId }] : []))
-  if (named.length === 0) return new Map()
-  // One primary-key lookup per session (a lateral, kept unflattened by `offset 0`), never a scan.
-  const found = rowsOf<{ project_id: string; session_id: string; end_user_id: string; person: string | null }>(
-    await tx.execute(sql`
-      select t."projectId"::text as project_id, t."sessionId" as session_id, s.end_user_id, a.end_user_id as person
-      from jsonb_to_recordset(${jsonParam(named)}::jsonb) as t("projectId" uuid, "sessionId" text)
-      cross join lateral (
-        select end_user_id from sessions where project_id = t."projectId" and session_id = t."sessionId" and end_user_id is not null offset 0
-      ) s
-      left join end_user_aliases a on a.project_id = t."projectId" and a.alias_id = s.end_user_id`),
-  )
-  for (const f of found) if (f.person) canonical.set(key(f.project_id, f.end_user_id), f.person)
-  return new Map(found.map((f) => [key(f.project_id, f.session_id), f.end_user_id]))
 }
 
 /**

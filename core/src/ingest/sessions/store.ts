@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm'
+import { rowsOf, type Orm } from '../../db'
 import type { Sink, SinkRows } from '../../writer'
 import { jsonParam } from '../shared/values'
 import {
@@ -96,6 +97,38 @@ export const sessionsSink: Sink<SessionTouch> = {
         sdk_version = coalesce(excluded.sdk_version, s.sdk_version)`)
   },
   committed: (rows) => knownSessions.committed(rows, sessionKey, (t, before) => knownAfter(before, t)),
+}
+
+/** A session's end user, and the person that end user is an alias of (null when it is none). */
+export interface SessionEndUser {
+  endUserId: string
+  person: string | null
+}
+
+/**
+ * sessionKey -> the end user of each of `sessions` that has one, read in a commit after the sessions
+ * sink wrote these sessions. That write keeps an end user a session has (`coalesce`) and holds the
+ * session's row locked to the commit (or skipped a touch of a session this process knew had an end
+ * user, which never changes), so concurrent requests of a new session naming no end user, in one
+ * commit or in several processes, all find the end user the first of them gave it, and none needs
+ * one of its own. The sinks' first statements go out at once, in name order: the caller is a sink
+ * that sends this after the sessions sink's statement, either named to sort after `sessions` or
+ * after a first statement of its own.
+ */
+export async function sessionEndUsers(tx: Orm, sessions: readonly { projectId: string; sessionId: string }[]): Promise<Map<string, SessionEndUser>> {
+  if (sessions.length === 0) return new Map()
+  const named = sessions.map(({ projectId, sessionId }) => ({ projectId, sessionId }))
+  // One primary-key lookup per session (a lateral, kept unflattened by `offset 0`), never a scan.
+  const found = rowsOf<{ project_id: string; session_id: string; end_user_id: string; person: string | null }>(
+    await tx.execute(sql`
+      select t."projectId"::text as project_id, t."sessionId" as session_id, s.end_user_id, a.end_user_id as person
+      from jsonb_to_recordset(${jsonParam(named)}::jsonb) as t("projectId" uuid, "sessionId" text)
+      cross join lateral (
+        select end_user_id from sessions where project_id = t."projectId" and session_id = t."sessionId" and end_user_id is not null offset 0
+      ) s
+      left join end_user_aliases a on a.project_id = t."projectId" and a.alias_id = s.end_user_id`),
+  )
+  return new Map(found.map((f) => [sessionKey({ projectId: f.project_id, sessionId: f.session_id }), { endUserId: f.end_user_id, person: f.person }]))
 }
 
 /** Creates or extends end users; identify's attributes merge into what is stored. */
