@@ -1,5 +1,6 @@
 import { createApp, type App } from '@sightline/core/app'
 import { loadConfig, type Config } from '@sightline/core/config'
+import { postgresDatabase } from '@sightline/core/db'
 import { createLogger, type Logger } from '@sightline/core/log'
 import { createProject, type CreatedProject } from '@sightline/core/projects/service'
 import { startServices, type Services } from '@sightline/core/services'
@@ -70,6 +71,16 @@ export async function startCore(options: StartCoreOptions = {}): Promise<TestCor
       if (!options.database) await database.close()
     },
   }
+}
+
+/**
+ * A second core on the first one's Postgres database, as another process sharing it would be (with a
+ * project of its own; requests may use the first one's key). Closing it closes its connections.
+ */
+export async function startCoreBeside(first: TestCore): Promise<TestCore> {
+  const db = postgresDatabase(first.database.url!)
+  const core = await startCore({ database: { db, close: () => db.close() } })
+  return { ...core, close: () => core.close().then(() => db.close()) }
 }
 
 /** A logger whose lines are kept for assertions. */

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { postgresDatabase } from '@sightline/core/db'
 import { authValues } from '@sightline/core/ingest/identity/service'
-import { startCore, type TestCore } from '../../helpers/core'
+import { startCore, startCoreBeside, type TestCore } from '../../helpers/core'
 import { engine } from '../../helpers/database'
 
 const attributesOf = async (core: TestCore, endUserId: string) =>
@@ -257,8 +256,7 @@ describe('auth-aware identify under concurrency', () => {
 
   test.skipIf(engine !== 'postgres')('two cores sharing one database answer a new session\'s identifies with one end user', async () => {
     const first = await startCore()
-    const secondDb = postgresDatabase(first.database.url!)
-    const second = await startCore({ database: { db: secondDb, close: () => secondDb.close() } })
+    const second = await startCoreBeside(first)
     try {
       for (let round = 0; round < 5; round++) {
         const answers = await Promise.all(
@@ -275,15 +273,13 @@ describe('auth-aware identify under concurrency', () => {
       expect(n).toBe(5)
     } finally {
       await second.close()
-      await secondDb.close()
       await first.close()
     }
   })
 
   test.skipIf(engine !== 'postgres')('two cores sharing one database agree on the person', async () => {
     const first = await startCore({ writer: { lingerMs: 1 } })
-    const secondDb = postgresDatabase(first.database.url!)
-    const second = await startCore({ database: { db: secondDb, close: () => secondDb.close() } })
+    const second = await startCoreBeside(first)
     try {
       const answers = await Promise.all(
         Array.from({ length: 40 }, (_, i) =>
@@ -296,7 +292,6 @@ describe('auth-aware identify under concurrency', () => {
       expect(await aliases(first)).toHaveLength(39)
     } finally {
       await second.close()
-      await secondDb.close()
       await first.close()
     }
   })

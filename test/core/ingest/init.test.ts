@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { postgresDatabase } from '@sightline/core/db'
 import { coreWithBreakableDatabase } from '../../helpers/breakable-database'
-import { startCore, type TestCore } from '../../helpers/core'
+import { startCore, startCoreBeside, type TestCore } from '../../helpers/core'
 import { engine } from '../../helpers/database'
 
 let core: TestCore
@@ -115,8 +114,7 @@ describe('inits of a new session without endUserId, at once', () => {
 
   test.skipIf(engine !== 'postgres')('two cores sharing one database answer them with one end user', async () => {
     const first = await startCore()
-    const secondDb = postgresDatabase(first.database.url!)
-    const second = await startCore({ database: { db: secondDb, close: () => secondDb.close() } })
+    const second = await startCoreBeside(first)
     try {
       for (let round = 0; round < 5; round++) {
         const sessionId = `two-${round}`
@@ -131,7 +129,6 @@ describe('inits of a new session without endUserId, at once', () => {
       expect(await endUsers(first)).toEqual(sessions.map((s) => s.end_user_id))
     } finally {
       await second.close()
-      await secondDb.close()
       await first.close()
     }
   })

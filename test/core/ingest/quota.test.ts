@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { admitInOrder, monthOf } from '@sightline/core/ingest/quota/service'
-import { postgresDatabase } from '@sightline/core/db'
 import { setMonthlyLimit } from '@sightline/core/projects/service'
-import { startCore, type TestCore } from '../../helpers/core'
+import { startCore, startCoreBeside, type TestCore } from '../../helpers/core'
 import { engine } from '../../helpers/database'
 
 describe('quota rules', () => {
@@ -138,8 +137,7 @@ describe('monthly limit under concurrency', () => {
 
   test.skipIf(engine !== 'postgres')('two cores sharing one database hold the limit together', async () => {
     const first = await startCore({ monthlyLimit: 40, writer: { lingerMs: 1 } })
-    const secondDb = postgresDatabase(first.database.url!)
-    const second = await startCore({ database: { db: secondDb, close: () => secondDb.close() } })
+    const second = await startCoreBeside(first)
     try {
       const send = (core: TestCore, i: number) =>
         core.post('/api/ingestion/customEvent', { sessionId: `two-${i % 5}`, eventName: 'shared' }, { key: first.key }).then((r) => r.status)
@@ -148,7 +146,6 @@ describe('monthly limit under concurrency', () => {
       expect((await first.database.db.rows<{ n: number }>(sql`select count(*)::int as n from events`))[0].n).toBe(40)
     } finally {
       await second.close()
-      await secondDb.close()
       await first.close()
     }
   })
