@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { authValues } from '@sightline/core/ingest/identity/service'
+import { personLookup } from '@sightline/core/ingest/identity/store'
 import { startCore, startCoreBeside, type TestCore } from '../../helpers/core'
 import { engine } from '../../helpers/database'
 
@@ -206,6 +207,20 @@ describe('POST /api/ingestion/user/auth', () => {
     const res = await core.post('/api/ingestion/user/auth', body)
     expect(res.status).toBe(400)
     expect(await res.json()).toMatchObject({ error: { code: 'validation_failed' }, path })
+  })
+
+  test('with many end users, the person is found through the index on attributes, not by reading them all', async () => {
+    // The lookup runs inside the commit every waiting request shares, so it must not grow with the
+    // project: 300,000 end users read one by one take about 100 ms.
+    await core.database.db.rows(sql`
+      insert into end_users (project_id, end_user_id, attributes)
+      select ${core.project.projectId}, 'bulk-' || i, jsonb_build_object('email', 'bulk' || i || '@shop.test', 'plan', 'free')
+      from generate_series(1, 5000) i`)
+    await core.database.db.rows(sql`analyze end_users`)
+    const plan = await core.database.db.rows(sql`explain (format json) ${personLookup(core.project.projectId, { email: 'bulk77@shop.test' })}`)
+    const indexes = [...JSON.stringify(plan).matchAll(/"Index Name":"(\w+)"/g)].map((m) => m[1])
+    expect(indexes).toContain('end_users_attributes_idx')
+    expect(await auth('bulk-device', { email: 'bulk77@shop.test' })).toEqual({ success: true, endUserId: 'bulk-77' })
   })
 })
 

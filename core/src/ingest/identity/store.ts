@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm'
+import { type SQL, sql } from 'drizzle-orm'
 import type { Orm } from '../../db'
 import { rowsOf } from '../../db'
 import type { Sink } from '../../writer'
@@ -86,20 +86,22 @@ async function aliasesOf(tx: Orm, rows: IdentifyRow[]): Promise<Map<string, stri
  * The first-seen person of the project (not an alias) with the same value for every one of `auth`:
  * equal JSON (jsonb equality: `1` is not `"1"`, a list or an object is equal only whole, the order of
  * an object's keys is no part of it). Containment alone takes a list or object that holds more for
- * the same, and would merge different people; it stays as the first test, the one an index on
- * attributes could serve.
+ * the same, and would merge different people; it stays as the first test, the one the index on
+ * attributes (end_users_attributes_idx) serves.
  */
-async function findPerson(tx: Orm, projectId: string, auth: Record<string, unknown>): Promise<string | undefined> {
+export function personLookup(projectId: string, auth: Record<string, unknown>): SQL {
   const values = jsonParam(auth)
-  const [found] = rowsOf<{ end_user_id: string }>(
-    await tx.execute(sql`
-      select u.end_user_id from end_users u
-      where u.project_id = ${projectId} and u.attributes @> ${values}::jsonb
-        and not exists (select 1 from jsonb_each(${values}::jsonb) f where u.attributes -> f.key is distinct from f.value)
-        and not exists (select 1 from end_user_aliases a where a.project_id = u.project_id and a.alias_id = u.end_user_id)
-      order by u.first_seen_at, u.end_user_id
-      limit 1`),
-  )
+  return sql`
+    select u.end_user_id from end_users u
+    where u.project_id = ${projectId} and u.attributes @> ${values}::jsonb
+      and not exists (select 1 from jsonb_each(${values}::jsonb) f where u.attributes -> f.key is distinct from f.value)
+      and not exists (select 1 from end_user_aliases a where a.project_id = u.project_id and a.alias_id = u.end_user_id)
+    order by u.first_seen_at, u.end_user_id
+    limit 1`
+}
+
+async function findPerson(tx: Orm, projectId: string, auth: Record<string, unknown>): Promise<string | undefined> {
+  const [found] = rowsOf<{ end_user_id: string }>(await tx.execute(personLookup(projectId, auth)))
   return found?.end_user_id
 }
 

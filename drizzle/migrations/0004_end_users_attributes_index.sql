@@ -1,0 +1,1 @@
+CREATE INDEX "end_users_attributes_idx" ON "end_users" USING gin ("attributes" jsonb_path_ops);
