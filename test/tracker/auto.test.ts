@@ -448,6 +448,36 @@ describe('wrappers another script puts over ours', () => {
   })
 })
 
+describe('what the page has locked', () => {
+  test('history, console, fetch and XMLHttpRequest made read-only before start: start and stop throw nothing into the page, the rest is tracked', async () => {
+    const t = tracked({ automaticTrackingOptions: only({ pageViews: true, navigation: true, clicks: true, console: true, network: true, errors: true }) })
+    const { win } = t
+    Object.freeze(win.history)
+    Object.freeze(win.console)
+    Object.defineProperty(win, 'fetch', { value: win.fetch, writable: false })
+    Object.freeze(win.XMLHttpRequest.prototype)
+    expect(() => t.tracker.start()).not.toThrow()
+    await settle()
+    win.history.pushState({}, '', '/locked')
+    win.dispatchEvent(new win.PopStateEvent('popstate'))
+    win.document.body.dispatchEvent(new win.MouseEvent('click', { bubbles: true }))
+    win.dispatchEvent(new win.ErrorEvent('error', { message: 'still reported', error: new Error('still reported') }))
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(customEvents(t).map((e) => e.eventName)).toEqual(['$pageview', '$navigation', '$pageview', '$click'])
+    expect(t.service.to('/errors').flatMap((r) => r.body.errors.map((e: { message: string }) => e.message))).toEqual(['still reported'])
+    expect(() => t.tracker.stop()).not.toThrow()
+  })
+
+  test('history and fetch frozen while the tracker runs: stop cannot put them back, and throws nothing', async () => {
+    const t = tracked()
+    t.tracker.start()
+    await settle()
+    Object.freeze(t.win.history)
+    Object.defineProperty(t.win, 'fetch', { value: t.win.fetch, writable: false })
+    expect(() => t.tracker.stop()).not.toThrow()
+  })
+})
+
 describe('what is not an error of the code', () => {
   test('a resource that fails to load (an image, a script), or an error event with neither message nor error: nothing is reported', async () => {
     const t = await started(only({ errors: true }), '<img id="logo" src="/missing.png">')

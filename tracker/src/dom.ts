@@ -14,7 +14,9 @@ export function listen<E extends Event>(target: EventTarget, type: string, handl
 /**
  * Puts `wrap(original)` in place of `owner[name]` and returns what undoes it. Undone, our wrapper
  * only calls the original: when something else has wrapped it since, ours stays in their chain (taken
- * out, theirs would be too), and must report nothing, nor twice once started again.
+ * out, theirs would be too), and must report nothing, nor twice once started again. What the page has
+ * made read-only (`Object.freeze(history)`, a locked `fetch`) stays as it is, untracked: assigning it
+ * throws in strict code, and would throw into the page's own `start()` or `stop()`.
  */
 export function patch<T extends object, K extends keyof T>(owner: T, name: K, wrap: (original: T[K]) => T[K]): Undo {
   const original = owner[name]
@@ -23,9 +25,14 @@ export function patch<T extends object, K extends keyof T>(owner: T, name: K, wr
   const installed = function (this: unknown, ...args: unknown[]) {
     return ((enabled ? wrapped : original) as Function).apply(this, args)
   } as T[K]
-  owner[name] = installed
+  const put = (value: T[K]) => {
+    try {
+      owner[name] = value
+    } catch {}
+  }
+  put(installed)
   return () => {
     enabled = false
-    if (owner[name] === installed) owner[name] = original
+    if (owner[name] === installed) put(original)
   }
 }
