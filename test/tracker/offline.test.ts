@@ -57,6 +57,28 @@ describe('offline, then a reload, then online', () => {
     expect(second.tracker.getConnectionStatus().queued).toBe(0)
   })
 
+  test('a localStorage that refuses every write (full, or a quota of 0): what is produced offline is kept in memory and sent once online, none dropped', async () => {
+    const t = tracked({ enableAutomaticTracking: false }, { storage: { localStorageFull: true }, offline: true })
+    t.tracker.start()
+    await settle()
+    for (const name of ['a', 'b', 'c']) {
+      t.tracker.customEvent(name)
+      await t.clock.advance(1000)
+    }
+    await t.clock.advance(3000)
+    expect(t.service.sent).toEqual([])
+    const { queued, dropped } = t.tracker.getConnectionStatus()
+    expect(queued).toBeGreaterThanOrEqual(4)
+    expect(dropped.outbox).toBe(0)
+
+    setOnline(t, true)
+    await settle()
+    const { events, chunks } = delivered(t.service)
+    expect(events.map(([, name]: string[]) => name)).toEqual(['a', 'b', 'c'])
+    expect(chunks).toHaveLength(1)
+    expect(t.tracker.getConnectionStatus()).toMatchObject({ queued: 0, dropped: { outbox: 0 } })
+  })
+
   test('the next page load drains what an earlier page could not send (the server down meanwhile)', async () => {
     const service = fakeService()
     service.reply((request) => (request.path === '/health/simple' ? 'network-error' : { status: 503, headers: { 'retry-after': '1' } }))

@@ -19,13 +19,14 @@ function limitedStorage(quota: number) {
 }
 
 describe('browser storage, guarded', () => {
-  test('a storage that throws (private mode, sandboxed frame) is never an error; memory serves the page', () => {
+  test('a storage that throws (private mode, sandboxed frame) is never an error; memory serves the page, and each write kept there is told', () => {
+    let refused = 0
     const store = webStorage(() => {
       throw new DOMException('denied', 'SecurityError')
-    })
+    }, () => refused++)
     expect(store.get('a')).toBeNull()
-    expect(store.set('a', '1')).toBe(true)
-    expect(store.get('a')).toBe('1')
+    store.set('a', '1')
+    expect([store.get('a'), refused]).toEqual(['1', 1])
     store.remove('a')
     expect(store.get('a')).toBeNull()
   })
@@ -34,12 +35,14 @@ describe('browser storage, guarded', () => {
     const { data, storage, setQuota } = limitedStorage(0)
     data.set('k', 'old')
     data.set('other', 'kept')
-    const store = webStorage(() => storage)
-    expect(store.set('k', 'new')).toBe(false)
-    expect([store.get('k'), store.get('other')]).toEqual(['new', 'kept'])
+    let refused = 0
+    const store = webStorage(() => storage, () => refused++)
+    store.set('k', 'new')
+    expect([store.get('k'), store.get('other'), refused]).toEqual(['new', 'kept', 1])
     expect(data.get('k')).toBe('old')
     setQuota(100)
-    expect(store.set('k', 'written')).toBe(true)
+    store.set('k', 'written')
+    expect([data.get('k'), refused]).toEqual(['written', 1])
     // From then on the storage is read again (another tab may write it).
     data.set('k', 'from another tab')
     expect(store.get('k')).toBe('from another tab')
@@ -51,8 +54,10 @@ describe('browser storage, guarded', () => {
 
   test('a working storage is read as it is (another tab may have written it)', async () => {
     const page = openPage()
-    const store = webStorage(() => page.win.localStorage)
-    expect(store.set('k', 'v')).toBe(true)
+    let refused = 0
+    const store = webStorage(() => page.win.localStorage, () => refused++)
+    store.set('k', 'v')
+    expect([page.win.localStorage.getItem('k'), refused]).toEqual(['v', 0])
     page.win.localStorage.setItem('k', 'from another tab')
     expect(store.get('k')).toBe('from another tab')
     await page.close()
@@ -79,7 +84,7 @@ describe('browser storage, guarded', () => {
   test('a document whose cookies throw (sandboxed frame) reads nothing and writes nothing', () => {
     const sandboxed = { get cookie(): string { throw new DOMException('sandboxed', 'SecurityError') }, set cookie(_: string) { throw new DOMException('sandboxed', 'SecurityError') } } as unknown as Document
     const cookies = cookieStorage(sandboxed)
-    expect(cookies.set('a', '1')).toBe(false)
+    expect(() => cookies.set('a', '1')).not.toThrow()
     expect(cookies.get('a')).toBeNull()
   })
 })
@@ -139,11 +144,25 @@ describe('outbox: what could not be sent, kept in localStorage', () => {
     expect(chars).toBeLessThan(3 * (kept + JSON.stringify(parcel('large', kept)).length))
   })
 
-  test("the browser's quota refusing a write drops the oldest until it fits", () => {
-    const { storage } = limitedStorage(JSON.stringify(['2', '3', '4'].map((id) => parcel(id, 40))).length)
-    const outbox = createOutbox(webStorage(() => storage), 'q')
+  test('a storage that refuses every write (full, or a quota of 0): every parcel is kept in memory, in order, none dropped, each put one write attempt', () => {
+    const { data, storage } = limitedStorage(0)
+    let attempts = 0
+    const outbox = createOutbox(webStorage(() => storage, () => attempts++), 'q')
     for (const id of ['1', '2', '3', '4']) outbox.put(parcel(id, 40))
-    expect(outbox.all().map((p) => p.id)).toEqual(['2', '3', '4'])
-    expect(outbox.dropped()).toBe(1)
+    expect(outbox.all().map((p) => p.id)).toEqual(['1', '2', '3', '4'])
+    expect([outbox.dropped(), attempts, data.size]).toEqual([0, 4, 0])
+    outbox.remove('1', '3')
+    expect(outbox.all().map((p) => p.id)).toEqual(['2', '4'])
+  })
+
+  test("the browser's quota refusing a list that grew: all of it is kept in memory, and written once it fits again", () => {
+    const { data, storage } = limitedStorage(JSON.stringify(['1', '2'].map((id) => parcel(id, 40))).length)
+    const outbox = createOutbox(webStorage(() => storage), 'q')
+    for (const id of ['1', '2', '3']) outbox.put(parcel(id, 40))
+    expect(outbox.all().map((p) => p.id)).toEqual(['1', '2', '3'])
+    expect(outbox.dropped()).toBe(0)
+    expect(JSON.parse(data.get('q')!).map((p: Parcel) => p.id)).toEqual(['1', '2'])
+    outbox.remove('1')
+    expect(JSON.parse(data.get('q')!).map((p: Parcel) => p.id)).toEqual(['2', '3'])
   })
 })

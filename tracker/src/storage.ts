@@ -2,8 +2,7 @@
  * when it is full; such a failure is never an error for the page. */
 export interface KeyValue {
   get(key: string): string | null
-  /** False when the browser refused the write (quota, disabled storage). */
-  set(key: string, value: string): boolean
+  set(key: string, value: string): void
   remove(key: string): void
 }
 
@@ -17,22 +16,23 @@ const attempt = <T>(use: () => T, fallback: T): T => {
 
 /**
  * Browser storage. Where it is unavailable (disabled, private mode, sandboxed frame: access throws)
- * a map in memory serves the page instead. A write the storage refuses (full) returns false, and its
- * value is read from memory until a write of that key gets through: a session renewed in memory
- * only is still the page's session.
+ * or refuses a write (full, or a quota of 0 as in some private modes), a map in memory serves the
+ * page instead: the value is read from memory until a write of that key gets through, so a session
+ * renewed in memory only is still the page's session. `refused` is told of each write kept in
+ * memory only, which the next page load will not find.
  */
-export function webStorage(open: () => Storage | null | undefined): KeyValue {
+export function webStorage(open: () => Storage | null | undefined, refused?: () => void): KeyValue {
   const memory = new Map<string, string>()
   /** `action` on the storage, or `fallback` where it throws (and where there is no storage at all). */
   const use = <T>(action: (storage: Storage) => T, fallback: T) => attempt(() => action(open()!), fallback)
   return {
     get: (key) => memory.get(key) ?? use((storage) => storage.getItem(key), null),
     set(key, value) {
-      const written = use((storage) => (storage.setItem(key, value), true), false)
-      if (written) memory.delete(key)
-      else memory.set(key, value)
-      // Without a storage at all, memory serves the page: for it, the write is done.
-      return written || !attempt(open, null)
+      if (use((storage) => (storage.setItem(key, value), true), false)) memory.delete(key)
+      else {
+        memory.set(key, value)
+        refused?.()
+      }
     },
     remove(key) {
       memory.delete(key)
@@ -97,8 +97,10 @@ export interface Outbox {
 
 /**
  * Requests that could not be sent, kept in localStorage until the browser is back online or the next
- * page load. Bounded: the oldest parcels go first when the bound or the browser's quota is reached,
- * and each one dropped is counted.
+ * page load. Bounded: the oldest parcels go first when the bound is reached, and each one dropped is
+ * counted. What the browser's storage refuses (disabled, or full) is kept in memory, as `webStorage`
+ * keeps it, and sent from there while the page is open: dropping the oldest until the rest fits lost
+ * all of them where the storage takes nothing, and tried a write per parcel at every put.
  */
 export function createOutbox(store: KeyValue, key: string, maxChars = OUTBOX_MAX_CHARS): Outbox {
   const droppedKey = key + ':dropped'
@@ -107,11 +109,12 @@ export function createOutbox(store: KeyValue, key: string, maxChars = OUTBOX_MAX
   const write = (parcels: Parcel[]) => {
     let text = JSON.stringify(parcels)
     let lost = 0
-    // The oldest go until the rest fits the bound and the browser's quota, each cut from the text
-    // (`[first,rest]` becomes `[rest]`) rather than the whole list made again for every one dropped.
-    while ((text.length > maxChars || !store.set(key, text)) && lost < parcels.length) {
+    // The oldest go until the rest fits the bound, each cut from the text (`[first,rest]` becomes
+    // `[rest]`) rather than the whole list made again for every one dropped.
+    while (text.length > maxChars) {
       text = ++lost < parcels.length ? '[' + text.slice(JSON.stringify(parcels[lost - 1]).length + 2) : '[]'
     }
+    store.set(key, text)
     if (lost) store.set(droppedKey, String(dropped() + lost))
   }
   return {
