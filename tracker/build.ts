@@ -62,8 +62,8 @@ export const INTERNAL_NAMES = [
   'deliver', 'drain', 'settle', 'persistPending', 'halted', 'drops', 'answered', 'hasAny', 'parcel', 'timer',
   // messages and what automatic tracking is given
   'owner', 'here', 'pageView', 'record', 'networkError', 'flooded', 'redaction', 'isOwnRequest',
-  // where the tracker sends
-  'base',
+  // where the tracker sends, and what getConnectionStatus is told
+  'base', 'storageRefused',
 ]
 const internalName = new RegExp(`^(${INTERNAL_NAMES.join('|')})$`)
 

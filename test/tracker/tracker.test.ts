@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { SDK_VERSION, ServiceTracker } from '@sightline/tracker'
+import { STORAGE_REFUSED } from '@sightline/tracker/diagnostics'
 import { SESSION_IDLE_MS } from '@sightline/tracker/identity'
 import { CHUNK_MAX_CHARS, EVENT_FLUSH_MS, REPLAY_FLUSH_MS } from '@sightline/tracker/queue'
 import { REQUEST_TIMEOUT_MS } from '@sightline/tracker/transport'
@@ -184,6 +185,35 @@ describe('identity', () => {
     expect(tracker.getUserInfo()).toMatchObject({ endUserId, sessionId })
     // One session, so one full snapshot: a new session would take one more.
     expect(replayEvents(service).filter((event) => event.type === 2)).toHaveLength(1)
+  })
+
+  for (const [what, storage] of [
+    ['full (every write refused)', { localStorageFull: true }],
+    ['denied (access throws, as where cookies are blocked)', { storageDenied: true }],
+  ] as const) {
+    test(`localStorage ${what}: the tracker goes on in memory, throws nothing, and says so once in the log and in getConnectionStatus`, async () => {
+      const { tracker, service, clock, win } = tracked({ logLevel: 'warn', enableAutomaticTracking: false }, { storage })
+      tracker.configureLogging({ enableConsole: false })
+      expect(() => tracker.start()).not.toThrow()
+      await settle()
+      tracker.customEvent('in memory')
+      await tracker.identifyUser({ userProperties: { name: 'Ada' } })
+      await clock.advance(REPLAY_FLUSH_MS)
+      expect(service.to('/customEvent/batch').flatMap((r) => r.body.events.map((e: { eventName: string }) => e.eventName))).toEqual(['in memory'])
+      expect(tracker.getUserAttributes()).toEqual({ name: 'Ada' })
+      expect(tracker.viewLogs().map((entry) => [entry.level, entry.message])).toEqual([['warn', STORAGE_REFUSED]])
+      expect(tracker.getConnectionStatus().recommendations).toEqual([STORAGE_REFUSED])
+      expect(() => pageHide(win)).not.toThrow()
+    })
+  }
+
+  test('a localStorage that takes every write says nothing of it', async () => {
+    const { tracker, clock } = tracked({ logLevel: 'warn', enableAutomaticTracking: false })
+    tracker.start()
+    tracker.customEvent('stored')
+    await clock.advance(REPLAY_FLUSH_MS)
+    expect(tracker.viewLogs()).toEqual([])
+    expect(tracker.getConnectionStatus().recommendations).toEqual([])
   })
 
   test('a duplicated tab (a copy of a shown page\'s sessionStorage) gets a window of its own; its opener keeps its own', async () => {

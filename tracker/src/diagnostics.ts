@@ -1,13 +1,21 @@
 import type { ConnectionStatus } from './types'
 
+/**
+ * Said in the log at the first write localStorage refuses, and in `getConnectionStatus()` from then on:
+ * the tracker goes on in memory (see `webStorage`).
+ */
+export const STORAGE_REFUSED = 'localStorage is disabled or full: unsent data is kept in memory, for this page only'
+
 /** What the page can tell about its sends, and what to do about it: `getConnectionStatus()`. */
 export type ConnectionFacts = Omit<ConnectionStatus, 'transport' | 'recommendations'> & {
   /** The page's own URL: a base on another origin is not first-party. */
   pageUrl: string
+  /** localStorage refused a write. */
+  storageRefused: boolean
 }
 
 export function connectionStatus(facts: ConnectionFacts): ConnectionStatus {
-  const { pageUrl, ...status } = facts
+  const { pageUrl, storageRefused, ...status } = facts
   const { ingestionUrl, blocked, reachable, online, stopped } = status
   const firstParty = new URL(ingestionUrl).origin === new URL(pageUrl).origin
   const recommendations = [
@@ -24,6 +32,7 @@ export function connectionStatus(facts: ConnectionFacts): ConnectionStatus {
     !online && 'Offline: data is kept until the browser is back online',
     stopped === 'monthly_limit' && 'Monthly limit reached: raise the project limit',
     stopped === 'invalid_key' && 'API key refused: use a current key',
+    storageRefused && STORAGE_REFUSED,
   ].filter((advice): advice is string => !!advice)
   return { ...status, transport: blocked ? 'beacon' : 'fetch', recommendations }
 }

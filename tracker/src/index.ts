@@ -1,7 +1,7 @@
 import { installAutomaticTracking, type AutoContext } from './auto'
 import { resolveIngestionBase, type IngestionBase } from './config'
 import { createDelivery, type Delivery, type StopReason } from './delivery'
-import { connectionStatus } from './diagnostics'
+import { STORAGE_REFUSED, connectionStatus } from './diagnostics'
 import { listen, type Undo } from './dom'
 import { createIdentity, type Identity } from './identity'
 import { uuid } from './ids'
@@ -82,6 +82,8 @@ export class ServiceTracker {
   #generation = 0
   #heartbeat: unknown
   #unloading = false
+  /** localStorage refused a write: the tracker goes on in memory, and says so. */
+  #storageRefused = false
 
   private constructor(apiKey: string, options: TrackerOptions, environment: TrackerEnvironment, win: PageWindow) {
     this.#apiKey = apiKey
@@ -89,7 +91,10 @@ export class ServiceTracker {
     this.#options = options
     const clock = (this.#clock = environment.clock ?? pageClock(win))
     const now = () => clock.now()
-    const local = webStorage(() => win.localStorage)
+    const local = webStorage(
+      () => win.localStorage,
+      () => this.#storageRefused || (this.#storageRefused = true, log.warn(STORAGE_REFUSED)),
+    )
     const tab = webStorage(() => win.sessionStorage)
     const log = (this.#log = createLogger(options.logLevel ?? 'warn', tab, win.console, now))
     this.#identity = createIdentity({ local, tab, cookie: cookieStorage(win.document) }, now, () => uuid(now()), () =>
@@ -273,6 +278,7 @@ export class ServiceTracker {
       ingestionUrl: this.#base.base,
       source: this.#base.source,
       pageUrl: this.#win.location.href,
+      storageRefused: this.#storageRefused,
       blocked: this.#transport.blocked,
       reachable: this.#transport.answering,
       online: this.#transport.online(),

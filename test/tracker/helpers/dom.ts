@@ -64,6 +64,8 @@ export interface PageOptions {
   cookie?: string
   /** localStorage refuses every write, as a full one does (QuotaExceededError). */
   localStorageFull?: boolean
+  /** localStorage and sessionStorage throw when the page reaches for them, as where cookies are blocked (SecurityError). */
+  storageDenied?: boolean
   /** Run scripts of the page (the script-tag tests load t.js; give such a script `async`: happy-dom
    * loads others synchronously, which a server in this same process could never answer). */
   scripts?: boolean
@@ -89,6 +91,15 @@ export function openPage(url = 'http://shop.test/', html = '<!doctype html><html
       throw new DOMException('The quota has been exceeded.', 'QuotaExceededError')
     }
     Object.defineProperty(win.localStorage, 'setItem', { value: refuse })
+  }
+  if (options.storageDenied) {
+    for (const name of ['localStorage', 'sessionStorage']) {
+      Object.defineProperty(win, name, {
+        get() {
+          throw new DOMException('Access is denied for this document.', 'SecurityError')
+        },
+      })
+    }
   }
   win.document.write(html)
   const global = globalThis as Record<string, unknown>
