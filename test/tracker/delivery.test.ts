@@ -68,7 +68,7 @@ describe('delivery', () => {
     expect(service.sent.at(-1)!.body).toEqual({ sessionId: 's', events: [{ n: 'a' }] })
   })
 
-  test('a Retry-After longer than the longest backoff: kept in the outbox, not in memory, and sent once the service answers', async () => {
+  test('a Retry-After longer than the longest backoff: kept in the outbox, not in memory; the next send waits a minute, asks again, and once answered drains it', async () => {
     let down = true
     const { service, clock, delivery, outbox, parcel } = setup((request) => (down ? { status: 503, headers: { 'retry-after': '3600' } } : { status: 200, body: { success: true } }))
     await delivery.deliver(parcel('a'))
@@ -76,9 +76,28 @@ describe('delivery', () => {
     expect(outbox.all()).toEqual([parcel('a')])
     down = false
     await delivery.deliver(parcel('b'))
-    await settle()
+    expect(clock.pending()).toEqual([RETRY_MAX_MS])
+    await clock.advance(RETRY_MAX_MS - 1)
+    expect(service.sent).toHaveLength(1)
+    await clock.advance(1)
     expect(service.sent.map((r) => r.body.events[0].n)).toEqual(['a', 'b', 'a'])
     expect(outbox.size()).toBe(0)
+  })
+
+  test('Retry-After holds every send, not only the one it answered: what comes meanwhile waits, and a drain sends nothing', async () => {
+    let down = true
+    const { service, clock, delivery, outbox, parcel } = setup(() => (down ? { status: 503, headers: { 'retry-after': '10' } } : { status: 200, body: { success: true } }))
+    outbox.put(parcel('kept'))
+    await delivery.deliver(parcel('a'))
+    await clock.advance(4000)
+    await delivery.deliver(parcel('b'))
+    await delivery.drain()
+    expect(service.sent.map((r) => r.body.events[0].n)).toEqual(['a'])
+    expect(clock.pending()).toEqual([6000, 6000])
+    down = false
+    await clock.advance(6000)
+    expect(service.sent.map((r) => r.body.events[0].n).sort()).toEqual(['a', 'a', 'b', 'kept'])
+    expect([outbox.size(), clock.pending()]).toEqual([0, []])
   })
 
   test('a request the service never answers is given up after the timeout and sent again; nothing piles up meanwhile', async () => {
@@ -242,7 +261,7 @@ describe('delivery', () => {
     expect(outbox.size()).toBe(0)
   })
 
-  test('200 parcels kept: a drain while offline writes nothing and sends nothing; one that fails writes nothing either', async () => {
+  test('200 parcels kept: a drain while offline writes nothing and sends nothing; one the service does not take stops at the first, writing nothing', async () => {
     let down = true
     const { service, delivery, outbox, parcel } = setup(() => (down ? { status: 503 } : { status: 200, body: { success: true } }))
     for (let i = 0; i < 200; i++) outbox.put(parcel(String(i)))
@@ -262,14 +281,14 @@ describe('delivery', () => {
 
     Object.defineProperty(page.win.navigator, 'onLine', { value: true, configurable: true })
     await delivery.drain()
-    expect([service.sent.length, writes]).toEqual([200, { calls: 0, chars: 0 }])
+    expect([service.sent.length, writes]).toEqual([1, { calls: 0, chars: 0 }])
     expect(page.win.localStorage.getItem('sl_outbox:k')).toBe(kept)
 
     // Back up: each one leaves the outbox once it is stored, not before, DRAINED_PER_WRITE at a time:
     // the characters written stay within a few times what was kept, not a hundred times.
     down = false
     await delivery.drain()
-    expect([service.sent.length, outbox.size(), writes.calls]).toEqual([400, 0, 200 / DRAINED_PER_WRITE])
+    expect([service.sent.length, outbox.size(), writes.calls]).toEqual([201, 0, 200 / DRAINED_PER_WRITE])
     expect(writes.chars).toBeLessThan(kept.length * 6)
   })
 
@@ -312,6 +331,21 @@ describe('delivery', () => {
     await draining
     expect(outbox.all().map((p) => p.id)).toEqual(['a.1'])
     expect(clock.pending()).toEqual([])
+  })
+
+  test('a drain stops at the first parcel the service did not take (no answer, 502 to 504, Retry-After): the rest stay, unsent, in order; a 500 is that parcel\'s own, and the drain goes on', async () => {
+    for (const failure of ['network-error', { status: 502 }, { status: 503, headers: { 'retry-after': '1' } }, { status: 504 }] as Reply[]) {
+      const tried: string[] = []
+      const { delivery, outbox, parcel } = setup((request) => (request.path === '/health/simple' ? 'network-error' : (tried.push(request.body.events[0].n), failure)))
+      for (const id of ['1', '2', '3']) outbox.put(parcel(id))
+      await delivery.drain()
+      expect([tried, outbox.all().map((p) => p.id)]).toEqual([['1'], ['1', '2', '3']])
+      await page.close()
+    }
+    const { service, delivery, outbox, parcel } = setup((request) => (request.body.events[0].n === '1' ? { status: 500 } : { status: 200, body: { success: true } }))
+    for (const id of ['1', '2', '3']) outbox.put(parcel(id))
+    await delivery.drain()
+    expect([service.sent.length, outbox.all().map((p) => p.id)]).toEqual([3, ['1']])
   })
 
   test('drain sends what was persisted, one attempt each; a success drains the rest too', async () => {

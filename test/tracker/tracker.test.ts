@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { SDK_VERSION, ServiceTracker } from '@sightline/tracker'
+import { RETRY_MAX_MS } from '@sightline/tracker/delivery'
 import { STORAGE_REFUSED } from '@sightline/tracker/diagnostics'
 import { SESSION_IDLE_MS } from '@sightline/tracker/identity'
 import { CHUNK_MAX_CHARS, EVENT_FLUSH_MS, REPLAY_FLUSH_MS } from '@sightline/tracker/queue'
@@ -511,6 +512,8 @@ describe('start and stop', () => {
     tracker.customEvent('kept')
     await clock.advance(EVENT_FLUSH_MS)
     expect(tracker.getConnectionStatus().queued).toBe(1)
+    // The minute it holds every send for.
+    await clock.advance(RETRY_MAX_MS)
     service.reply((request) => (request.path.endsWith('/user') ? { status: 503 } : { status: 200, body: { success: true } }))
     tracker.customEvent('last')
     tracker.stop()

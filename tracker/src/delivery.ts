@@ -53,6 +53,12 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
   let halted: StopReason | null = null
   let draining = false
   /**
+   * The service asked (Retry-After) for nothing before then: every send waits until it, not only the
+   * one it answered. For a minute at most: a longer wait keeps what it answered in the outbox (see
+   * retry), and the next send, a minute on, asks again.
+   */
+  let notBefore = 0
+  /**
    * The tracker is stopped: no page hide will persist what waits in memory, so a failure goes to the
    * outbox at once, as on unload, and nothing is drained until it starts again.
    */
@@ -89,14 +95,29 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     stopped(reason)
   }
 
-  /** `attempt` MAX_ATTEMPTS: a parcel drained from the outbox, which keeps it until it is stored. */
-  async function deliver(parcel: Parcel, unload = false, attempt = 0): Promise<void> {
+  /**
+   * `attempt` MAX_ATTEMPTS: a parcel drained from the outbox, which keeps it until it is stored. True
+   * when a drain should stop there: that parcel stays kept, and so would the ones after it.
+   */
+  async function deliver(parcel: Parcel, unload = false, attempt = 0): Promise<boolean | void> {
     const drained = attempt === MAX_ATTEMPTS
-    const keep = () => {
-      if (!drained) outbox.put(parcel)
+    const keep = () => drained || outbox.put(parcel)
+    /** Try `next` after `wait`; kept instead where no timer is to wait (see the end). */
+    const retry = (wait: number, next: number) => {
+      // A Retry-After past the longest backoff (a proxy asking for an hour) would hold every parcel of
+      // that time in memory; the bounded outbox keeps them instead, until the service answers again.
+      if (unload || paused || next >= MAX_ATTEMPTS || wait > RETRY_MAX_MS) return keep()
+      const timer = clock.setTimeout(() => {
+        waiting.delete(parcel.id)
+        void deliver(parcel, false, next)
+      }, wait)
+      waiting.set(parcel.id, { parcel, timer })
     }
     if (halted) return
     if (!transport.online()) return keep()
+    // Not an attempt: the service asked to be left alone meanwhile.
+    const hold = notBefore - clock.now()
+    if (hold > 0) return retry(hold, attempt)
     inFlight.set(parcel.id, parcel)
     // Drained (it was kept in the outbox): never by a beacon, whose 202 would delete it unseen.
     const answer = await transport.send(parcel.path, parcel.body, unload, drained)
@@ -116,15 +137,11 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
       return answer.local ? keep() : drop('too_large', parcel)
     }
     if (status && status < 500 && status !== 408) return drop(`rejected_${status}`, parcel)
-    const wait = retryDelay(attempt, random(), retryAfterMs(answer.retryAfter, clock.now()))
-    // A Retry-After past the longest backoff (a proxy asking for an hour) would hold every parcel of
-    // that time in memory; the bounded outbox keeps them instead, until the service answers again.
-    if (unload || paused || attempt + 1 >= MAX_ATTEMPTS || wait > RETRY_MAX_MS) return keep()
-    const timer = clock.setTimeout(() => {
-      waiting.delete(parcel.id)
-      void deliver(parcel, false, attempt + 1)
-    }, wait)
-    waiting.set(parcel.id, { parcel, timer })
+    const retryAfter = retryAfterMs(answer.retryAfter, clock.now())
+    if (retryAfter) notBefore = clock.now() + Math.min(retryAfter, RETRY_MAX_MS)
+    // No answer, or a service that cannot take anything now (502 to 504, 503 with Retry-After): a
+    // drain goes no further. A 500 is this request's own failure; the ones after it may go.
+    return retry(retryDelay(attempt, random(), retryAfter), attempt + 1) && (!status || status > 500)
   }
 
   /**
@@ -153,18 +170,20 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
   }
 
   /**
-   * Sends what was kept, one attempt each, when the browser is online. A parcel leaves the outbox only
-   * when it is stored (or dropped): a page that dies while draining loses nothing, and one sent twice
-   * is stored once. One that fails stays where it is, not written again. What is stored leaves
-   * DRAINED_PER_WRITE at a time: each write rewrites all that is kept (up to 2 MB), and one per parcel
-   * made a drain's work grow with the square of what it holds; a page gone meanwhile sends at most
-   * that many again, which the service stores once.
+   * Sends what was kept, oldest first, one attempt each, when the browser is online. A parcel leaves
+   * the outbox only when it is stored (or dropped): a page that dies while draining loses nothing, and
+   * one sent twice is stored once. One that fails stays where it is, not written again, and where the
+   * service did not take it (no answer, 502 to 504, Retry-After) the drain stops there: the next
+   * success, heartbeat or `online` drains again. What is stored leaves DRAINED_PER_WRITE at a time:
+   * each write rewrites all that is kept (up to 2 MB), and one per parcel made a drain's work grow with
+   * the square of what it holds; a page gone meanwhile sends at most that many again, which the service
+   * stores once.
    */
   async function drain() {
     if (draining || paused || !transport.online()) return
     draining = true
     try {
-      for (const parcel of outbox.all()) if (!paused && !inFlight.has(parcel.id)) await deliver(parcel, false, MAX_ATTEMPTS)
+      for (const parcel of outbox.all()) if (paused || (!inFlight.has(parcel.id) && (await deliver(parcel, false, MAX_ATTEMPTS)))) break
     } finally {
       forgetStored()
       draining = false

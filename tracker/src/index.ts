@@ -306,7 +306,7 @@ export class ServiceTracker {
     return ok
   }
 
-  #send(path: string, body: Record<string, unknown>): Promise<void> {
+  #send(path: string, body: Record<string, unknown>): Promise<unknown> {
     return this.#delivery.deliver({ id: uuid(this.#clock.now()), path: API + path, body }, this.#unloading)
   }
 
