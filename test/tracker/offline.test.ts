@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
+import { HEARTBEAT_MS } from '@sightline/tracker'
 import { settle } from './helpers/clock'
 import { storageOf } from './helpers/dom'
 import { fakeService } from './helpers/service'
@@ -97,6 +98,22 @@ describe('offline, then a reload, then online', () => {
     const resent = service.sent.slice(attempts)
     expect(resent.map((r) => r.body.events[0].eventName)).toEqual(['during outage'])
     expect(resent[0].body.events[0].uuid).toBe(service.sent[0].body.events[0].uuid)
+  })
+
+  test('what a drain had to leave (the service down) goes at the next heartbeat answered, on a page that sends nothing else', async () => {
+    const service = fakeService()
+    service.reply((request) => (request.path.endsWith('/heartbeat') ? { status: 200, body: { success: true, liveViewer: false } } : 'network-error'))
+    const storage = { localStorage: { [`sl_outbox:${KEY}`]: JSON.stringify([{ id: 'kept', path: '/api/ingestion/customEvent/batch', body: { sessionId: 's', events: [{ eventName: 'kept' }] } }]) } }
+    const t = tracked({ enableAutomaticTracking: false }, { service, storage })
+    t.tracker.start()
+    // The first chunk fails too, until it is kept.
+    await t.clock.advance(HEARTBEAT_MS - 1)
+    expect(t.tracker.getConnectionStatus().queued).toBe(2)
+    expect(t.clock.pending()).toEqual([1])
+    service.reply(() => ({ status: 200, body: { success: true } }))
+    await t.clock.advance(1)
+    expect(service.to('/customEvent/batch').map((r) => r.body.events[0].eventName)).toEqual(['kept'])
+    expect(t.tracker.getConnectionStatus().queued).toBe(0)
   })
 
   test('429 stops all sending quietly: nothing queued is sent, nothing persisted, no more requests', async () => {

@@ -331,12 +331,15 @@ export class ServiceTracker {
     return { sessionId, endUserId: this.#identity.endUserId, windowId: this.#identity.windowId }
   }
 
-  /** Presence, while the session is live; its answer says whether someone watches (`liveViewer`). */
+  /**
+   * Presence, while the session is live; its answer says whether someone watches (`liveViewer`), and
+   * that the service answers again: what a drain had to leave is sent, on a page that sends nothing else.
+   */
   #beat = () => {
     this.#clock.clearTimeout(this.#heartbeat)
     const sessionId = this.#identity.current()
     if (sessionId && this.#transport.online()) {
-      void this.#transport.ping(API + '/heartbeat', { ...this.#presence(sessionId), url: this.#messages.here() }).then((answer) => this.#delivery.settle(answer))
+      void this.#transport.ping(API + '/heartbeat', { ...this.#presence(sessionId), url: this.#messages.here() }).then((answer) => void (this.#delivery.settle(answer) && this.#delivery.drain()))
     }
     this.#heartbeat = this.#clock.setTimeout(this.#beat, HEARTBEAT_MS)
   }
