@@ -61,6 +61,34 @@ describe('session model', () => {
     expect([one.identity.nextSeq(), one.identity.nextSeq(), two.identity.nextSeq()]).toEqual([0, 1, 0])
   })
 
+  /** Two tabs of one origin on one clock: their own sessionStorage, the origin's localStorage and cookies. */
+  function twoTabs() {
+    let now = Date.UTC(2025, 0, 1)
+    let counter = 0
+    const local = memoryStore()
+    const cookie = memoryStore()
+    const tab = () => {
+      const told = { newSessions: 0 }
+      const identity = createIdentity({ local, cookie, tab: memoryStore() }, () => now, () => `id-${++counter}`, () => told.newSessions++)
+      return Object.assign(told, { identity })
+    }
+    return { one: tab(), two: tab(), advance: (ms: number) => (now += ms) }
+  }
+
+  test('a session another tab started (activity after the last one ended) is new to this tab too: told once, for a full snapshot in it', () => {
+    const { one, two, advance } = twoTabs()
+    const first = one.identity.sessionId(true)
+    expect(two.identity.sessionId(true)).toBe(first)
+    advance(SESSION_IDLE_MS)
+    const second = one.identity.sessionId(true)
+    expect(second).not.toBe(first)
+    expect(one.newSessions).toBe(1)
+    // The other tab's next event, with activity or not, is in the new session, and new to it.
+    expect(two.identity.sessionId(false)).toBe(second)
+    expect(two.identity.sessionId(true)).toBe(second)
+    expect([one.newSessions, two.newSessions]).toEqual([1, 1])
+  })
+
   test('a reload keeps all three and continues the sequence', () => {
     const first = setup()
     first.identity.nextSeq()

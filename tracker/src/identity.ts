@@ -60,7 +60,8 @@ export function createIdentity({ local, tab, cookie }: IdentityStores, now: () =
     return id
   }
   const stored = () => readJson<Session>(local, KEYS.session)
-  if (!isLive(stored(), now())) newSession(now())
+  /** The session this tab's events went to last. */
+  let seen = isLive(stored(), now()) ? stored()!.id : newSession(now())
 
   return {
     preexisting,
@@ -73,17 +74,24 @@ export function createIdentity({ local, tab, cookie }: IdentityStores, now: () =
       const session = stored()
       return isLive(session, now()) ? session!.id : null
     },
-    /** The session for something happening now: activity keeps it alive, or starts a new one. */
+    /**
+     * The session for something happening now: activity keeps it alive, or starts a new one. One new
+     * to this tab, whether started here or by another tab of the origin (its activity after the
+     * session ended, its logout), is told (`onNewSession`): this tab's replay needs a full snapshot in it.
+     */
     sessionId(activity: boolean): string {
       const at = now()
       const session = stored()
-      if (!session || !isLive(session, at)) {
-        if (!activity && session) return session.id
+      let id = session?.id
+      if (!isLive(session, at)) {
+        if (!activity && id) return id
+        id = newSession(at)
+      } else if (activity && at - session!.last >= ACTIVITY_WRITE_MS) saveSession({ ...session!, last: at })
+      if (id !== seen) {
+        seen = id!
         onNewSession()
-        return newSession(at)
       }
-      if (activity && at - session.last >= ACTIVITY_WRITE_MS) saveSession({ ...session, last: at })
-      return session.id
+      return id!
     },
     attributes: (): UserAttributes => readJson<UserAttributes>(local, KEYS.attributes) ?? {},
     setAttributes: (attributes: UserAttributes) => local.set(KEYS.attributes, JSON.stringify(attributes)),
@@ -91,7 +99,7 @@ export function createIdentity({ local, tab, cookie }: IdentityStores, now: () =
     reset() {
       endUserId = keep(userStores, KEYS.user, newId())
       local.remove(KEYS.attributes)
-      newSession(now())
+      seen = newSession(now())
     },
     /** This page is the one shown in the tab (from load or `pageshow` to `pagehide`). */
     holdTab: () => tab.set(KEYS.shown, '1'),
