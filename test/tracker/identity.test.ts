@@ -89,6 +89,18 @@ describe('session model', () => {
     expect([one.newSessions, two.newSessions]).toEqual([1, 1])
   })
 
+  test('a logout in another tab is this tab\'s too: the new anonymous end user, in the new session, told once', () => {
+    const { one, two } = twoTabs()
+    const before = two.identity.endUserId
+    two.identity.sessionId(true)
+    one.identity.reset()
+    expect(one.newSessions).toBe(0)
+    expect(two.identity.endUserId).toBe(one.identity.endUserId)
+    expect(two.identity.endUserId).not.toBe(before)
+    expect(two.identity.sessionId(false)).toBe(one.identity.sessionId(false))
+    expect([one.newSessions, two.newSessions]).toEqual([0, 1])
+  })
+
   test('a reload keeps all three and continues the sequence', () => {
     const first = setup()
     first.identity.nextSeq()

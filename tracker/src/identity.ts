@@ -66,8 +66,9 @@ export function createIdentity({ local, tab, cookie }: IdentityStores, now: () =
   return {
     preexisting,
     windowId,
+    /** As kept, so a logout in another tab of the origin is this tab's too. */
     get endUserId() {
-      return endUserId
+      return (endUserId = found([local], KEYS.user) ?? endUserId)
     },
     /** The live session, or null when it has expired (nothing renews it but activity). */
     current(): string | null {
