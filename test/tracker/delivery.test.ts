@@ -31,7 +31,7 @@ describe('retry timing (pure)', () => {
 let page: Page
 afterEach(() => page?.close())
 
-function setup(reply?: (request: Sent) => Reply) {
+function setup(reply?: (request: Sent) => Reply, alone?: (drain: () => Promise<void>) => Promise<unknown>) {
   page = openPage()
   const service = fakeService()
   service.catchBeacons(page.win)
@@ -42,7 +42,7 @@ function setup(reply?: (request: Sent) => Reply) {
   const answers: Record<string, unknown>[] = []
   const stops: string[] = []
   const transport = createTransport({ base: SERVICE_BASE, apiKey: 'k', fetch: service.fetch, win: page.win, log, clock })
-  const delivery = createDelivery({ transport, outbox, clock, log, random: () => 1, answered: (data) => answers.push(data), stopped: (reason) => stops.push(reason) })
+  const delivery = createDelivery({ transport, outbox, clock, log, random: () => 1, alone, answered: (data) => answers.push(data), stopped: (reason) => stops.push(reason) })
   const parcel = (id: string, body: Record<string, unknown> = { sessionId: 's', events: [{ n: id }] }) => ({ id, path: '/api/ingestion/events', body })
   return { service, clock, outbox, delivery, answers, stops, parcel, log }
 }
@@ -346,6 +346,17 @@ describe('delivery', () => {
     for (const id of ['1', '2', '3']) outbox.put(parcel(id))
     await delivery.drain()
     expect([service.sent.length, outbox.all().map((p) => p.id)]).toEqual([3, ['1']])
+  })
+
+  test('a drain runs alone: where another tab of the origin holds the drain, this one sends nothing and keeps everything', async () => {
+    let held = true
+    const { service, delivery, outbox, parcel } = setup(undefined, (drain) => (held ? Promise.resolve(null) : drain()))
+    outbox.put(parcel('a'))
+    await delivery.drain()
+    expect([service.sent.length, outbox.size()]).toEqual([0, 1])
+    held = false
+    await delivery.drain()
+    expect([service.sent.length, outbox.size()]).toEqual([1, 0])
   })
 
   test('drain sends what was persisted, one attempt each; a success drains the rest too', async () => {

@@ -35,6 +35,8 @@ export interface DeliveryDeps {
   random?: () => number
   /** Splits a body answered 413 (default: `halve`). */
   split?: typeof halve
+  /** Runs a drain unless another tab of the origin is draining the same outbox (default: it runs). */
+  alone?: (drain: () => Promise<void>) => Promise<unknown>
   /** Every readable success answer (`liveViewer`, `monthlyLimitReached`). */
   answered(data: Record<string, unknown>): void
   /** Sending has stopped for good on this page. */
@@ -49,7 +51,7 @@ export type Delivery = ReturnType<typeof createDelivery>
  * again when the browser is back online or on the next page load. Parcels carry their event uuids
  * and chunk `seq`, so a parcel sent twice is stored once. 429 and an invalid key stop all sending.
  */
-export function createDelivery({ transport, outbox, clock, log, random = Math.random, split = halve, answered, stopped }: DeliveryDeps) {
+export function createDelivery({ transport, outbox, clock, log, random = Math.random, split = halve, alone = (drain) => drain(), answered, stopped }: DeliveryDeps) {
   let halted: StopReason | null = null
   let draining = false
   /**
@@ -177,13 +179,16 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
    * success, heartbeat or `online` drains again. What is stored leaves DRAINED_PER_WRITE at a time:
    * each write rewrites all that is kept (up to 2 MB), and one per parcel made a drain's work grow with
    * the square of what it holds; a page gone meanwhile sends at most that many again, which the service
-   * stores once.
+   * stores once. The tabs of an origin share the outbox, and all of them drain when the browser is back
+   * online: one at a time (`alone`), or each would send every parcel.
    */
   async function drain() {
     if (draining || paused || !transport.online()) return
     draining = true
     try {
-      for (const parcel of outbox.all()) if (paused || (!inFlight.has(parcel.id) && (await deliver(parcel, false, MAX_ATTEMPTS)))) break
+      await alone(async () => {
+        for (const parcel of outbox.all()) if (paused || (!inFlight.has(parcel.id) && (await deliver(parcel, false, MAX_ATTEMPTS)))) break
+      })
     } finally {
       forgetStored()
       draining = false

@@ -109,13 +109,16 @@ export class ServiceTracker {
       pageUrl: win.location.href,
     })
     this.#transport = createTransport({ base: this.#base.base, apiKey, fetch: environment.fetch ?? win.fetch.bind(win), win, log, clock })
-    this.#outbox = createOutbox(local, 'sl_outbox:' + apiKey)
+    const outboxKey = 'sl_outbox:' + apiKey
+    this.#outbox = createOutbox(local, outboxKey)
     this.#delivery = createDelivery({
       transport: this.#transport,
       outbox: this.#outbox,
       clock,
       log,
       split: (body) => this.#messages.split(body),
+      // The Web Locks API, where there is one (secure contexts): a tab that finds the lock held leaves the drain to its holder.
+      alone: (drain) => win.navigator.locks?.request(outboxKey, { ifAvailable: true }, (lock) => lock && drain()) ?? drain(),
       answered: (data) => this.#messages.answered(data),
       stopped: (reason) => this.#halt(reason),
     })
