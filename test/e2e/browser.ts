@@ -36,6 +36,8 @@ export interface TestBrowser {
 export interface BrowserOptions {
   /** Origins every request to which is blocked, the way an ad blocker's list blocks a tracker's host. */
   block?: string[]
+  /** Keep pages left in the back/forward cache, as Chromium does (Playwright turns it off). */
+  backForwardCache?: boolean
 }
 
 /**
@@ -111,7 +113,7 @@ const readHanded = (page: Page): Promise<Handed[]> =>
     .evaluate((key) => Array.from({ length: Number(sessionStorage.getItem(key) || 0) }, (_, i) => JSON.parse(sessionStorage.getItem(`${key}:${i}`)!)), HANDED_KEY)
     .then((entries) => entries.map((e: { via: Handed['via']; url: string; body: string; gzip: boolean }) => ({ ...e, body: new Uint8Array(Buffer.from(e.body, 'base64')) })))
 
-export async function openBrowser({ block = [] }: BrowserOptions = {}): Promise<TestBrowser> {
+export async function openBrowser({ block = [], backForwardCache = false }: BrowserOptions = {}): Promise<TestBrowser> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (.ci/run does)`)
   const dir = await mkdtemp(join(tmpdir(), 'sightline-chromium-'))
   const args = [...ARGS]
@@ -122,8 +124,8 @@ export async function openBrowser({ block = [] }: BrowserOptions = {}): Promise<
   const context = await chromium.launchPersistentContext(join(dir, 'profile'), {
     executablePath: CHROMIUM,
     args,
-    // Playwright disables extensions by default; the blocklist is one.
-    ignoreDefaultArgs: block.length ? ['--disable-extensions'] : [],
+    // Playwright disables extensions by default (the blocklist is one), and the back/forward cache.
+    ignoreDefaultArgs: [...(block.length ? ['--disable-extensions'] : []), ...(backForwardCache ? ['--disable-back-forward-cache'] : [])],
   })
   await context.addInitScript({ content: HANDED_RECORDER })
   const page = context.pages()[0] ?? (await context.newPage())

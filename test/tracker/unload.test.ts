@@ -37,13 +37,14 @@ describe('leaving the page', () => {
     expect(beacons[0].body.events[0]).toMatchObject({ eventName: 'last click', uuid: expect.any(String) })
   })
 
-  test('back from the back/forward cache: presence says so at once, and beats every 30 s from then', async () => {
+  test('back from the back/forward cache: presence says so at once, and beats every 30 s from then; the replay goes on from a full snapshot', async () => {
     const { tracker, service, win, clock } = tracked({ enableAutomaticTracking: false })
     tracker.start()
     await clock.advance(10_000)
     pageHide(win)
     await service.beaconsRead()
     expect(service.to('/session-end')).toHaveLength(1)
+    const chunks = service.to('/events').length
     const restored = new win.Event('pageshow') as Event & { persisted?: boolean }
     restored.persisted = true
     win.dispatchEvent(restored)
@@ -51,6 +52,9 @@ describe('leaving the page', () => {
     expect(service.to('/heartbeat')).toHaveLength(2)
     await clock.advance(HEARTBEAT_MS)
     expect(service.to('/heartbeat')).toHaveLength(3)
+    // The tab may have shown other pages meanwhile, in the same window of the replay.
+    const after = service.to('/events').slice(chunks)
+    expect(after.flatMap((r) => r.body.events.map((e: { type: number }) => e.type)).slice(0, 2)).toEqual([4, 2])
   })
 
   test('hidden (a tab switch, or a mobile browser about to discard): queued data goes by beacon, no session-end', async () => {

@@ -363,8 +363,10 @@ export class ServiceTracker {
         if (!event.persisted) return
         identity.holdTab()
         drain()
-        // Back from the back/forward cache: page hide ended this window's presence.
+        // Back from the back/forward cache: page hide ended this window's presence, and the tab may
+        // have shown other pages meanwhile, whose snapshots the replay of this window would go on from.
         if (this.#started) this.#beat()
+        this.#recording?.snapshot()
       }),
     ]
     identity.holdTab()

@@ -1,0 +1,90 @@
+import { describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import type { Page } from 'playwright-core'
+import { HEARTBEAT_MS } from '@sightline/tracker'
+import { REPLAY_FLUSH_MS } from '@sightline/tracker/queue'
+import { eventually } from '../tracker/helpers/e2e'
+import { closedAfterEach, openBrowser, type TestBrowser } from './browser'
+import { decodeHanded } from './delivery'
+import { trackerStarted } from './journey'
+import { e2eSuite } from './suite'
+import { startShop } from './shop'
+
+/**
+ * The page lifecycle in headless Chromium, through the relay: a page left into the back/forward
+ * cache (pagehide with persisted) and shown again (pageshow with persisted), as Chromium keeps pages
+ * once Playwright lets it.
+ */
+
+const suite = e2eSuite()
+const open = closedAfterEach()
+
+/** Before any page script: how many requests the tab had handed over when a page was shown again from the cache. */
+const RESTORE_MARKER = `addEventListener('pageshow', (event) => {
+  if (event.persisted) window.restoredAt = Number(sessionStorage.getItem('sightline-test:handed') || 0)
+})`
+
+/**
+ * What the page shown again handed over since, decoded. It is not hidden meanwhile, so it sends by
+ * fetch; the page it was restored from may record its goodbye beacons in the tab's sessionStorage
+ * after the mark (another renderer's writes), and those are left out.
+ */
+async function handedSinceRestore(browser: TestBrowser, origin: string) {
+  const from = await browser.page.evaluate(() => (window as unknown as { restoredAt: number }).restoredAt)
+  return (await browser.handed(origin))
+    .slice(from)
+    .filter((request) => request.via === 'fetch')
+    .map((request) => decodeHanded(request))
+}
+
+const userInfo = (page: Page) => page.evaluate(() => window.shop.tracker().then((tracker) => tracker.getUserInfo()))
+
+describe('the back/forward cache, in headless Chromium', () => {
+  test('left, the window says goodbye; shown again, presence, tracking and recording resume once each, the replay with a full snapshot of the page shown again', async () => {
+    const shop = open(startShop({ key: suite.e2e.core.key, core: suite.e2e.base, script: suite.script, tracker: { via: 'relay' } }))
+    const browser = open(await openBrowser({ backForwardCache: true }))
+    const { page, context } = browser
+    await context.addInitScript({ content: RESTORE_MARKER })
+    await page.clock.install()
+    await page.goto(`${shop.url}/`)
+    await trackerStarted(page)
+    const home = await userInfo(page)
+
+    // A full page load in the same tab: the home page goes to the cache; then back to it.
+    await Promise.all([page.waitForURL('**/cart'), page.click('nav >> text=Cart')])
+    await trackerStarted(page)
+    await page.goBack({ waitUntil: 'commit' })
+    await page.waitForFunction(() => (window as unknown as { restoredAt?: number }).restoredAt !== undefined)
+    expect(await userInfo(page)).toMatchObject({ sessionId: home.sessionId, windowId: home.windowId })
+
+    await page.click('nav >> text=Wool socks')
+    await page.click('#add')
+    await page.clock.fastForward(REPLAY_FLUSH_MS)
+    await page.clock.fastForward(HEARTBEAT_MS)
+    await eventually(async () => expect((await handedSinceRestore(browser, shop.url)).map((r) => r.path)).toContain('/events'))
+    const since = await handedSinceRestore(browser, shop.url)
+    // Presence at once, and every 30 s from then: one timer.
+    expect(since.filter((r) => r.path === '/heartbeat')).toHaveLength(2)
+    // One listener: the click is reported once.
+    const events = since.filter((r) => r.path === '/customEvent/batch').flatMap((r) => r.body.events.map((e: { eventName: string }) => e.eventName))
+    expect(events.sort()).toEqual(['$click', '$click', '$navigation', '$pageview', 'add_to_cart'])
+    // The tab showed the cart meanwhile: the replay of this window goes on from a full snapshot of the page shown again.
+    const chunks = since.filter((r) => r.path === '/events')
+    expect(chunks.every((r) => r.body.sessionId === home.sessionId && r.body.windowId === home.windowId)).toBe(true)
+    const types = chunks.flatMap((r) => r.body.events.map((e: { type: number }) => e.type))
+    expect(types.slice(0, 2)).toEqual([4, 2])
+
+    // The goodbyes: the home page and the cart, each as it was left.
+    await page.goto('about:blank')
+    const goodbyes = (await browser.handed(shop.url)).map((request) => ({ via: request.via, path: decodeHanded(request).path })).filter((r) => r.path === '/session-end')
+    expect(goodbyes).toEqual([
+      { via: 'beacon', path: '/session-end' },
+      { via: 'beacon', path: '/session-end' },
+      { via: 'beacon', path: '/session-end' },
+    ])
+    await eventually(async () => {
+      const stored = await suite.e2e.rows<{ has_full_snapshot: boolean; seq: number }>(sql`select seq, has_full_snapshot from replay_chunks where session_id = ${home.sessionId} and window_id = ${home.windowId} order by seq`)
+      expect(stored.map((c) => c.seq)).toEqual(stored.map((_, i) => i))
+    })
+  })
+})
