@@ -38,6 +38,11 @@ export interface BrowserOptions {
   block?: string[]
   /** Keep pages left in the back/forward cache, as Chromium does (Playwright turns it off). */
   backForwardCache?: boolean
+  /**
+   * Block all cookies, as the browser's setting does: pages then get SecurityError for localStorage
+   * and sessionStorage too, and `handed` has nowhere to read from.
+   */
+  blockCookies?: boolean
 }
 
 /**
@@ -88,6 +93,8 @@ const HANDED_RECORDER = `(() => {
     sessionStorage.setItem(KEY, String(n + 1))
   }
   const hand = (via, url, body, headers) => {
+    // Where the page may not use sessionStorage (cookies blocked), nothing is recorded.
+    try { sessionStorage } catch { return }
     url = new URL(String(url), location.href).href
     if (!url.includes('/api/ingestion/')) return
     const gzip = /[?&]compression=gzip/.test(url) || new Headers(headers || {}).get('content-encoding') === 'gzip'
@@ -113,9 +120,14 @@ const readHanded = (page: Page): Promise<Handed[]> =>
     .evaluate((key) => Array.from({ length: Number(sessionStorage.getItem(key) || 0) }, (_, i) => JSON.parse(sessionStorage.getItem(`${key}:${i}`)!)), HANDED_KEY)
     .then((entries) => entries.map((e: { via: Handed['via']; url: string; body: string; gzip: boolean }) => ({ ...e, body: new Uint8Array(Buffer.from(e.body, 'base64')) })))
 
-export async function openBrowser({ block = [], backForwardCache = false }: BrowserOptions = {}): Promise<TestBrowser> {
+export async function openBrowser({ block = [], backForwardCache = false, blockCookies = false }: BrowserOptions = {}): Promise<TestBrowser> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (.ci/run does)`)
   const dir = await mkdtemp(join(tmpdir(), 'sightline-chromium-'))
+  if (blockCookies) {
+    // The profile's content setting for cookies: 2 blocks them for every site.
+    await mkdir(join(dir, 'profile', 'Default'), { recursive: true })
+    await writeFile(join(dir, 'profile', 'Default', 'Preferences'), JSON.stringify({ profile: { default_content_setting_values: { cookies: 2 } } }))
+  }
   const args = [...ARGS]
   if (block.length) {
     const extension = await blocklistExtension(dir, block)

@@ -58,8 +58,11 @@ describe('offline, then a reload, then online', () => {
     expect(second.tracker.getConnectionStatus().queued).toBe(0)
   })
 
-  test('a localStorage that refuses every write (full, or a quota of 0): what is produced offline is kept in memory and sent once online, none dropped', async () => {
-    const t = tracked({ enableAutomaticTracking: false }, { storage: { localStorageFull: true }, offline: true })
+  for (const [what, storage] of [
+    ['a localStorage that refuses every write (full, or a quota of 0)', { localStorageFull: true }],
+    ['cookies blocked (storage throws, Web Locks refuse)', { storageDenied: true }],
+  ] as const) test(`${what}: what is produced offline is kept in memory and sent once online, none dropped`, async () => {
+    const t = tracked({ enableAutomaticTracking: false }, { storage, offline: true })
     t.tracker.start()
     await settle()
     for (const name of ['a', 'b', 'c']) {

@@ -117,8 +117,13 @@ export class ServiceTracker {
       clock,
       log,
       split: (body) => this.#messages.split(body),
-      // The Web Locks API, where there is one (secure contexts): a tab that finds the lock held leaves the drain to its holder.
-      alone: (drain) => win.navigator.locks?.request(outboxKey, { ifAvailable: true }, (lock) => lock && drain()) ?? drain(),
+      // The Web Locks API: a tab that finds the lock held leaves the drain to its holder. Without one
+      // (an insecure context), or where it refuses (storage blocked: SecurityError), the tab drains.
+      alone: (drain) => {
+        let ran: unknown
+        const run = () => (ran = drain())
+        return win.navigator.locks?.request(outboxKey, { ifAvailable: true }, (lock) => lock && run()).catch(() => ran || run()) ?? run()
+      },
       answered: (data) => this.#messages.answered(data),
       stopped: (reason) => this.#halt(reason),
     })

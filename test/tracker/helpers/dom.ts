@@ -64,7 +64,10 @@ export interface PageOptions {
   cookie?: string
   /** localStorage refuses every write, as a full one does (QuotaExceededError). */
   localStorageFull?: boolean
-  /** localStorage and sessionStorage throw when the page reaches for them, as where cookies are blocked (SecurityError). */
+  /**
+   * localStorage and sessionStorage throw when the page reaches for them, and Web Locks refuse every
+   * request, as where cookies are blocked (SecurityError).
+   */
   storageDenied?: boolean
   /** Run scripts of the page (the script-tag tests load t.js; give such a script `async`: happy-dom
    * loads others synchronously, which a server in this same process could never answer). */
@@ -100,6 +103,8 @@ export function openPage(url = 'http://shop.test/', html = '<!doctype html><html
         },
       })
     }
+    const locks = { request: () => Promise.reject(new DOMException('The request was denied.', 'SecurityError')) }
+    Object.defineProperty(win.navigator, 'locks', { value: locks })
   }
   win.document.write(html)
   const global = globalThis as Record<string, unknown>
