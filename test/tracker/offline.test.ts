@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { HEARTBEAT_MS } from '@sightline/tracker'
+import { EVENT_FLUSH_MS } from '@sightline/tracker/queue'
+import { OUTBOX_MAX_CHARS } from '@sightline/tracker/storage'
 import { settle } from './helpers/clock'
 import { storageOf } from './helpers/dom'
 import { fakeService } from './helpers/service'
@@ -81,6 +83,29 @@ describe('offline, then a reload, then online', () => {
     expect(events.map(([, name]: string[]) => name)).toEqual(['a', 'b', 'c'])
     expect(chunks).toHaveLength(1)
     expect(t.tracker.getConnectionStatus()).toMatchObject({ queued: 0, dropped: { outbox: 0 } })
+  })
+
+  test('offline for long, the outbox at its bound: the oldest go first, counted; back online the rest go oldest first, with their uuids', async () => {
+    const t = tracked({ enableAutomaticTracking: false }, { offline: true })
+    const pad = 'x'.repeat(OUTBOX_MAX_CHARS / 20)
+    const uuids: string[] = []
+    for (let i = 0; i < 30; i++) {
+      t.tracker.customEvent('while offline', { i, pad })
+      await t.clock.advance(EVENT_FLUSH_MS)
+    }
+    const kept = JSON.parse(t.win.localStorage.getItem(`sl_outbox:${KEY}`)!) as { body: { events: { uuid: string; eventProperties: { i: number } }[] } }[]
+    for (const parcel of kept) for (const event of parcel.body.events) uuids.push(event.uuid)
+    const { queued, dropped } = t.tracker.getConnectionStatus()
+    expect(queued).toBe(kept.length)
+    expect(dropped.outbox).toBe(30 - kept.length)
+    expect(dropped.outbox).toBeGreaterThan(0)
+    expect(kept.map((parcel) => parcel.body.events[0].eventProperties.i)).toEqual(Array.from({ length: kept.length }, (_, n) => 30 - kept.length + n))
+
+    setOnline(t, true)
+    await settle()
+    const sent = t.service.to('/customEvent/batch').flatMap((r) => r.body.events as { uuid: string; eventProperties: { i: number } }[])
+    expect(sent.map((event) => event.uuid)).toEqual(uuids)
+    expect(t.tracker.getConnectionStatus()).toMatchObject({ queued: 0, dropped: { outbox: 30 - kept.length } })
   })
 
   test('the next page load drains what an earlier page could not send (the server down meanwhile)', async () => {
