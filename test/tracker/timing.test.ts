@@ -4,8 +4,8 @@ import { SLOW_REQUEST_MS } from '@sightline/tracker/auto/network'
 import { RAGE_CLICKS, RAGE_WINDOW_MS } from '@sightline/tracker/auto/clicks'
 import { SESSION_IDLE_MS, SESSION_MAX_MS } from '@sightline/tracker/identity'
 import { EVENT_BATCH_MAX, EVENT_FLUSH_MS, LIVE_REPLAY_FLUSH_MS, REPLAY_FLUSH_MS, TELEMETRY_BATCH_MAX, TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
-import { settle } from './helpers/clock'
-import { KEY, closeAll, replayEvents, tracked } from './helpers/tracker'
+import { fakeClock, settle } from './helpers/clock'
+import { KEY, closeAll, replayEvents, tracked, type Tracked } from './helpers/tracker'
 
 afterEach(closeAll)
 
@@ -136,6 +136,81 @@ describe('sessions: 30 minutes without activity, or 24 hours', () => {
     await clock.advance(20 * 60_000)
     tracker.customEvent('active')
     expect(tracker.getSessionId()).not.toBe(first)
+  })
+})
+
+describe('the session changing while the page stays open', () => {
+  /** Every item sent, with the session and end user of the request that carried it, and its time. */
+  const items = (service: Tracked['service']) =>
+    service.sent.flatMap((r) =>
+      ((r.body.events ?? r.body.logs ?? r.body.errors ?? []) as { timestamp?: number; timestampMs?: number }[]).map((item) => ({
+        path: r.path,
+        sessionId: r.body.sessionId,
+        endUserId: r.body.endUserId,
+        at: item.timestamp ?? item.timestampMs!,
+        type: (item as { type?: number }).type,
+      })),
+    )
+
+  test('at 24 hours, however active: what happened before goes in the old session, what after in the new, whose replay has its own full snapshot', async () => {
+    const clock = fakeClock()
+    // A session that began 23 h 50 min ago, active a moment ago.
+    const session = { id: 'a-day-old', start: clock.now() - SESSION_MAX_MS + 10 * 60_000, last: clock.now() - 1000 }
+    const { tracker, service, win } = tracked({ automaticTrackingOptions: { pageViews: false } }, { clock, storage: { localStorage: { sl_session: JSON.stringify(session) } } })
+    tracker.start()
+    await settle()
+    const first = tracker.getSessionId()
+    expect(first).toBe(session.id)
+    const click = () => win.document.body.dispatchEvent(new win.MouseEvent('click', { bubbles: true, clientX: 5, clientY: 5 }))
+    for (let t = 0; t < 10 * 60_000; t += 2 * 60_000) {
+      click()
+      win.console.warn('working')
+      await clock.advance(2 * 60_000)
+    }
+    click()
+    win.console.warn('still working')
+    await clock.advance(REPLAY_FLUSH_MS)
+    const second = tracker.getSessionId()
+    expect(second).not.toBe(first)
+    // Events and logs by the tracker's clock; the recorder stamps replay events with the page's own.
+    const sent = items(service).filter((item) => !item.path.endsWith('/events'))
+    const switched = Math.min(...sent.filter((item) => item.sessionId === second).map((item) => item.at))
+    expect(sent.filter((item) => item.sessionId === first).every((item) => item.at < switched)).toBe(true)
+    expect(sent.filter((item) => item.sessionId === second).map((item) => item.path)).toEqual(['/api/ingestion/customEvent/batch', '/api/ingestion/logs'])
+    // The replay: the old session's chunks first, then the new one's, with the click that began it and a full snapshot.
+    const chunks = service.to('/events').map((r) => r.body.sessionId)
+    expect(chunks.indexOf(second)).toBe(chunks.lastIndexOf(first) + 1)
+    expect(service.to('/events').filter((r) => r.body.sessionId === second).flatMap((r) => r.body.events.map((e: { type: number }) => e.type))).toEqual([3, 4, 2])
+  })
+
+  test('logout while a flush is on its way: what it carries stays the old user\'s, retried as it was; what comes after is the new one\'s, in its own batches', async () => {
+    const { tracker, service, clock } = tracked({ enableAutomaticTracking: false })
+    tracker.start()
+    await settle()
+    await tracker.identifyUser({ userProperties: { email: 'a@example.com' } })
+    const before = tracker.getUserInfo()
+    let failing = true
+    service.reply((request) => (failing && request.path.endsWith('/customEvent/batch') ? { status: 503 } : { status: 200, body: { success: true } }))
+    tracker.customEvent('before')
+    tracker.captureError(new Error('before'))
+    await clock.advance(EVENT_FLUSH_MS)
+    tracker.logout()
+    const after = tracker.getUserInfo()
+    failing = false
+    tracker.customEvent('after')
+    tracker.captureError(new Error('after'))
+    await clock.advance(REPLAY_FLUSH_MS)
+    const owners = (path: string) => service.to(path).map((r) => [r.body.sessionId, r.body.endUserId, (r.body.events ?? r.body.errors).map((e: { eventName?: string; message?: string }) => e.eventName ?? e.message)])
+    expect(owners('/customEvent/batch')).toEqual([
+      [before.sessionId, before.endUserId, ['before']],
+      [after.sessionId, after.endUserId, ['after']],
+      [before.sessionId, before.endUserId, ['before']],
+    ])
+    expect(owners('/errors')).toEqual([
+      [before.sessionId, before.endUserId, ['before']],
+      [after.sessionId, after.endUserId, ['after']],
+    ])
+    expect(service.to('/events').every((r) => (r.body.sessionId === before.sessionId) === (r.body.endUserId === before.endUserId))).toBe(true)
   })
 })
 
