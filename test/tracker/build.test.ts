@@ -14,9 +14,9 @@ import { replayEvents } from './helpers/tracker'
 const SCRIPT_BUDGET = 30 * 1024
 const CORE_BUDGET = 8 * 1024
 /**
- * Until the core meets its budget, it may not grow past 9.69 KB (it is 9.68 KB): what is added must
+ * Until the core meets its budget, it may not grow past 9.69 KB (it is 9.69 KB): what is added must
  * be paid for. Automatic tracking, part of the core by design, is 1.7 KB of it (the core without it
- * would be 7.7 KB). (9,659 B became 9,913: what the page made read-only left untracked instead of
+ * would be 7.7 KB). (9,659 B became 9,919: what the page made read-only left untracked instead of
  * throwing into the page, 11 B; an outbox the storage refuses kept in memory instead of dropped,
  * 12 B saved; localStorage refused said in the log and in getConnectionStatus, 79 B; Retry-After
  * holding every send, not only the one it answered, and a drain stopping where the service took
@@ -24,13 +24,13 @@ const CORE_BUDGET = 8 * 1024
  * started taken as new here too, with a full snapshot in it, 22 B; a logout in another tab
  * followed, 11 B; one tab at a time draining the outbox the tabs share, 59 B, and draining alone
  * where Web Locks refuse, 14 B; a full snapshot when a page is shown again from the back/forward
- * cache, 1 B. 9,576 B had become 9,659: `dropped.outbox` kept whole, the build had shortened it,
- * 2 B; a gateway's 502 and 504 taken for no answer, 24 B; advice for a fetch blocked on a
- * first-party base, 57 B. It was 9.75 KB, at 9.56 KB, until the core went from 9,783 to 9,576 B
- * with no feature lost: 257 B saved, 162 of them by the internal names the build shortens, and 50 B
- * spent on leaving no timer after stop. Before that 9.5 and 9 KB: URL redaction in privacy-first
- * mode, error flood control, aborted requests told apart and fixes that lost data, sent masked text
- * or reported twice took 520 B.)
+ * cache, 1 B; a sendBeacon that throws taken for a refused one, 6 B. 9,576 B had become 9,659:
+ * `dropped.outbox` kept whole, the build had shortened it, 2 B; a gateway's 502 and 504 taken for
+ * no answer, 24 B; advice for a fetch blocked on a first-party base, 57 B. It was 9.75 KB, at
+ * 9.56 KB, until the core went from 9,783 to 9,576 B with no feature lost: 257 B saved, 162 of them
+ * by the internal names the build shortens, and 50 B spent on leaving no timer after stop. Before
+ * that 9.5 and 9 KB: URL redaction in privacy-first mode, error flood control, aborted requests
+ * told apart and fixes that lost data, sent masked text or reported twice took 520 B.)
  */
 const CORE_CEILING = 9.69 * 1024
 
@@ -130,7 +130,7 @@ describe('npm run build', () => {
     expect((await coreFiles()).size).toBeLessThanOrEqual(CORE_CEILING)
   })
 
-  // Not met yet: everything but the recorder is 9.68 KB (automatic tracking, on by default, included).
+  // Not met yet: everything but the recorder is 9.69 KB (automatic tracking, on by default, included).
   // Marked failing so that the suite says so; it turns red the day the budget is met, and `.failing` goes.
   test.failing(`not met yet: the package's core, everything but the recorder, is at most ${CORE_BUDGET / 1024} KB gzipped`, async () => {
     expect((await coreFiles()).size).toBeLessThanOrEqual(CORE_BUDGET)

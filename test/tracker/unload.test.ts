@@ -68,6 +68,22 @@ describe('leaving the page', () => {
     expect(service.sent.filter((r) => r.via === 'beacon').map((r) => r.path)).toEqual(['/api/ingestion/customEvent/batch', '/api/ingestion/events'])
   })
 
+  test('a sendBeacon the page or an extension replaced with one that throws: nothing is thrown into the page, what it would carry is kept for the next page', async () => {
+    const { tracker, service, win, clock } = tracked({ enableAutomaticTracking: false })
+    tracker.start()
+    await clock.advance(3000)
+    win.navigator.sendBeacon = () => {
+      throw new TypeError('beacons are disabled')
+    }
+    tracker.customEvent('kept')
+    expect(() => pageHide(win)).not.toThrow()
+    await settle()
+    const kept = JSON.parse(storageOf(win).localStorage[`sl_outbox:${KEY}`]) as { path: string; body: { events: { eventName?: string }[] } }[]
+    expect(kept.map((parcel) => parcel.path)).toEqual(['/api/ingestion/customEvent/batch'])
+    expect(kept[0].body.events.map((event) => event.eventName)).toEqual(['kept'])
+    expect(service.to('/session-end')).toEqual([])
+  })
+
   test('without sendBeacon: fetch with keepalive, key in the body', async () => {
     const { tracker, service, win } = tracked()
     ;(win.navigator as { sendBeacon?: unknown }).sendBeacon = undefined

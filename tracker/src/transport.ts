@@ -122,16 +122,20 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
   }
 
   /**
-   * By beacon, the key in the body: 202 once handed over, 0 when the browser refuses it, a local 413
-   * over BEACON_MAX_BYTES. With `unload`, uncompressed (compressing is asynchronous) and synchronous
-   * until handed over, so it runs to completion inside a `pagehide` handler.
+   * By beacon, the key in the body: 202 once handed over, 0 when the browser refuses it (or a
+   * `sendBeacon` the page or an extension replaced throws), a local 413 over BEACON_MAX_BYTES. With
+   * `unload`, uncompressed (compressing is asynchronous) and synchronous until handed over, so it runs
+   * to completion inside a `pagehide` handler.
    */
   async function beacon(path: string, body: object, unload?: boolean): Promise<Answer> {
     const text = withKey(body)
     const [url, payload] = unload ? [base + path, text] : await encode(path, text)
     if (new Blob([payload]).size > BEACON_MAX_BYTES) return { status: 413, local: true }
-    // Without sendBeacon, fetch with keepalive: handed over, its answer not awaited.
-    const handed = win.navigator.sendBeacon?.(url, payload) ?? (fetch(url, { method: 'POST', body: payload, keepalive: true }).catch(() => {}), true)
+    let handed: boolean | undefined
+    try {
+      // Without sendBeacon, fetch with keepalive: handed over, its answer not awaited.
+      handed = win.navigator.sendBeacon?.(url, payload) ?? (fetch(url, { method: 'POST', body: payload, keepalive: true }).catch(() => {}), true)
+    } catch {}
     return { status: handed ? 202 : 0 }
   }
 
