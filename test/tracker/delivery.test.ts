@@ -166,6 +166,13 @@ describe('delivery', () => {
     expect(log.entries().filter((e) => e.level === 'error' || e.level === 'warn')).toEqual([])
   })
 
+  test('429 while draining: the drain sends nothing more, and what is kept stays kept, for a page after the limit', async () => {
+    const { service, delivery, outbox, parcel, stops } = setup(() => ({ status: 429, body: { success: false, monthlyLimitReached: true } }))
+    for (const id of ['1', '2', '3']) outbox.put(parcel(id))
+    await delivery.drain()
+    expect([service.sent.length, stops, outbox.all().map((p) => p.id)]).toEqual([1, ['monthly_limit'], ['1', '2', '3']])
+  })
+
   test('a success that says monthlyLimitReached is stored, then everything stops', async () => {
     const { delivery, parcel, stops, answers } = setup(() => ({ status: 200, body: { success: true, monthlyLimitReached: true } }))
     await delivery.deliver(parcel('a'))
