@@ -136,6 +136,44 @@ describe('transport', () => {
     ])
   })
 
+  /** CompressionStream polyfills that fail: one whose constructor throws, one whose stream errors. */
+  const BROKEN_COMPRESSION = {
+    throwing: class {
+      constructor() {
+        throw new Error('gzip is not supported')
+      }
+    },
+    erroring: class extends TransformStream {
+      constructor() {
+        super({ transform: (_chunk, controller) => controller.error(new Error('deflate failed')) })
+      }
+    },
+  }
+  for (const [kind, Compression] of Object.entries(BROKEN_COMPRESSION)) {
+    test(`a CompressionStream polyfill that fails (${kind}): sent uncompressed, by fetch and by sticky beacon, nothing rejected`, async () => {
+      const { service, transport, win, clock } = setup()
+      service.reply((request) => (request.headers.authorization ? 'network-error' : { status: 200, body: { success: true } }))
+      await failuresBeforeBlocked(transport)
+      ;(win as { CompressionStream?: unknown }).CompressionStream = Compression
+      const body = { sessionId: 's', events: ['z'.repeat(3000)] }
+      const send = () => transport.send('/api/ingestion/events', body).then((answer) => answer.status, String)
+      const bySticky = [await send(), await send()]
+      expect([bySticky, transport.blocked]).toEqual([[202, 202], true])
+      // Fetch with the key again, once it works.
+      service.reply(() => ({ status: 200, body: { success: true } }))
+      await clock.advance(BLOCKED_RETRY_MS)
+      expect(await send()).toBe(200)
+      await service.beaconsRead()
+      const stored = service.sent.filter((r) => r.body?.events?.length)
+      expect(stored.map((r) => [r.via, r.compressed, r.query])).toEqual([
+        ['beacon', false, ''],
+        ['beacon', false, ''],
+        ['fetch', false, ''],
+      ])
+      for (const request of stored) expect(request.body.events).toEqual(body.events)
+    })
+  }
+
   test("sticky-beacon: what a beacon cannot carry (a full snapshot of about 100 KB gzipped) goes as a CORS-simple fetch, and the service's answers count (413, 503 with Retry-After)", async () => {
     const { service, transport } = setup({ compression: true })
     let answer: Reply = { status: 200, body: { success: true } }

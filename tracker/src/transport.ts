@@ -77,13 +77,17 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
   const withKey = (body: object) => JSON.stringify({ ...body, apiKey })
   /**
    * A send's URL and body, gzipped when `CompressionStream` exists and it is worth it. The query says
-   * gzip: a simple request cannot say Content-Encoding (it would need a preflight).
+   * gzip: a simple request cannot say Content-Encoding (it would need a preflight). A polyfill that
+   * throws or whose stream errors sends it as it is: a failed compression is no failed request.
    */
   const encode = async (path: string, text: string): Promise<[url: string, body: string | ArrayBuffer]> => {
     const Compression = (win as { CompressionStream?: typeof CompressionStream }).CompressionStream
-    if (!Compression || text.length < GZIP_MIN_CHARS) return [base + path, text]
-    const stream = new Blob([text]).stream().pipeThrough(new Compression('gzip'))
-    return [base + path + '?compression=gzip', await new Response(stream).arrayBuffer()]
+    try {
+      if (Compression && text.length >= GZIP_MIN_CHARS) {
+        return [base + path + '?compression=gzip', await new Response(new Blob([text]).stream().pipeThrough(new Compression('gzip'))).arrayBuffer()]
+      }
+    } catch {}
+    return [base + path, text]
   }
 
   /**
