@@ -5,7 +5,7 @@ import { RAGE_CLICKS, RAGE_WINDOW_MS } from '@sightline/tracker/auto/clicks'
 import { SESSION_IDLE_MS, SESSION_MAX_MS } from '@sightline/tracker/identity'
 import { EVENT_BATCH_MAX, EVENT_FLUSH_MS, LIVE_REPLAY_FLUSH_MS, REPLAY_FLUSH_MS, TELEMETRY_BATCH_MAX, TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
 import { fakeClock, settle } from './helpers/clock'
-import { KEY, closeAll, replayEvents, tracked, type Tracked } from './helpers/tracker'
+import { KEY, closeAll, pageHide, replayEvents, tracked, type Tracked } from './helpers/tracker'
 
 afterEach(closeAll)
 
@@ -93,6 +93,36 @@ describe('heartbeat: about every 30 s', () => {
     expect(beats[1].body).toEqual({ sessionId: info.sessionId, endUserId: info.endUserId, windowId: info.windowId, url: 'http://shop.test/', apiKey: KEY })
     expect(beats[1].headers['content-type']).toBe('text/plain;charset=UTF-8')
     expect(beats[1].headers.authorization).toBeUndefined()
+  })
+
+  test("a Retry-After holds presence as it holds every send: no beat, and no session-end, while it lasts; the next beat after it goes", async () => {
+    const { tracker, service, clock, win } = tracked({ enableAutomaticTracking: false })
+    tracker.start()
+    await settle()
+    // Asked for 40 s by an answer to another send.
+    service.reply((request) => (request.path.endsWith('/heartbeat') ? { status: 200, body: { success: true } } : { status: 503, headers: { 'retry-after': '40' } }))
+    tracker.customEvent('held')
+    await clock.advance(EVENT_FLUSH_MS)
+    await clock.advance(HEARTBEAT_MS - EVENT_FLUSH_MS)
+    expect(service.to('/heartbeat')).toHaveLength(1)
+    pageHide(win)
+    await settle()
+    expect(service.to('/session-end')).toHaveLength(0)
+    // The hold over (at 40 s), the next beat goes.
+    await clock.advance(HEARTBEAT_MS)
+    expect(service.to('/heartbeat')).toHaveLength(2)
+  })
+
+  test("a heartbeat answered with Retry-After holds every send: an event meanwhile waits until then", async () => {
+    const { tracker, service, clock } = tracked({ enableAutomaticTracking: false })
+    service.reply((request) => (request.path.endsWith('/heartbeat') ? { status: 503, headers: { 'retry-after': '20' } } : { status: 200, body: { success: true } }))
+    tracker.start()
+    await settle()
+    tracker.customEvent('waits')
+    await clock.advance(20_000 - 1)
+    expect(service.to('/customEvent/batch')).toHaveLength(0)
+    await clock.advance(1)
+    expect(service.to('/customEvent/batch')).toHaveLength(1)
   })
 
   test('no beat once the session has ended for want of activity', async () => {

@@ -60,6 +60,8 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
    * retry), and the next send, a minute on, asks again.
    */
   let notBefore = 0
+  /** What the latest failed answer asked for (Retry-After), read by deliver right after settle. */
+  let retryAfter: number | null = null
   /**
    * The tracker is stopped: no page hide will persist what waits in memory, so a failure goes to the
    * outbox at once, as on unload, and nothing is drained until it starts again.
@@ -139,18 +141,17 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
       return answer.local ? keep() : drop('too_large', parcel)
     }
     if (status && status < 500 && status !== 408) return drop(`rejected_${status}`, parcel)
-    const retryAfter = retryAfterMs(answer.retryAfter, clock.now())
-    if (retryAfter) notBefore = clock.now() + Math.min(retryAfter, RETRY_MAX_MS)
     // No answer, or a service that cannot take anything now (502 to 504, 503 with Retry-After): a
     // drain goes no further. A 500 is this request's own failure; the ones after it may go.
     return retry(retryDelay(attempt, random(), retryAfter), attempt + 1) && (!status || status > 500)
   }
 
   /**
-   * What every answer says beyond its own request: 429 or `monthlyLimitReached` stop all sending, so
-   * does a refused key (401, `missing_api_key` or `invalid_api_key`: the service says nothing else
-   * with 401); a success's fields are passed on. True for a success. A 403 is not the key's: WAFs and
-   * CDNs answer it to some requests, and only that parcel is dropped.
+   * What every answer says beyond its own request (the heartbeat's too): 429 or `monthlyLimitReached`
+   * stop all sending, so does a refused key (401, `missing_api_key` or `invalid_api_key`: the service
+   * says nothing else with 401); a Retry-After holds every send; a success's fields are passed on.
+   * True for a success. A 403 is not the key's: WAFs and CDNs answer it to some requests, and only
+   * that parcel is dropped.
    */
   function settle(answer: Answer): boolean {
     const { status, data } = answer
@@ -159,7 +160,11 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
       log.error('the API key was refused; sending stopped')
       halt('invalid_key')
     }
-    if (status < 200 || status >= 300) return false
+    if (status < 200 || status >= 300) {
+      retryAfter = retryAfterMs(answer.retryAfter, clock.now())
+      if (retryAfter) notBefore = clock.now() + Math.min(retryAfter, RETRY_MAX_MS)
+      return false
+    }
     if (data) answered(data)
     return true
   }
@@ -216,6 +221,13 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     resume() {
       paused = false
       return drain()
+    },
+    /**
+     * Whether what is not kept may go now: online, and the service asked for no wait (Retry-After).
+     * Presence (heartbeat, session-end) is sent only then: it is sent again, or times out, anyway.
+     */
+    get canSend() {
+      return transport.online() && notBefore <= clock.now()
     },
     /** Why sending stopped for good, if it did. */
     get halted() {

@@ -340,13 +340,15 @@ export class ServiceTracker {
   }
 
   /**
-   * Presence, while the session is live; its answer says whether someone watches (`liveViewer`), and
-   * that the service answers again: what a drain had to leave is sent, on a page that sends nothing else.
+   * Presence, while the session is live; none while the service asks for a wait (Retry-After, which
+   * its answer may set too): the next beat is 30 s on. Its answer says whether someone watches
+   * (`liveViewer`), and that the service answers again: what a drain had to leave is sent, on a page
+   * that sends nothing else.
    */
   #beat = () => {
     this.#clock.clearTimeout(this.#heartbeat)
     const sessionId = this.#identity.current()
-    if (sessionId && this.#transport.online()) {
+    if (sessionId && this.#delivery.canSend) {
       void this.#transport.ping(API + '/heartbeat', { ...this.#presence(sessionId), url: this.#messages.here() }).then((answer) => void (this.#delivery.settle(answer) && this.#delivery.drain()))
     }
     this.#heartbeat = this.#clock.setTimeout(this.#beat, HEARTBEAT_MS)
@@ -387,7 +389,7 @@ export class ServiceTracker {
       // only what they could not hand over.
       this.#delivery.persistPending()
       this.#messages.flush()
-      if (pageHide && this.#started && this.#transport.online()) {
+      if (pageHide && this.#started && this.#delivery.canSend) {
         void this.#transport.send(API + '/session-end', this.#presence(this.#identity.sessionId(false)), true)
       }
     } finally {
