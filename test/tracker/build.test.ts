@@ -14,10 +14,15 @@ import { replayEvents } from './helpers/tracker'
 const SCRIPT_BUDGET = 30 * 1024
 const CORE_BUDGET = 8 * 1024
 /**
- * Until the core meets its budget, it may not grow past 9.69 KB (it is 9.69 KB): what is added must
- * be paid for. Automatic tracking, part of the core by design, is 1.7 KB of it (the core without it
- * would be 7.7 KB). (9,659 B became 9,919: what the page made read-only left untracked instead of
- * throwing into the page, 11 B; an outbox the storage refuses kept in memory instead of dropped,
+ * Until the core meets its budget, it may not grow past 10,090 B, 9.85 KB (it is that): what is
+ * added must be paid for. Automatic tracking, part of the core by design, is 1.7 KB of it (the core
+ * without it would be 7.9 KB). (9,919 B became 10,090: no public method throwing into the page on
+ * wrong-typed or malformed arguments (one guard around them all that warns and does nothing, names
+ * that must be strings checked before they poison a batch, identifyUser without its argument), 121 B;
+ * init given options it cannot use starting with the defaults instead of throwing, 36 B; a
+ * Retry-After holding presence too, and a heartbeat's Retry-After holding every send, 15 B; a
+ * failing CompressionStream sending uncompressed, 1 B saved. 9,659 B had become 9,919: what the
+ * page made read-only left untracked instead of throwing into the page, 11 B; an outbox the storage refuses kept in memory instead of dropped,
  * 12 B saved; localStorage refused said in the log and in getConnectionStatus, 79 B; Retry-After
  * holding every send, not only the one it answered, and a drain stopping where the service took
  * nothing, 65 B; the heartbeat answered draining what a drain left, 4 B; a session another tab
@@ -32,7 +37,7 @@ const CORE_BUDGET = 8 * 1024
  * that 9.5 and 9 KB: URL redaction in privacy-first mode, error flood control, aborted requests
  * told apart and fixes that lost data, sent masked text or reported twice took 520 B.)
  */
-const CORE_CEILING = 9.69 * 1024
+const CORE_CEILING = 10_090
 
 let dist: string
 beforeAll(async () => {
@@ -126,7 +131,7 @@ describe('npm run build', () => {
     }
   })
 
-  test(`the package's core, everything but the recorder, stays under ${CORE_CEILING / 1024} KB gzipped while the budget is not met`, async () => {
+  test(`the package's core, everything but the recorder, stays under ${(CORE_CEILING / 1024).toFixed(2)} KB gzipped while the budget is not met`, async () => {
     expect((await coreFiles()).size).toBeLessThanOrEqual(CORE_CEILING)
   })
 

@@ -43,21 +43,52 @@ const pageClock = (win: PageWindow): Clock => ({
   clearTimeout: (handle) => win.clearTimeout(handle as number),
 })
 
+/** A public method's argument of the wrong type: thrown for the guard (see the class's static block) to refuse. */
+const strings = (...values: unknown[]) => {
+  if (values.some((value) => typeof value != 'string')) throw TypeError('not a string')
+}
+
 /** The browser tracker: records sessions, events, logs, errors and traces and sends them safely. */
 export class ServiceTracker {
   static #instance: ServiceTracker | undefined
 
   /**
-   * The page's tracker. A second call with the same key returns the same instance; with another key
-   * the first one stops. Identifiers persist across page loads either way.
+   * No public method throws into the page: what a wrong-typed or malformed argument makes fail (an
+   * unparseable URL, selectors that are no list, a number for a name) is refused with a warning, and
+   * nothing else happens. One guard for all, around each method. (The two that return a promise,
+   * identifyUser and testConnection, check what they are given and catch what they call.)
    */
+  static {
+    const methods = ServiceTracker.prototype as unknown as Record<string, (...args: unknown[]) => unknown>
+    for (const name of Object.getOwnPropertyNames(methods)) {
+      const method = methods[name]
+      if (name != 'constructor') {
+        methods[name] = function (this: ServiceTracker, ...args) {
+          try {
+            return method.apply(this, args)
+          } catch (error) {
+            this.#log.warn(name + ': ' + error + '; ignored')
+          }
+        }
+      }
+    }
+  }
+
   static init(apiKey: string, options: TrackerOptions = {}, environment: TrackerEnvironment = {}): ServiceTracker {
     const win = (environment.window ?? globalThis.window) as PageWindow | undefined
     if (!win) throw new Error('ServiceTracker runs in a browser window')
     const current = ServiceTracker.#instance
     if (current && current.#apiKey === apiKey && current.#win === win) return current
     current?.stop()
-    return (ServiceTracker.#instance = new ServiceTracker(apiKey, options, environment, win))
+    try {
+      return (ServiceTracker.#instance = new ServiceTracker(apiKey, Object(options), environment, win))
+    } catch (error) {
+      // An option it cannot use (an unparseable ingestionUrl, selectors that are no list): the
+      // defaults, privacy-first, rather than no tracker, or an exception in the page.
+      const tracker = (ServiceTracker.#instance = new ServiceTracker(apiKey, {}, environment, win))
+      tracker.#log.warn(`init: ${error}; the options are ignored`)
+      return tracker
+    }
   }
 
   readonly #apiKey: string
@@ -179,8 +210,9 @@ export class ServiceTracker {
   }
 
   /** Merges the properties into the end user's attributes; the `endUserId` stays the same. */
-  async identifyUser({ userProperties }: { userProperties: UserAttributes }): Promise<string> {
-    if (!this.#isProperties(userProperties, 'identifyUser')) return this.#identity.endUserId
+  async identifyUser(user: { userProperties: UserAttributes }): Promise<string> {
+    const userProperties = user?.userProperties
+    if (!this.#isProperties(userProperties ?? 0, 'identifyUser')) return this.#identity.endUserId
     const userAttributes = { ...this.#identity.attributes(), ...userProperties }
     this.#identity.setAttributes(userAttributes)
     const { sessionId, endUserId } = this.#messages.owner(true)
@@ -200,6 +232,7 @@ export class ServiceTracker {
   }
 
   groupIdentify(groupType: string, groupKey: string, groupProperties?: Properties): void {
+    strings(groupType, groupKey)
     if (this.#isProperties(groupProperties, 'groupIdentify')) void this.#send('/groupidentify', { ...this.#messages.owner(true), groupType, groupKey, groupProperties })
   }
 
@@ -215,6 +248,7 @@ export class ServiceTracker {
 
   /** A navigation of `type` (push, pop, replace, ...) from one URL to another. */
   trackNavigationEvent(type: string, fromUrl: string, toUrl: string): void {
+    strings(type, fromUrl, toUrl)
     this.#messages.navigation(type, fromUrl, toUrl)
   }
 

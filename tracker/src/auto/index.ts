@@ -31,9 +31,9 @@ const TRACKERS: [Kind[], (context: AutoContext, ...on: boolean[]) => Undo[]][] =
 ]
 
 /** Installs each kind not switched off; returns what uninstalls them. */
-export function installAutomaticTracking(context: AutoContext, options: AutomaticTrackingOptions = {}): Undo[] {
+export function installAutomaticTracking(context: AutoContext, options?: AutomaticTrackingOptions | null): Undo[] {
   return TRACKERS.flatMap(([kinds, track]) => {
-    const on = kinds.map((kind) => options[kind] !== false)
+    const on = kinds.map((kind) => options?.[kind] !== false)
     return on.includes(true) ? track(context, ...on) : []
   })
 }
