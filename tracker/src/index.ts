@@ -74,6 +74,11 @@ export class ServiceTracker {
     }
   }
 
+  /**
+   * The page's tracker. A second call with the same key returns the same instance; with another key
+   * the first one stops. Identifiers persist across page loads either way. Only without a window
+   * does it throw.
+   */
   static init(apiKey: string, options: TrackerOptions = {}, environment: TrackerEnvironment = {}): ServiceTracker {
     const win = (environment.window ?? globalThis.window) as PageWindow | undefined
     if (!win) throw new Error('ServiceTracker runs in a browser window')
