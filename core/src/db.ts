@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { PGlite, type Transaction } from '@electric-sql/pglite'
 import { sql, type SQLWrapper } from 'drizzle-orm'
@@ -9,6 +9,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import { ConfigError, withoutPassword } from './config'
+import { DatabaseInUseError, lockDataDir } from './data-dir-lock'
 import { postgresTransactions } from './postgres-transaction'
 import { adoptDrizzleParsers, copyInto, drizzleClient, embeddedStartOptions, preparingClient, StatementCache } from './pglite'
 import * as schema from '@sightline/schema'
@@ -66,7 +67,7 @@ export interface PendingCopy {
   cancel(): Promise<void>
 }
 
-export class DatabaseInUseError extends Error {}
+export { DatabaseInUseError }
 
 export const MIGRATIONS_FOLDER = new URL('../../drizzle/migrations', import.meta.url).pathname
 /** Arbitrary constant that names the migration lock among Postgres advisory locks. */
@@ -211,54 +212,6 @@ export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}): Da
       await pg.close()
       onClose()
     },
-  }
-}
-
-/**
- * PGlite is a single-process database: two processes writing one data directory would corrupt it.
- * A pid file turns that mistake into a clear error; the file of a process that died (killed, crashed)
- * is taken over. The system reuses pids, and a restarted container numbers its processes alike, so
- * the pid of a dead core may well be alive: the file also records when its process started, and a
- * live process that started at another time is not its owner.
- */
-function lockDataDir(dataDir: string): () => void {
-  const lockFile = join(dataDir, 'sightline.lock')
-  const owner = `${process.pid} ${processStartTime(process.pid) ?? ''}`.trim()
-  try {
-    writeFileSync(lockFile, owner, { flag: 'wx' })
-  } catch (error) {
-    // Only a lock file already there is another owner's to weigh; anything else (no permission) is the answer.
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-    const [pid, startTime] = readFileSync(lockFile, 'utf8').trim().split(' ')
-    const holder = Number(pid)
-    if (holder !== process.pid && isAlive(holder) && (!startTime || (processStartTime(holder) ?? startTime) === startTime)) {
-      throw new DatabaseInUseError(
-        `the embedded database in ${dataDir} is in use by process ${holder}; stop it first, or set DATABASE_URL to share a Postgres server`,
-      )
-    }
-    writeFileSync(lockFile, owner)
-  }
-  return () => rmSync(lockFile, { force: true })
-}
-
-/** When a process started, in clock ticks since boot (Linux's /proc); undefined where unknown. */
-function processStartTime(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    // Fields after the command name, which is in parentheses and may hold spaces; the 22nd is the start time.
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] || undefined
-  } catch {
-    return undefined
-  }
-}
-
-function isAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
   }
 }
 

@@ -165,7 +165,7 @@ describe('core killed mid-load', () => {
   })
 })
 
-describe.skipIf(engine !== 'embedded')('embedded database lock after a crash', () => {
+describe.skipIf(engine !== 'embedded')('embedded database lock', () => {
   test("a killed core's lock, its pid now another process's, does not keep the next core from starting", async () => {
     const { env } = await ownDatabase()
     const killed = await spawnCore(env)
@@ -183,6 +183,21 @@ describe.skipIf(engine !== 'embedded')('embedded database lock after a crash', (
       await core.stop()
     } finally {
       other.kill()
+    }
+  })
+
+  test('a running core keeps out a second whatever pid its lock file names (a core in another container, on the same volume)', async () => {
+    const { env } = await ownDatabase()
+    const running = await spawnCore(env)
+    try {
+      // A core in another pid namespace is no process here: its pid (often 1, as every container's
+      // first) names nothing or someone else. Written as such a core would have written it.
+      writeFileSync(join(env.DATA_DIR, 'sightline.lock'), '4194305 1')
+      const second = await spawnCore(env).catch((error: Error) => error)
+      expect(String(second)).toContain('in use by process 4194305')
+      expect((await send(running.url, keyOf(running), trackerRequest('lock'))).status).toBe(200)
+    } finally {
+      await running.stop()
     }
   })
 })
