@@ -108,11 +108,20 @@ export function postgresDatabase(url: string, poolSize = 10): Database {
     async migrate(whileLocked, onWait) {
       // One connection, so that the session-level advisory lock covers everything done here.
       const locked = connect(url, { max: 1 })
+      let reached = false
       try {
         // The first statement of a start: what fails here is the connection string or the server.
-        const [{ free }] = await locked<{ free: boolean }[]>`select pg_try_advisory_lock(${MIGRATION_LOCK}) as free`.catch((error) => {
+        // Bounded: a server that takes the connection and closes it unanswered (a proxy or a published
+        // container port in front of a Postgres that is not up) has the driver connect again at once,
+        // for ever, its connect_timeout restarting each time.
+        const [{ free }] = await answerWithin(
+          locked<{ free: boolean }[]>`select pg_try_advisory_lock(${MIGRATION_LOCK}) as free`,
+          CONNECT_DEADLINE_MS,
+          `no answer within ${CONNECT_DEADLINE_MS / 1000} s`,
+        ).catch((error) => {
           throw new ConfigError(`DATABASE_URL: cannot connect to ${withoutPassword(url)}: ${errorMessage(error)}`)
         })
+        reached = true
         if (!free) {
           onWait?.()
           await locked`select pg_advisory_lock(${MIGRATION_LOCK})`
@@ -123,7 +132,8 @@ export function postgresDatabase(url: string, poolSize = 10): Database {
         })
         await whileLocked?.(lockedOrm)
       } finally {
-        await locked.end()
+        // One still connecting would be waited for as long as it tries: given up at once instead.
+        await locked.end(reached ? undefined : { timeout: 0 })
       }
     },
     close() {
@@ -131,6 +141,22 @@ export function postgresDatabase(url: string, poolSize = 10): Database {
       return client.end({ timeout: 5 })
     },
   }
+}
+
+/** How long a start waits for the database's first answer: connecting takes up to connect_timeout (5 s). */
+const CONNECT_DEADLINE_MS = 10_000
+
+/**
+ * `promise`, or a rejection saying `message` once `ms` have passed without it settling. A database
+ * that stopped answering (its host gone, a partition) leaves a driver waiting on its connection for
+ * as long as TCP keeps it, which may be for ever; what was asked may still be answered later.
+ */
+export function answerWithin<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms)
+  })
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer))
 }
 
 function connect(url: string, options: postgres.Options<{}>) {

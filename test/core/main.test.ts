@@ -83,6 +83,11 @@ describe('a start with a setting that cannot work', () => {
   const aFile = join(scratch, 'a-file')
   writeFileSync(aFile, 'not a database')
   const fresh = (name: string) => join(scratch, name)
+  // Where DATABASE_URL points, something takes the connection and never answers: silent, or closing
+  // it once the driver spoke (a proxy, or a container's published port, before Postgres is up).
+  const silent = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const closing = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data: (socket) => void socket.end() } })
+  afterAll(() => [silent, closing].forEach((server) => server.stop(true)))
 
   const cases: [variable: string, env: Record<string, string>][] = [
     ['PORT', { PORT: '1.5' }],
@@ -100,6 +105,8 @@ describe('a start with a setting that cannot work', () => {
     ...(existsSync('/sys/kernel') ? [['DATA_DIR', { DATA_DIR: '/sys' }] as [string, Record<string, string>]] : []),
     ['DATABASE_URL', { DATABASE_URL: `mysql://sightline:${secret}@127.0.0.1/db` }],
     ['DATABASE_URL', { DATABASE_URL: `postgres://sightline:${secret}@127.0.0.1:1/db` }],
+    ['DATABASE_URL', { DATABASE_URL: `postgres://sightline:${secret}@127.0.0.1:${silent.port}/db` }],
+    ['DATABASE_URL', { DATABASE_URL: `postgres://sightline:${secret}@127.0.0.1:${closing.port}/db` }],
   ]
   if (TEST_DATABASE_URL) {
     // A server that answers, and refuses: no such database (or role, or a wrong password).
