@@ -143,6 +143,12 @@ export function postgresDatabase(url: string, poolSize = 10): Database {
   }
 }
 
+/**
+ * How long a request waits for a read (a key lookup, a route's own read) before it is answered 503:
+ * as long as the writer waits for a commit.
+ */
+export const READ_TIMEOUT_MS = 10_000
+
 /** How long a start waits for the database's first answer: connecting takes up to connect_timeout (5 s). */
 const CONNECT_DEADLINE_MS = 10_000
 

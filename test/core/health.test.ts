@@ -62,6 +62,32 @@ describe('when the database stops', () => {
   })
 })
 
+describe('when the database stops answering', () => {
+  test('a request that must read first (a key not cached, the internal route) is answered 503 with Retry-After, not left waiting', async () => {
+    const secret = 'internal-secret-of-the-tests'
+    const setup = await coreWithBreakableDatabase({ env: { INTERNAL_SECRET: secret } })
+    const { core } = setup
+    try {
+      // Connections are open and idle, as on any core that served: what is read next is sent on one.
+      expect((await core.post('/api/ingestion/customEvent', { sessionId: 'frozen', eventName: 'before' })).status).toBe(200)
+      setup.freezeDatabase()
+      const started = performance.now()
+      const answers = await Promise.all([
+        core.post('/api/ingestion/customEvent', { sessionId: 'frozen', eventName: 'during' }, { key: `sl_live_${'A'.repeat(32)}` }),
+        core.post('/api/internal/scan-findings', { projectId: core.project.projectId, findings: [] }, { key: null, headers: { 'x-internal-secret': secret } }),
+      ])
+      expect(performance.now() - started).toBeLessThan(15_000)
+      for (const res of answers) {
+        expect(res.status).toBe(503)
+        expect(res.headers.get('retry-after')).toMatch(/^\d+$/)
+        expect((await res.json()).error.code).toBe('storage_unavailable')
+      }
+    } finally {
+      await setup.close()
+    }
+  }, 30_000)
+})
+
 describe.skipIf(engine !== 'postgres')('when the writer queue is full', () => {
   test('/health stays 200 while the database answers and shows the rows queued and in flight; ingestion answers 503 overloaded', async () => {
     const core = await startCore({ writer: { maxQueuedRows: 20 } })

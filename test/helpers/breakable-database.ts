@@ -41,6 +41,11 @@ export interface BreakableCore {
   core: TestCore
   /** What core sees when its database server stops: on Postgres every connection drops; embedded, PGlite closes. */
   breakDatabase(): void
+  /**
+   * What core sees when its database stops answering: on Postgres its host passes nothing more, the
+   * connections left open (a partition); embedded, a transaction holds PGlite, which every statement waits for.
+   */
+  freezeDatabase(): void
   /** Postgres only: the server is reachable again. */
   repair(): void
   close(): Promise<void>
@@ -51,7 +56,17 @@ export async function coreWithBreakableDatabase(options: Omit<StartCoreOptions, 
   if (engine === 'embedded') {
     const own = await createTestDatabase()
     const core = await startCore({ ...options, database: own })
-    return { core, breakDatabase: () => void own.db.close(), repair: () => {}, close: () => core.close() }
+    let thaw = () => {}
+    return {
+      core,
+      breakDatabase: () => void own.db.close(),
+      freezeDatabase: () => void own.db.transaction(() => new Promise<void>((resolve) => (thaw = resolve))),
+      repair: () => {},
+      async close() {
+        thaw()
+        await core.close()
+      },
+    }
   }
   const { database: own, proxy, url } = await proxiedTestDatabase()
   const db = postgresDatabase(url)
@@ -59,6 +74,7 @@ export async function coreWithBreakableDatabase(options: Omit<StartCoreOptions, 
   return {
     core,
     breakDatabase: () => proxy.stop(),
+    freezeDatabase: () => proxy.freeze(),
     repair: () => proxy.resume(),
     async close() {
       await core.close().catch(() => {})

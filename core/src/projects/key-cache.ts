@@ -1,4 +1,4 @@
-import { errorText, type Database, type Unlisten } from '../db'
+import { answerWithin, errorText, READ_TIMEOUT_MS, type Database, type Unlisten } from '../db'
 import { ApiError } from '../errors'
 import type { Logger } from '../log'
 import { hashKey, isWellFormedKey } from './keys'
@@ -54,7 +54,8 @@ export function createKeyCache(db: Database, log: Logger, options: KeyCacheOptio
     const pending = lookups.get(key)
     if (pending) return pending
     const startedIn = generation
-    const lookup = findLiveKey(db.orm, hashKey(key))
+    // Bounded: a database that stopped answering would leave the request waiting for ever.
+    const lookup = answerWithin(findLiveKey(db.orm, hashKey(key)), READ_TIMEOUT_MS, `no answer within ${READ_TIMEOUT_MS} ms`)
       .then(
         (owner) => {
           if (generation === startedIn) remember(key, owner ?? null)

@@ -1,4 +1,4 @@
-import { errorText } from '../../db'
+import { answerWithin, errorText, READ_TIMEOUT_MS } from '../../db'
 import { ApiError } from '../../errors'
 import type { Caller } from '../../http/auth'
 import { readBodyBytes } from '../../http/body'
@@ -9,10 +9,13 @@ import type { SinkRows, Writer } from '../../writer'
 export const commit = (writer: Writer, caller: Caller, request: Request, items: number, writes: SinkRows[]): Promise<void> =>
   writer.write({ projectId: caller.projectId, monthlyLimit: caller.monthlyLimit, items, bytes: requestBytes(request), writes })
 
-/** A read a route needs before answering: if the database fails it, the answer is 503 like a failed write. */
+/**
+ * A read a route needs before answering: if the database fails it, or has not answered it within
+ * READ_TIMEOUT_MS, the answer is 503 like a failed write.
+ */
 export async function readOrUnavailable<T>(read: Promise<T>, log: Logger): Promise<T> {
   try {
-    return await read
+    return await answerWithin(read, READ_TIMEOUT_MS, `no answer within ${READ_TIMEOUT_MS} ms`)
   } catch (error) {
     if (error instanceof ApiError) throw error
     log.error('read failed', { error: errorText(error) })
