@@ -100,6 +100,8 @@ describe('a start with a setting that cannot work', () => {
     ['TRUSTED_PROXIES', { TRUSTED_PROXIES: '2001:db8::/129' }],
     ['GEOIP_DB', { GEOIP_DB: join(scratch, 'missing.mmdb') }],
     ['GEOIP_DB', { GEOIP_DB: aFile }],
+    ['GEOIP_DB', { GEOIP_DB: scratch }],
+    ['GEOIP_DB', { GEOIP_DB: ' , ' }],
     ['DATA_DIR', { DATA_DIR: join(aFile, 'data') }],
     // A folder this process may not write in, even as root.
     ...(existsSync('/sys/kernel') ? [['DATA_DIR', { DATA_DIR: '/sys' }] as [string, Record<string, string>]] : []),

@@ -44,7 +44,13 @@ function databaseBytes(path: string, log?: Logger): Buffer {
 export function openGeoDatabase(paths: readonly string[] = BUNDLED_GEOIP_DB, log?: Logger): GeoLookup {
   const readers = paths.map((path) => {
     if (!existsSync(path)) throw new ConfigError(`GEOIP_DB: ${path} does not exist`)
-    const bytes = databaseBytes(path, log)
+    let bytes: Buffer
+    try {
+      bytes = databaseBytes(path, log)
+    } catch (error) {
+      // A folder, a file core may not read: what the system said, under the setting's name.
+      throw new ConfigError(`GEOIP_DB: cannot read ${path} (${(error as Error).message})`)
+    }
     try {
       // Typed as a City response by the library; DB-IP's flat layout is read as a GeoRecord below.
       return new Reader<CityResponse>(bytes)
@@ -69,5 +75,10 @@ export function openGeoDatabase(paths: readonly string[] = BUNDLED_GEOIP_DB, log
 }
 
 /** `GEOIP_DB` as a list of paths; unset means the bundled database. */
-export const geoDatabasePaths = (setting: string | undefined): string[] =>
-  setting ? setting.split(',').map((p) => p.trim()).filter(Boolean) : BUNDLED_GEOIP_DB
+export function geoDatabasePaths(setting: string | undefined): string[] {
+  if (!setting) return BUNDLED_GEOIP_DB
+  const paths = setting.split(',').map((p) => p.trim()).filter(Boolean)
+  // Read as no database at all, it would locate no one, and say nothing.
+  if (paths.length === 0) throw new ConfigError(`GEOIP_DB names no file (got "${setting}")`)
+  return paths
+}
