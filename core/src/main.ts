@@ -32,13 +32,16 @@ function printWelcome(project: CreatedProject, port: number): void {
   )
 }
 
+/** `host:port` as a URL writes it: an IPv6 address in brackets. */
+const hostAndPort = (host: string, port: number) => `${host.includes(':') ? `[${host}]` : host}:${port}`
+
 function listen(app: ReturnType<typeof createApp>, config: Config) {
   try {
     // Not shared with another process (Elysia asks Bun for SO_REUSEPORT): a second core on this port
     // would take part of the traffic, into whatever database it has.
     return app.listen({ port: config.port, hostname: config.host, reusePort: false })
   } catch (error) {
-    throw new ConfigError(`cannot listen on ${config.host}:${config.port} (HOST, PORT): ${(error as Error).message}`)
+    throw new ConfigError(`cannot listen on ${hostAndPort(config.host, config.port)} (HOST, PORT): ${(error as Error).message}`)
   }
 }
 
@@ -69,7 +72,7 @@ async function main(): Promise<void> {
       log.info('created the default project', { project: created.projectId })
     }
   }
-  log.info('listening', { url: `http://${config.host}:${app.server!.port}`, database: db.kind })
+  log.info('listening', { url: `http://${hostAndPort(config.host, app.server!.port!)}`, database: db.kind })
   startMemoryGuard()
 
   const server = app.server!

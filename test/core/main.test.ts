@@ -191,3 +191,22 @@ describe('a start with a setting that cannot work', () => {
     }
   }, 30_000)
 })
+
+describe.skipIf(!existsSync('/proc/net/if_inet6'))('HOST as an IPv6 address', () => {
+  test('the listening line is a URL that reaches core', async () => {
+    if (engine === 'postgres') database ??= await createTestDatabase()
+    const dir = mkdtempSync(join(tmpdir(), 'sightline-ipv6-'))
+    await (await PGlite.create(join(dir, 'pglite'), { loadDataDir: await migratedSnapshot() })).close()
+    try {
+      const core = await spawnCore({ HOST: '::1', ...(database ? { DATABASE_URL: database.url! } : { DATA_DIR: dir }) })
+      try {
+        expect(core.url).toMatch(/^http:\/\/\[::1\]:\d+$/)
+        expect((await fetch(`${core.url}/health/simple`)).status).toBe(200)
+      } finally {
+        await core.stop()
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
