@@ -60,6 +60,19 @@ describe('POST /api/internal/scan-findings', () => {
     expect((await findings()).filter((f) => f.fingerprint === 'fp-2').map((f) => f.message)).toEqual(['b'])
   })
 
+  test('a secret with spaces (a passphrase) is taken whole, in either header', async () => {
+    const passphrase = 'correct horse battery staple'
+    const spaced = await startCore({ database: core.database, env: { INTERNAL_SECRET: passphrase } })
+    try {
+      const body = { projectId: core.project.projectId, findings: [] }
+      expect((await send(body, { authorization: `Bearer ${passphrase}` }, spaced)).status).toBe(200)
+      expect((await send(body, { 'x-internal-secret': passphrase }, spaced)).status).toBe(200)
+      await expectError(await send(body, { authorization: 'Bearer correct horse' }, spaced), 401, 'invalid_secret')
+    } finally {
+      await spaced.close()
+    }
+  })
+
   test('a missing or wrong secret: 401 before the body is looked at; no CORS for browsers', async () => {
     await expectError(await send({ nonsense: true }, {}), 401, 'invalid_secret')
     await expectError(await send({ projectId: core.project.projectId, findings: [finding()] }, { authorization: 'Bearer wrong-secret' }), 401, 'invalid_secret')

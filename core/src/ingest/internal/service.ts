@@ -5,9 +5,12 @@ import { contentHash } from '../shared/rows'
 import { stripNul } from '../shared/values'
 import type { ScanFindingsBody } from './model'
 
-/** The secret from `Authorization: Bearer` or `X-Internal-Secret`. */
+/**
+ * The secret from `Authorization: Bearer` or `X-Internal-Secret`: all of what follows, so that a
+ * secret with spaces in it (a passphrase; INTERNAL_SECRET takes one) is one in either header.
+ */
 export function presentedSecret(authorization: string | undefined, headerSecret: string | undefined): string | undefined {
-  return authorization?.match(/^\s*Bearer\s+(\S+)\s*$/i)?.[1] ?? headerSecret?.trim() ?? undefined
+  return authorization?.match(/^\s*Bearer\s+(\S(?:.*\S)?)\s*$/i)?.[1] ?? headerSecret?.trim() ?? undefined
 }
 
 const digest = (text: string) => createHash('sha256').update(text).digest()
