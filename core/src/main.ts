@@ -101,7 +101,9 @@ function stopOnSignals(log: Logger, stop: () => Promise<void>): void {
       process.exit(1)
     }, STOP_DEADLINE_MS).unref()
     stop().then(
-      () => process.exit(0),
+      // A request's log line is written a turn after its answer (Elysia's afterResponse): the answers
+      // given while the stop committed get theirs before the process ends.
+      () => setImmediate(() => process.exit(0)),
       (error) => {
         log.error('shutdown failed', { error: errorMessage(error) })
         process.exit(1)

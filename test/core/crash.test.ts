@@ -222,6 +222,10 @@ describe('core stopped mid-load', () => {
       const underWay = load.answers.filter((a) => a.sentAt < signalled && a.sentAt + a.ms > signalled)
       expect(underWay.filter((a) => a.status === 200).length).toBeGreaterThan(0)
       expectAcknowledgedStoredOnce(load.answers, await read((db) => storedItems(db, signal)))
+      // The log has a line for every request answered, those answered during the stop included.
+      const logged = () => core.stdout().split('\n').filter((line) => line.includes('"msg":"request"') && line.includes('"status":200')).length
+      for (let i = 0; i < 40 && logged() < load.answers.filter((a) => a.status === 200).length; i++) await Bun.sleep(25)
+      expect(logged()).toBe(load.answers.filter((a) => a.status === 200).length)
     })
   }
 })
