@@ -12,8 +12,25 @@ export interface Logger {
   enabled(level: LogLevel): boolean
 }
 
+let stdoutClosed = false
+let watchingStdout = false
+
+/**
+ * Writes to stdout until it is closed under core (whatever read it, a log shipper or a `| tee`, went
+ * away), then drops the lines: a write to a closed pipe fails later, as an error event that nothing
+ * would catch and that would end the process, requests under way unanswered. Losing the log must
+ * not stop the service.
+ */
+function writeStdout(line: string): void {
+  if (!watchingStdout) {
+    watchingStdout = true
+    process.stdout.on('error', () => (stdoutClosed = true))
+  }
+  if (!stdoutClosed) process.stdout.write(line)
+}
+
 /** One JSON object per line, so any log shipper can read it. Never pass keys or bodies in `fields`. */
-export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stdout.write(line)): Logger {
+export function createLogger(level: LogLevel, write: (line: string) => void = writeStdout): Logger {
   const threshold = RANK[level]
   const emit = (at: Exclude<LogLevel, 'silent'>) => (message: string, fields?: LogFields) => {
     if (RANK[at] < threshold) return

@@ -210,3 +210,40 @@ describe.skipIf(!existsSync('/proc/net/if_inet6'))('HOST as an IPv6 address', ()
     }
   })
 })
+
+describe('when whatever reads the log goes away', () => {
+  test('core keeps serving and stops as asked: the log is lost, not the process', async () => {
+    const own = engine === 'postgres' ? await createTestDatabase() : undefined
+    const dir = mkdtempSync(join(tmpdir(), 'sightline-log-gone-'))
+    await (await PGlite.create(join(dir, 'pglite'), { loadDataDir: await migratedSnapshot() })).close()
+    const proc = Bun.spawn([process.execPath, join(ROOT, 'core/src/main.ts')], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...(own ? { DATABASE_URL: own.url! } : { DATA_DIR: dir }) },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    try {
+      const reader = proc.stdout.getReader()
+      let printed = ''
+      while (!printed.includes('"msg":"listening"')) {
+        const { value, done } = await reader.read()
+        if (done) throw new Error(`core did not start: ${printed}${await new Response(proc.stderr).text()}`)
+        printed += new TextDecoder().decode(value)
+      }
+      const url = printed.match(/"url":"(http:[^"]+)"/)![1]
+      const key = printed.match(/shown this once: +(sl_dev_\S+)/)![1]
+      // The reader is gone: stdout is a pipe no one reads, and the next log line is written into it.
+      await reader.cancel()
+      for (let i = 0; i < 5; i++) expect((await send(url, key)).status).toBe(200)
+      await Bun.sleep(100)
+      expect(proc.exitCode).toBeNull()
+      expect((await fetch(`${url}/health`)).status).toBe(200)
+      proc.kill('SIGTERM')
+      expect(await proc.exited).toBe(0)
+    } finally {
+      proc.kill('SIGKILL')
+      await own?.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
