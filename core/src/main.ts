@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import { createApp } from './app'
 import { ConfigError, loadConfig, withoutSecrets, type Config } from './config'
 import { DatabaseInUseError, errorMessage, openDatabase } from './db'
@@ -72,7 +73,9 @@ async function main(): Promise<void> {
       log.info('created the default project', { project: created.projectId })
     }
   }
-  log.info('listening', { url: `http://${hostAndPort(config.host, app.server!.port!)}`, database: db.kind })
+  // Where the embedded database is, as an absolute path: DATA_DIR is relative to wherever core was started.
+  const dataDir = db.kind === 'embedded' ? resolve(config.dataDir) : undefined
+  log.info('listening', { url: `http://${hostAndPort(config.host, app.server!.port!)}`, database: db.kind, dataDir })
   startMemoryGuard()
 
   const server = app.server!

@@ -40,6 +40,8 @@ describe('first start', () => {
       const logLines = first.stdout().slice(welcome.length).trim().split('\n')
       expect(logLines.map((line) => Object.keys(JSON.parse(line)).slice(0, 3))).toEqual(logLines.map(() => ['time', 'level', 'msg']))
       expect(logLines.map((line) => JSON.parse(line).msg)).toEqual(['created the default project', 'listening', 'request', 'request'])
+      // Where the data is, whatever directory core was started from.
+      expect(JSON.parse(logLines[1]).dataDir).toBe(engine === 'embedded' ? dataDir : undefined)
       expect(welcome).toContain(key)
       expect(logLines.join('\n')).not.toContain(key.slice(0, 16))
       expect(first.stdout().length).toBe(first.output().length) // stderr stays empty
