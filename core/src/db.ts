@@ -10,6 +10,7 @@ import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import { ConfigError, withoutPassword } from './config'
 import { DatabaseInUseError, lockDataDir } from './data-dir-lock'
+import { pacedSockets } from './postgres-socket'
 import { postgresTransactions } from './postgres-transaction'
 import { adoptDrizzleParsers, copyInto, drizzleClient, embeddedStartOptions, preparingClient, StatementCache } from './pglite'
 import * as schema from '@sightline/schema'
@@ -167,7 +168,9 @@ export function answerWithin<T>(promise: Promise<T>, ms: number, message: string
 
 function connect(url: string, options: postgres.Options<{}>) {
   try {
-    return postgres(url, { connect_timeout: 5, onnotice: () => {}, ...options })
+    // `socket` is documented (postgres.js's README, "Custom socket") but missing from its types.
+    const socket = { socket: pacedSockets() } as postgres.Options<{}>
+    return postgres(url, { connect_timeout: 5, onnotice: () => {}, ...socket, ...options })
   } catch (error) {
     throw new ConfigError(`DATABASE_URL is not a valid connection string (${errorMessage(error)})`)
   }

@@ -11,6 +11,11 @@ export interface TcpProxy {
   stop(): void
   resume(): void
   freeze(): void
+  /**
+   * Takes new connections and closes each once the client spoke, without a word: a proxy, or a
+   * container's published port, in front of a Postgres that is down. `resume()` forwards them again.
+   */
+  hangUp(): void
   close(): void
 }
 
@@ -48,6 +53,7 @@ function drain(socket: Socket<End>): void {
 export function startTcpProxy(target: { host: string; port: number }): TcpProxy {
   const open = new Set<Socket<End>>()
   let frozen = false
+  let hangingUp = false
   const listen = (port: number) =>
     Bun.listen<End>({
       hostname: '127.0.0.1',
@@ -59,7 +65,7 @@ export function startTcpProxy(target: { host: string; port: number }): TcpProxy 
       async open(client) {
         client.data = { backlog: [], early: [] }
         open.add(client)
-        if (frozen) return
+        if (frozen || hangingUp) return
         try {
           const upstream = await Bun.connect<End>({
             hostname: target.host,
@@ -89,6 +95,7 @@ export function startTcpProxy(target: { host: string; port: number }): TcpProxy 
         }
       },
       data(client, data) {
+        if (hangingUp && !client.data.peer) return void client.end()
         if (frozen) return
         const upstream = client.data.peer
         if (upstream) send(upstream, data, upstream.data.backlog)
@@ -115,10 +122,15 @@ export function startTcpProxy(target: { host: string; port: number }): TcpProxy 
       open.clear()
     },
     resume() {
+      hangingUp = false
       server ??= listen(port)
     },
     freeze() {
       frozen = true
+    },
+    hangUp() {
+      hangingUp = true
+      for (const socket of open) socket.end()
     },
     close() {
       this.stop()

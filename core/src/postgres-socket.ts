@@ -1,0 +1,44 @@
+import { connect, type Socket } from 'node:net'
+
+/** What postgres.js hands a `socket` function: its parsed hosts and ports, or a Unix socket's path. */
+interface Target {
+  host: string[]
+  port: number[]
+  path?: string | false
+}
+
+/** The first wait after a connection closed unanswered, doubled with each further one up to MAX_WAIT_MS. */
+const FIRST_WAIT_MS = 50
+const MAX_WAIT_MS = 2_000
+
+/**
+ * The connections of one postgres.js client, made here so that they are paced. postgres.js connects
+ * again at once, without end, when a connection being opened for a query closes before the server
+ * said anything (porsager/postgres#1193): no backoff, and a connect_timeout that restarts with every
+ * attempt. That is what a proxy or a container's published port in front of a Postgres that is down
+ * does, and it made core open about a thousand connections a second, for as long as the outage
+ * lasted, on some 40% of a core: enough to use up the host's ephemeral ports within a minute. After
+ * such a connection the next waits, from 50 ms doubling to 2 s, until one is answered again.
+ *
+ * The sockets are made as postgres.js makes them (the host list in turn, or the Unix socket); it
+ * still negotiates TLS, keepalive and the rest on them.
+ */
+export function pacedSockets(): (target: Target) => Promise<Socket> {
+  let unanswered = 0
+  let previous: Socket | undefined
+  let attempt = 0
+  return async (target) => {
+    // The server answered the last connection made: it is up, whatever came before.
+    if (previous && previous.bytesRead > 0) unanswered = 0
+    if (unanswered > 0) await Bun.sleep(Math.min(MAX_WAIT_MS, FIRST_WAIT_MS * 2 ** (unanswered - 1)))
+    const i = attempt++ % target.host.length
+    const socket = target.path ? connect(target.path) : connect(target.port[i], target.host[i])
+    // postgres.js names the server from these in its errors, and as TLS's server name.
+    Object.assign(socket, { host: target.host[i], port: target.port[i] })
+    socket.once('close', () => {
+      if (socket.bytesRead === 0) unanswered++
+    })
+    previous = socket
+    return socket
+  }
+}
