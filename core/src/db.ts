@@ -113,8 +113,8 @@ export function postgresDatabase(url: string, poolSize = 10): Database {
       try {
         // The first statement of a start: what fails here is the connection string or the server.
         // Bounded: a server that takes the connection and closes it unanswered (a proxy or a published
-        // container port in front of a Postgres that is not up) has the driver connect again at once,
-        // for ever, its connect_timeout restarting each time.
+        // container port in front of a Postgres that is not up) has the driver connect again for as
+        // long as the statement waits, its connect_timeout restarting each time (see postgres-socket.ts).
         const [{ free }] = await answerWithin(
           locked<{ free: boolean }[]>`select pg_try_advisory_lock(${MIGRATION_LOCK}) as free`,
           CONNECT_DEADLINE_MS,
