@@ -128,7 +128,7 @@ describe('a shop visit in headless Chromium, core on the blocklist', () => {
 
     const { status } = await shopJourney(browser, shop.url)
     expect(status).toMatchObject({ ingestionUrl: suite.e2e.base, source: 'option', blocked: false, reachable: false, online: true })
-    expect(status.recommendations).toEqual([expect.stringMatching(/^No answer from .*: the service is down, or a blocker stops every request to it; through the relay/)])
+    expect(status.recommendations).toEqual([expect.stringMatching(/^No answer from .*: the service is down, or blocked; load the tracker through the relay/)])
 
     const handed = await browser.handed(shop.url)
     const page = produced(handed)

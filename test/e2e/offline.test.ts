@@ -43,7 +43,7 @@ describe('offline, then a reload, in headless Chromium', () => {
     await page.clock.fastForward(REPLAY_FLUSH_MS)
     // Kept: the batches of events, the log and the replay chunk.
     await eventually(async () => expect((await connectionStatus(page)).queued).toBeGreaterThanOrEqual(3))
-    expect(await connectionStatus(page)).toMatchObject({ online: false, reachable: true, recommendations: ['Offline: data is kept until the browser is back online'] })
+    expect(await connectionStatus(page)).toMatchObject({ online: false, reachable: true, recommendations: ['Offline: data is kept until back online'] })
     // The tracker handed nothing to the network meanwhile: it kept it.
     expect(await browser.handed(shop.url)).toHaveLength(handedOnline)
 

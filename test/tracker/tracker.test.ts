@@ -413,7 +413,7 @@ describe('connection', () => {
     await clock.advance(EVENT_FLUSH_MS)
     const status = tracker.getConnectionStatus()
     expect(status).toMatchObject({ blocked: true, transport: 'beacon', online: false, queued: 1 })
-    expect(status.recommendations).toEqual(['Fetch is blocked: load the tracker through the relay (<prefix>/t.js)', 'Offline: data is kept until the browser is back online'])
+    expect(status.recommendations).toEqual(['Fetch is blocked: load the tracker through the relay (<prefix>/t.js)', 'Offline: data is kept until back online'])
   })
 
   test('getConnectionStatus: a blocklist that stops every request to the service (the probe too) shows as no answer, until one comes', async () => {
@@ -423,7 +423,7 @@ describe('connection', () => {
     await clock.advance(EVENT_FLUSH_MS)
     expect(tracker.getConnectionStatus()).toMatchObject({ blocked: false, reachable: false, transport: 'fetch', online: true })
     expect(tracker.getConnectionStatus().recommendations).toEqual([
-      `No answer from ${SERVICE_BASE}: the service is down, or a blocker stops every request to it; through the relay (<prefix>/t.js) requests stay on the page's own origin`,
+      `No answer from ${SERVICE_BASE}: the service is down, or blocked; load the tracker through the relay (<prefix>/t.js)`,
     ])
     service.reply(() => ({ status: 200, body: { success: true } }))
     await clock.advance(60_000)
@@ -437,13 +437,13 @@ describe('connection', () => {
     tracker.customEvent('lost')
     await clock.advance(EVENT_FLUSH_MS)
     expect(tracker.getConnectionStatus()).toMatchObject({ ingestionUrl: 'http://shop.test/_sl', reachable: false })
-    expect(tracker.getConnectionStatus().recommendations).toEqual(['No answer from http://shop.test/_sl: the service is down, or a blocker stops every request to it'])
+    expect(tracker.getConnectionStatus().recommendations).toEqual(['No answer from http://shop.test/_sl: the service is down, or blocked'])
   })
 
   test('getConnectionStatus: core down or too slow behind the relay (502, 504) is no answer, with its advice; core back, all is well', async () => {
     const relay = { url: 'http://shop.test/cart', scriptUrl: 'http://shop.test/_sl/t.js' }
     const { tracker, service, clock } = tracked({ enableAutomaticTracking: false, ingestionUrl: undefined }, relay)
-    const down = ['No answer from http://shop.test/_sl: the service is down, or a blocker stops every request to it']
+    const down = ['No answer from http://shop.test/_sl: the service is down, or blocked']
     for (const [status, code] of [[502, 'upstream_unreachable'], [504, 'upstream_timeout']] as const) {
       service.reply(() => ({ status, body: { success: false, error: { code, message: 'core did not answer' } } }))
       tracker.customEvent(code)
@@ -465,7 +465,7 @@ describe('connection', () => {
     await clock.advance(5000)
     expect(tracker.getConnectionStatus()).toMatchObject({ source: 'script', blocked: true, transport: 'beacon', reachable: true })
     expect(tracker.getConnectionStatus().recommendations).toEqual([
-      'Fetch is blocked: a proxy or CDN in front refuses the Authorization header; let it through (data goes by beacon meanwhile)',
+      'Fetch is blocked: let the Authorization header through the proxy or CDN in front (beacons meanwhile)',
     ])
   })
 })

@@ -6,6 +6,9 @@ import type { ConnectionStatus } from './types'
  */
 export const STORAGE_REFUSED = 'localStorage is disabled or full: unsent data is kept in memory, for this page only'
 
+/** Requests through the relay stay on the page's own origin, where blocklists do not look. */
+const THROUGH_RELAY = 'load the tracker through the relay (<prefix>/t.js)'
+
 /** What the page can tell about its sends, and what to do about it: `getConnectionStatus()`. */
 export type ConnectionFacts = Omit<ConnectionStatus, 'transport' | 'recommendations'> & {
   /** The page's own URL: a base on another origin is not first-party. */
@@ -20,16 +23,9 @@ export function connectionStatus(facts: ConnectionFacts): ConnectionStatus {
   const firstParty = new URL(ingestionUrl).origin === new URL(pageUrl).origin
   const recommendations = [
     // First-party already (the relay, same origin: no preflight), the block is in front of it.
-    blocked &&
-      'Fetch is blocked: ' +
-        (firstParty
-          ? 'a proxy or CDN in front refuses the Authorization header; let it through (data goes by beacon meanwhile)'
-          : 'load the tracker through the relay (<prefix>/t.js)'),
-    online &&
-      !reachable &&
-      `No answer from ${ingestionUrl}: the service is down, or a blocker stops every request to it` +
-        (firstParty ? '' : "; through the relay (<prefix>/t.js) requests stay on the page's own origin"),
-    !online && 'Offline: data is kept until the browser is back online',
+    blocked && 'Fetch is blocked: ' + (firstParty ? 'let the Authorization header through the proxy or CDN in front (beacons meanwhile)' : THROUGH_RELAY),
+    online && !reachable && `No answer from ${ingestionUrl}: the service is down, or blocked` + (firstParty ? '' : '; ' + THROUGH_RELAY),
+    !online && 'Offline: data is kept until back online',
     stopped === 'monthly_limit' && 'Monthly limit reached: raise the project limit',
     stopped === 'invalid_key' && 'API key refused: use a current key',
     storageRefused && STORAGE_REFUSED,
