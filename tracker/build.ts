@@ -1,9 +1,10 @@
 /**
  * `npm run build`:
- * - dist/t.js: the script-tag bundle, recorder inside. The relay serves this one file as
+ * - dist/t.js: the script-tag bundle, all of it inside. The relay serves this one file as
  *   `<prefix>/t.js`, so nothing else has to be found through the relay.
- * - dist/esm: the package: index.js, and record.js, the recorder, which `start()` imports (an app's
- *   bundler splits it off and serves it from the app's own origin); dist/types.
+ * - dist/esm: the package: index.js, and what `start()` imports: record.js, the recorder, and auto.js,
+ *   automatic tracking (an app's bundler splits them off and serves them from the app's own origin);
+ *   connection.js, imported by `testConnection()`; dist/types.
  * - dist/bin/upload-sourcemaps.js: the command, for Node.
  */
 import { rm } from 'node:fs/promises'
@@ -45,9 +46,9 @@ const withoutCanvasRecording: BunPlugin = {
  * None is sent, stored or public, and none may be: terser renames every property of the name in the
  * bundle, so the build fails when one is in the public declarations or in rrweb's code, and
  * test/tracker/build.test.ts checks them against the wire's fields and what the tracker stores.
- * index.js and record.js share one name cache: the recorder is handed the redaction and returns its
- * Recording across the two files. (Terser leaves the names of the DOM's and JavaScript's own
- * properties alone even when listed.)
+ * index.js and the modules it imports share one name cache: they are handed the redaction, the
+ * messages and the transport, and the recorder returns its Recording, across the files. (Terser
+ * leaves the names of the DOM's and JavaScript's own properties alone even when listed.)
  */
 export const INTERNAL_NAMES = [
   // redaction
@@ -61,7 +62,7 @@ export const INTERNAL_NAMES = [
   // delivery and the outbox (`outbox` itself is public: getConnectionStatus().dropped.outbox)
   'deliver', 'drain', 'settle', 'persistPending', 'halted', 'canSend', 'drops', 'answered', 'hasAny', 'parcel', 'timer',
   // messages and what automatic tracking is given
-  'owner', 'here', 'pageView', 'record', 'networkError', 'flooded', 'redaction', 'isOwnRequest',
+  'owner', 'here', 'pageView', 'record', 'report', 'floodGate', 'withPageUrls', 'flooded', 'redaction', 'isOwnRequest', 'early',
   // where the tracker sends, and what getConnectionStatus is told
   'base', 'storageRefused',
 ]
@@ -84,11 +85,11 @@ async function checkInternalNames(outdir: string) {
   if (clashes.length) throw new Error(`names of the public API or of rrweb must not be shortened: ${clashes.join(', ')}`)
 }
 
-/** In the package, the recorder stays a module of its own, imported by `start()`. */
-const recorderApart: BunPlugin = {
-  name: 'recorder-apart',
+/** In the package, the recorder and automatic tracking stay modules of their own, imported by `start()`; so does `testConnection()`'s. */
+const startedApart: BunPlugin = {
+  name: 'started-apart',
   setup(build) {
-    build.onResolve({ filter: /^\.\/record$/ }, ({ path }) => ({ path: path + '.js', external: true }))
+    build.onResolve({ filter: /^\.\/(record|auto|connection)$/ }, ({ path }) => ({ path: path + '.js', external: true }))
   },
 }
 
@@ -124,8 +125,10 @@ export async function buildTracker(outdir = DIST) {
   const browser = { target: 'browser', format: 'esm', minify: true, sourcemap: 'linked', plugins: [withoutCanvasRecording] } satisfies Partial<Bun.BuildConfig>
   const esm = join(outdir, 'esm')
   const names = {}
-  await browserBundle({ ...browser, entrypoints: [join(root, 'src/index.ts')], outdir: esm, plugins: [recorderApart] }, names)
+  await browserBundle({ ...browser, entrypoints: [join(root, 'src/index.ts')], outdir: esm, plugins: [startedApart] }, names)
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/record.ts')], outdir: esm }, names)
+  await browserBundle({ ...browser, entrypoints: [join(root, 'src/auto/index.ts')], outdir: esm, naming: 'auto.js' }, names)
+  await browserBundle({ ...browser, entrypoints: [join(root, 'src/connection.ts')], outdir: esm }, names)
   // The relay serves t.js alone: no sourceMappingURL comment pointing at a file it does not serve.
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/browser.ts')], outdir, format: 'iife', naming: 't.js', sourcemap: 'external' })
   await bundle({

@@ -1,5 +1,6 @@
 import type { Page, Request } from 'playwright-core'
-import { HEARTBEAT_MS, type ConnectionStatus, type ServiceTracker } from '@sightline/tracker'
+import type { ConnectionStatus, ServiceTracker } from '@sightline/tracker'
+import { HEARTBEAT_MS } from '@sightline/tracker/queue'
 import type { TestBrowser } from './browser'
 
 /** Typed into the checkout's gift note: it must stay masked everywhere it could end up. */

@@ -488,6 +488,41 @@ describe('what is not an error of the code', () => {
   })
 })
 
+describe('a module start() loads', () => {
+  test('what the page throws while automatic tracking loads is reported once it is there, each error once', async () => {
+    const t = tracked({ automaticTrackingOptions: only({ errors: true }) })
+    t.tracker.start()
+    // Before the module is there: start() has only asked for it.
+    t.win.dispatchEvent(new t.win.ErrorEvent('error', { error: new Error('during load'), message: 'during load' }))
+    const rejection = new t.win.Event('unhandledrejection') as Event & { reason?: unknown }
+    rejection.reason = 'rejected during load'
+    t.win.dispatchEvent(rejection)
+    await settle()
+    t.win.dispatchEvent(new t.win.ErrorEvent('error', { error: new Error('after load'), message: 'after load' }))
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    const reports = t.service.to('/errors').flatMap((r) => r.body.errors)
+    expect(reports.map((r: { message: string }) => r.message)).toEqual(['during load', 'rejected during load', 'after load'])
+  })
+
+  test('stopped before it loaded: nothing is installed, and nothing kept meanwhile is reported', async () => {
+    const t = tracked()
+    const { fetch, history } = t.win
+    const pushState = history.pushState
+    t.tracker.start()
+    t.win.dispatchEvent(new t.win.ErrorEvent('error', { error: new Error('before stop'), message: 'before stop' }))
+    t.tracker.stop()
+    await settle()
+    t.win.dispatchEvent(new t.win.ErrorEvent('error', { error: new Error('after stop'), message: 'after stop' }))
+    t.win.document.body.dispatchEvent(new t.win.MouseEvent('click', { bubbles: true }))
+    t.win.history.pushState({}, '', '/x')
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(t.win.fetch).toBe(fetch)
+    expect(t.win.history.pushState).toBe(pushState)
+    expect(t.service.to('/errors')).toEqual([])
+    expect(t.service.to('/customEvent/batch')).toEqual([])
+  })
+})
+
 describe('switches', () => {
   test('enableAutomaticTracking: false installs nothing', async () => {
     const t = tracked({ enableAutomaticTracking: false })

@@ -185,7 +185,7 @@ describe('delivery', () => {
     const { delivery, parcel, stops, log } = setup(() => ({ status: 401, body: { success: false, error: { code: 'invalid_api_key' } } }))
     await delivery.deliver(parcel('a'))
     expect(stops).toEqual(['invalid_key'])
-    expect(log.entries().map((e) => e.level)).toContain('error')
+    expect(log.entries().filter((e) => e.level === 'error').map((e) => e.message)).toEqual(['sending stopped: invalid_key'])
   })
 
   test('403 (a WAF or CDN refusing one request) is not a refused key: that parcel is dropped and counted, sending goes on', async () => {

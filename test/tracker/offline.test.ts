@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { HEARTBEAT_MS } from '@sightline/tracker'
-import { EVENT_FLUSH_MS } from '@sightline/tracker/queue'
+import { EVENT_FLUSH_MS, HEARTBEAT_MS } from '@sightline/tracker/queue'
 import { OUTBOX_MAX_CHARS } from '@sightline/tracker/storage'
 import { settle } from './helpers/clock'
 import { storageOf } from './helpers/dom'

@@ -1,6 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
-import { HEARTBEAT_MS } from '@sightline/tracker'
-import { TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
+import { HEARTBEAT_MS, TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
 import { URL_IN_TEXT, withoutCredentials, withoutParameterValues, withoutQuery } from '@sightline/tracker/urls'
 import { settle } from './helpers/clock'
 import { closeAll, pageHide, replayEvents, tracked, type Tracked } from './helpers/tracker'

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { HEARTBEAT_MS } from '@sightline/tracker'
+import { HEARTBEAT_MS } from '@sightline/tracker/queue'
 import { settle } from './helpers/clock'
 import { closeAll, pageHide, replayEvents, tracked, type Tracked } from './helpers/tracker'
 

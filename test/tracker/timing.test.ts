@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { HEARTBEAT_MS } from '@sightline/tracker'
+import { EVENT_BATCH_MAX, EVENT_FLUSH_MS, HEARTBEAT_MS, LIVE_REPLAY_FLUSH_MS, REPLAY_FLUSH_MS, TELEMETRY_BATCH_MAX, TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
 import { SLOW_REQUEST_MS } from '@sightline/tracker/auto/network'
 import { RAGE_CLICKS, RAGE_WINDOW_MS } from '@sightline/tracker/auto/clicks'
 import { SESSION_IDLE_MS, SESSION_MAX_MS } from '@sightline/tracker/identity'
-import { EVENT_BATCH_MAX, EVENT_FLUSH_MS, LIVE_REPLAY_FLUSH_MS, REPLAY_FLUSH_MS, TELEMETRY_BATCH_MAX, TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
 import { fakeClock, settle } from './helpers/clock'
 import { KEY, closeAll, pageHide, replayEvents, tracked, type Tracked } from './helpers/tracker'
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { HEARTBEAT_MS } from '@sightline/tracker'
+import { HEARTBEAT_MS } from '@sightline/tracker/queue'
 import { BEACON_MAX_BYTES } from '@sightline/tracker/transport'
 import { settle } from './helpers/clock'
 import { storageOf } from './helpers/dom'

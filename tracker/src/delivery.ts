@@ -92,9 +92,11 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     }
     waiting.clear()
   }
+  /** A refused key is the site's to fix, said as an error; the monthly limit stops sending quietly. */
   const halt = (reason: StopReason) => {
     if (halted) return
     halted = reason
+    log[reason == 'invalid_key' ? 'error' : 'info']('sending stopped: ' + reason)
     cancel(false)
     stopped(reason)
   }
@@ -156,10 +158,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
   function settle(answer: Answer): boolean {
     const { status, data } = answer
     if (status === 429 || data?.monthlyLimitReached) halt('monthly_limit')
-    if (status === 401) {
-      log.error('the API key was refused; sending stopped')
-      halt('invalid_key')
-    }
+    if (status === 401) halt('invalid_key')
     if (status < 200 || status >= 300) {
       retryAfter = retryAfterMs(answer.retryAfter, clock.now())
       if (retryAfter) notBefore = clock.now() + Math.min(retryAfter, RETRY_MAX_MS)

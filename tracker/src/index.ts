@@ -1,12 +1,13 @@
-import { installAutomaticTracking, type AutoContext } from './auto'
+import type { AutoContext } from './auto'
 import { resolveIngestionBase, type IngestionBase } from './config'
-import { createDelivery, type Delivery, type StopReason } from './delivery'
+import { createDelivery, type Delivery } from './delivery'
 import { STORAGE_REFUSED, connectionStatus } from './diagnostics'
 import { listen, type Undo } from './dom'
 import { createIdentity, type Identity } from './identity'
 import { uuid } from './ids'
 import { createLogger, type Logger } from './log'
 import { createMessages, type Messages } from './messages'
+import { HEARTBEAT_MS } from './queue'
 import type { Recording } from './record'
 import { createRedaction, isSelector, type Redaction } from './redaction'
 import { asRecordedEvent } from './replay'
@@ -30,9 +31,7 @@ import { SDK_VERSION } from './version'
 export type * from './types'
 export { SDK_VERSION }
 
-/** Presence: a heartbeat every 30 s while the tracker runs. */
-export const HEARTBEAT_MS = 30_000
-export const API = '/api/ingestion'
+const API = '/api/ingestion'
 
 /** The script this code runs from, read while it is evaluated (a classic script has one). */
 const loadedFrom = typeof document === 'object' ? (document.currentScript as HTMLScriptElement | null)?.src : undefined
@@ -161,7 +160,7 @@ export class ServiceTracker {
         return win.navigator.locks?.request(outboxKey, { ifAvailable: true }, (lock) => lock && run()).catch(() => ran || run()) ?? run()
       },
       answered: (data) => this.#messages.answered(data),
-      stopped: (reason) => this.#halt(reason),
+      stopped: () => this.#halt(),
     })
     this.#messages = createMessages({
       win,
@@ -183,14 +182,23 @@ export class ServiceTracker {
     this.#listen()
     this.#beat()
     const { enableAutomaticTracking = true, automaticTrackingOptions } = this.#options
-    if (enableAutomaticTracking) this.#running = installAutomaticTracking(this.#autoContext(), automaticTrackingOptions)
-    // The recorder (rrweb) is a module of its own: the script-tag build has it inside, and an app's
-    // bundler keeps it out of the first load. Not if the tracker was stopped (or restarted) meanwhile.
-    import('./record')
-      .then(({ startRecording }) => {
-        if (generation === this.#generation) this.#recording = startRecording(this.#redaction, (event, activity) => this.#messages.record(event, activity))
+    // The recorder (rrweb) and automatic tracking are modules of their own: the script-tag build has
+    // them inside, and an app's bundler keeps them out of the first load. Not if the tracker was
+    // stopped (or restarted) meanwhile. What the page throws before automatic tracking is there
+    // waits for it.
+    const win = this.#win
+    const early: Event[] = []
+    const keep = (event: Event) => early.push(event)
+    if (enableAutomaticTracking) {
+      this.#running = [listen(win, 'error', keep), listen(win, 'unhandledrejection', keep)]
+      this.#load(import('./auto'), generation, ({ installAutomaticTracking }) => {
+        for (const undo of this.#running.splice(0)) undo()
+        this.#running = installAutomaticTracking(this.#autoContext(early), automaticTrackingOptions)
       })
-      .catch((error) => this.#log.error('could not start: ' + error))
+    }
+    this.#load(import('./record'), generation, ({ startRecording }) => {
+      this.#recording = startRecording(this.#redaction, (event, activity) => this.#messages.record(event, activity))
+    })
   }
 
   /** Stops recording and automatic tracking, sends what is queued, and removes timers and listeners. */
@@ -307,17 +315,8 @@ export class ServiceTracker {
 
   /** Calls the (deprecated) init endpoint once, the only caller of it, and says what happened. */
   async testConnection(): Promise<ConnectionTest> {
-    const start = this.#clock.now()
-    const { sessionId, endUserId } = this.#messages.owner(false)
-    const answer = await this.#transport.post(API + '/init', {
-      sessionId,
-      endUserId,
-      entryURL: this.#messages.here(),
-      referrer: this.#messages.referrer,
-      sdkVersion: SDK_VERSION,
-    })
-    const blocked = this.#transport.blocked || (answer.status === 0 && this.#transport.online() && (await this.#transport.reachable()))
-    return { ok: answer.status === 200, status: answer.status, latencyMs: this.#clock.now() - start, ingestionUrl: this.#base.base, blocked }
+    const { testConnection } = await import('./connection')
+    return testConnection(this.#transport, this.#messages, this.#clock, this.#base.base, API)
   }
 
   getConnectionStatus(): ConnectionStatus {
@@ -363,8 +362,14 @@ export class ServiceTracker {
     else this.#redaction.apply()
   }
 
-  #autoContext(): AutoContext {
+  /** Runs `started` with a module `start` loads, unless the tracker was stopped (or restarted) meanwhile. */
+  #load<M>(module: Promise<M>, generation: number, started: (module: M) => void) {
+    module.then((loaded) => generation === this.#generation && started(loaded)).catch((error) => this.#log.error('start: ' + error))
+  }
+
+  #autoContext(early: Event[]): AutoContext {
     return {
+      early,
       ...this.#messages,
       win: this.#win,
       now: () => this.#clock.now(),
@@ -445,9 +450,8 @@ export class ServiceTracker {
     this.#clock.clearTimeout(this.#heartbeat)
   }
 
-  /** 429, `monthlyLimitReached` or a refused key: everything stops, quietly. */
-  #halt(reason: StopReason) {
-    this.#log.info(reason === 'monthly_limit' ? 'the monthly limit is reached; sending stopped' : 'sending stopped')
+  /** 429, `monthlyLimitReached` or a refused key: everything stops (delivery says why). */
+  #halt() {
     this.#stopRunning()
     this.#messages.clear()
   }

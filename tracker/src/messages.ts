@@ -1,4 +1,3 @@
-import type { NetworkErrorEntry, SpanEntry } from './auto/network'
 import type { Identity } from './identity'
 import { uuid } from './ids'
 import {
@@ -10,6 +9,7 @@ import {
   TELEMETRY_BATCH_MAX,
   TELEMETRY_FLUSH_MS,
   createBatcher,
+  type Batcher,
   halve,
   type Owner,
 } from './queue'
@@ -81,17 +81,12 @@ export function createMessages({ win, clock, identity, redaction, release, send,
     }
   }
   const errorFlood = floodGate()
-  const errorLineFlood = floodGate()
   /** A batch's wait; none once stopped, as stop() sends what is queued (what fails goes to the outbox). */
   const wait = (ms: number) => (idle() ? 0 : ms)
-  const telemetry = <T>(path: string, field: string) =>
-    createBatcher<T>(clock, () => wait(TELEMETRY_FLUSH_MS), (items, who) => send(path, { ...who, [field]: items }), TELEMETRY_BATCH_MAX)
+  /** The batcher of each telemetry path, made at its first item: those of automatic tracking only where it runs. */
+  const telemetry: Record<string, Batcher<Properties>> = {}
 
   const events = createBatcher<Properties>(clock, () => wait(EVENT_FLUSH_MS), (items, who) => send('/customEvent/batch', { ...who, events: items }), EVENT_BATCH_MAX)
-  const logs = telemetry<Properties>('/logs', 'logs')
-  const networkErrors = telemetry<Properties>('/network', 'errors')
-  const spans = telemetry<SpanEntry>('/spans/batch', 'spans')
-  const errors = telemetry<Properties>('/errors', 'errors')
   const environment = automaticProperties(win, redaction)
   const replay = createBatcher<RecordedEvent>(
     clock,
@@ -101,12 +96,17 @@ export function createMessages({ win, clock, identity, redaction, release, send,
     Infinity,
     CHUNK_MAX_CHARS,
   )
-  const all = [events, logs, networkErrors, spans, errors, replay]
+  /** Replay last: on page hide, what is small goes before the browser's quota for beacons is spent. */
+  const all = () => [events, ...Object.values(telemetry), replay]
 
-  /** Adds an item that names its own session and end user (the fielded single-item shapes do). */
-  const withOwner = (batcher: { add(item: Properties, who: Owner): void }, item: Properties) => {
+  /**
+   * Adds a telemetry item to the batch that goes to `path` as `field`; `owned`: with its session and
+   * end user in it, as the fielded single-item shapes have them.
+   */
+  const report = (path: string, field: string, item: Properties, owned = true) => {
     const who = owner(false)
-    batcher.add({ ...item, ...who }, who)
+    telemetry[path] ??= createBatcher(clock, () => wait(TELEMETRY_FLUSH_MS), (items, whose) => send(path, { ...whose, [field]: items }), TELEMETRY_BATCH_MAX)
+    telemetry[path].add(owned ? { ...item, ...who } : item, who)
   }
 
   const customEvent = (eventName: string, eventProperties?: Properties) =>
@@ -144,31 +144,24 @@ export function createMessages({ win, clock, identity, redaction, release, send,
       if (!activity && identity.current() === null) return
       replay.add(event, owner(activity), JSON.stringify(event).length)
     },
-    log(level: string, message: string, stack?: string) {
-      if (level === 'error' && errorLineFlood(message + stack)) return
-      withOwner(logs, { level, message: withPageUrls(message), stack: stack && withPageUrls(stack), url: here(), timestampMs: now() })
-    },
-    networkError(entry: NetworkErrorEntry) {
-      withOwner(networkErrors, { ...entry })
-    },
-    span(span: SpanEntry) {
-      spans.add(span, owner(false))
-    },
+    report,
+    floodGate,
+    withPageUrls,
     error(error: unknown, handled: boolean, context?: Properties) {
       const at = now()
       const { name, message, stack } = (isErrorLike(error) ? error : { message: toText(error) }) as Partial<Error>
-      const report = {
+      const described = {
         name: name || 'Error',
         message: withPageUrls(String(message)).slice(0, ERROR_MESSAGE_MAX_CHARS),
         stack: typeof stack === 'string' ? withPageUrls(stack).slice(0, ERROR_STACK_MAX_CHARS) : undefined,
       }
-      if (errorFlood(JSON.stringify(report), at)) return
-      withOwner(errors, { ...report, url: here(), timestampMs: at, release, level: 'error', handled, context })
+      if (errorFlood(JSON.stringify(described), at)) return
+      report('/errors', 'errors', { ...described, url: here(), timestampMs: at, release, level: 'error', handled, context })
     },
     /** Error reports and error lines not sent, being one of a flood. */
     flooded: () => flooded,
-    flush: () => all.forEach((batcher) => batcher.flush()),
-    clear: () => all.forEach((batcher) => batcher.clear()),
+    flush: () => all().forEach((batcher) => batcher.flush()),
+    clear: () => all().forEach((batcher) => batcher.clear()),
     /** A 413'd body in two; a replay chunk's second half gets its own `seq`. */
     split(body: Record<string, unknown>) {
       const halves = halve(body)

@@ -9,6 +9,8 @@ export const TELEMETRY_BATCH_MAX = 50
 /** Replay goes out about every 3 s, every 150 ms while someone watches live. */
 export const REPLAY_FLUSH_MS = 3000
 export const LIVE_REPLAY_FLUSH_MS = 150
+/** Presence: a heartbeat every 30 s while the tracker runs. */
+export const HEARTBEAT_MS = 30_000
 /** Replay payloads are split at about 1 MB of encoded JSON. */
 export const CHUNK_MAX_CHARS = 1_000_000
 

@@ -9,7 +9,13 @@ export const LOG_MESSAGE_MAX_CHARS = 8192
 /** `console.warn` and `console.error` become logs; the page's console still prints them. */
 export function trackConsole(context: AutoContext): Undo[] {
   const console = context.win.console
+  const flood = context.floodGate()
   let reporting = false
+  const log = (level: string, message: string, stack?: string) => {
+    if (level == 'error' && flood(message + stack)) return
+    const { withPageUrls } = context
+    context.report('/logs', 'logs', { level, message: withPageUrls(message), stack: stack && withPageUrls(stack), url: context.here(), timestampMs: context.now() })
+  }
   return (['warn', 'error'] as const).map((level) =>
     patch(console, level, (original) =>
       function (this: Console, ...args: unknown[]) {
@@ -18,7 +24,7 @@ export function trackConsole(context: AutoContext): Undo[] {
           reporting = true
           try {
             if (!(typeof args[0] === 'string' && args[0].startsWith(LOG_PREFIX))) {
-              context.log(level, args.map(toText).join(' ').slice(0, LOG_MESSAGE_MAX_CHARS), args.find(isErrorLike)?.stack)
+              log(level, args.map(toText).join(' ').slice(0, LOG_MESSAGE_MAX_CHARS), args.find(isErrorLike)?.stack)
             }
           } catch {
             // Never into the page's own console call.

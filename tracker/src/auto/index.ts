@@ -10,12 +10,14 @@ import { trackNetwork } from './network'
 import { trackPages } from './pages'
 
 /** What automatic tracking reports to: the tracker's messages, and what it needs to know of the page. */
-export interface AutoContext extends Pick<Messages, 'customEvent' | 'pageView' | 'navigation' | 'log' | 'networkError' | 'span' | 'error'> {
+export interface AutoContext extends Pick<Messages, 'customEvent' | 'pageView' | 'navigation' | 'error' | 'report' | 'floodGate' | 'withPageUrls' | 'here'> {
   win: PageWindow
   now(): number
   redaction: Redaction
   /** The tracker's own requests, never reported. */
   isOwnRequest(url: string): boolean
+  /** The page's errors and unhandled rejections since `start()`, kept while this module loaded. */
+  early: Event[]
 }
 
 type Kind = keyof AutomaticTrackingOptions

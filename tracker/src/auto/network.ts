@@ -61,7 +61,7 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
     const slow = end - start > SLOW_REQUEST_MS
     const name = `${method} ${new URL(url).pathname}`
     if (spans) {
-      context.span({
+      const span = {
         traceId: randomHex(16),
         spanId: randomHex(8),
         name,
@@ -70,10 +70,11 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
         endTimeMs: end,
         status: aborted ? { code: 'unset' } : failed ? { code: 'error', message: message! } : { code: 'ok' },
         attributes: { 'http.method': method, 'http.url': url, 'http.status_code': status },
-      })
+      } satisfies SpanEntry
+      context.report('/spans/batch', 'spans', span, false)
     }
     if (network && !aborted && (failed || slow)) {
-      context.networkError({
+      context.report('/network', 'errors', {
         requestId: uuid(end),
         url,
         method,
@@ -85,7 +86,7 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
         errorType: status === null ? 'network' : failed ? 'http' : 'slow',
         errorMessage: message,
         errorName: failure?.name,
-      })
+      } satisfies NetworkErrorEntry)
     }
   }
   // Reporting runs inside the page's own request promise chain: it must never throw into it.
