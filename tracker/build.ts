@@ -93,6 +93,26 @@ const startedApart: BunPlugin = {
   },
 }
 
+/**
+ * In t.js, one file, what the package imports later is inside: imported statically, it is bundled
+ * like the rest, where a dynamic import would wrap each of its modules in a lazy initializer (about
+ * 400 B gzipped, and nothing to load later).
+ */
+const LATER = /import\('\.\/(record|auto|connection)'\)/g
+const laterInside: BunPlugin = {
+  name: 'later-inside',
+  setup(build) {
+    build.onLoad({ filter: /tracker[\\/]src[\\/]index\.ts$/ }, async ({ path }) => {
+      const source = await Bun.file(path).text()
+      const modules = [...new Set(Array.from(source.matchAll(LATER), (match) => match[1]))]
+      if (modules.length !== 3) throw new Error(`${path}: the modules imported later are not the ones this build expects`)
+      const imports = modules.map((name) => `import * as later_${name} from './${name}'\n`).join('')
+      // At the end, where an import declaration means the same: the lines of the source map stay the source's.
+      return { contents: source.replace(LATER, (_, name) => `Promise.resolve(later_${name})`) + '\n' + imports, loader: 'ts' }
+    })
+  },
+}
+
 async function bundle(options: Parameters<typeof Bun.build>[0]) {
   const result = await Bun.build(options)
   if (!result.success) throw new AggregateError(result.logs, 'tracker build failed')
@@ -130,7 +150,7 @@ export async function buildTracker(outdir = DIST) {
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/auto/index.ts')], outdir: esm, naming: 'auto.js' }, names)
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/connection.ts')], outdir: esm }, names)
   // The relay serves t.js alone: no sourceMappingURL comment pointing at a file it does not serve.
-  await browserBundle({ ...browser, entrypoints: [join(root, 'src/browser.ts')], outdir, format: 'iife', naming: 't.js', sourcemap: 'external' })
+  await browserBundle({ ...browser, entrypoints: [join(root, 'src/browser.ts')], outdir, format: 'iife', naming: 't.js', sourcemap: 'external', plugins: [withoutCanvasRecording, laterInside] })
   await bundle({
     entrypoints: [join(root, 'bin/upload-sourcemaps.ts')],
     outdir: join(outdir, 'bin'),
