@@ -211,6 +211,7 @@ function pendingCopy(send: () => SentCopy, rollback: () => Promise<unknown>, los
       const { stream, done } = await sent
       try {
         const writable = await stream
+        passOnlyFailures(writable)
         writable.end(text)
         await done
       } catch (error) {
@@ -231,6 +232,18 @@ function pendingCopy(send: () => SentCopy, rollback: () => Promise<unknown>, los
       await rollback().catch(() => {})
     },
   }
+}
+
+/**
+ * postgres.js (3.4.9) makes its COPY stream with `autoDestroy`, and its destroy writes a CopyFail
+ * whatever the reason: once a COPY has finished, that is one more write and message on every
+ * commit, which the server, no longer copying, reads and drops (and servers that speak the protocol
+ * less strictly may answer). Only a stream that fails is destroyed the stream's way; one that ended
+ * has nothing left to tell the server (its final step already wrote CopyDone and left copy mode).
+ */
+function passOnlyFailures(writable: Writable): void {
+  const destroy = writable._destroy
+  writable._destroy = (error, callback) => (error ? destroy.call(writable, error, callback) : callback(null))
 }
 
 interface SentCopy {

@@ -5,6 +5,7 @@ import { postgresDatabase, type Database } from '@sightline/core/db'
 import { faultOf } from '@sightline/core/storage-errors'
 import { COPY_STATEMENT, copyInContract } from '../helpers/copy-in'
 import { createTestDatabase, engine, type TestDatabase } from '../helpers/database'
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy'
 
 // The writer's transactions on Postgres when their connection goes away under them, as it does when
 // the server restarts: each fails with a connection error, none takes the process down or waits
@@ -131,5 +132,79 @@ describe.skipIf(engine !== 'postgres')('Postgres transactions ending with a COPY
       await db.rows(sql`insert into copied values (1, 'again')`, tx).catch(() => {})
     })
     expect(await outcome.then(() => 'committed', (error: Error) => error.message)).toMatch(/rolled back/)
+  })
+})
+
+/**
+ * The frontend messages a client sent, by their type letter, from the bytes it wrote: a startup
+ * message first (length and protocol, no type), then typed messages (type, length, body).
+ */
+function frontendMessages(): { push(chunk: Uint8Array): void; types(): string[] } {
+  let pending = Buffer.alloc(0)
+  let started = false
+  const types: string[] = []
+  return {
+    push(chunk) {
+      pending = Buffer.concat([pending, chunk])
+      for (;;) {
+        const at = started ? 1 : 0
+        if (pending.length < at + 4) return
+        const end = at + pending.readInt32BE(at)
+        if (pending.length < end) return
+        if (started) types.push(String.fromCharCode(pending[0]))
+        started = true
+        pending = pending.subarray(end)
+      }
+    },
+    types: () => types,
+  }
+}
+
+// What a COPY costs on the wire: its rows, CopyDone, and nothing after.
+describe.skipIf(engine !== 'postgres')('Postgres COPY messages', () => {
+  let database: TestDatabase
+  let db: Database
+  let proxy: TcpProxy
+  let sent: ReturnType<typeof frontendMessages>
+  beforeAll(async () => {
+    database = await createTestDatabase()
+    const url = new URL(database.url!)
+    sent = frontendMessages()
+    proxy = startTcpProxy({ host: url.hostname, port: Number(url.port) }, { onClientData: (chunk) => sent.push(chunk) })
+    url.port = String(proxy.port)
+    db = postgresDatabase(url.toString(), 1)
+    await db.rows(sql`create table copied (id int primary key, note text)`)
+  })
+  afterAll(async () => {
+    await db.close()
+    proxy.close()
+    await database.close()
+  })
+
+  const sentDuring = async (transaction: () => Promise<void>) => {
+    const before = sent.types().length
+    await transaction()
+    await Bun.sleep(100) // anything written once the commit was answered
+    return sent.types().slice(before)
+  }
+
+  test('a COPY that commits sends its rows and CopyDone, and no CopyFail after them', async () => {
+    const types = await sentDuring(() => db.transaction(async (_tx, copyIn) => copyIn!(COPY_STATEMENT).commit('1\tone\n2\ttwo\n')))
+    expect(types).toContain('d')
+    expect(types).toContain('c')
+    expect(types).not.toContain('f')
+    expect((await db.rows<{ n: number }>(sql`select count(*)::int as n from copied`))[0].n).toBe(2)
+  })
+
+  test('a COPY given up still tells the server with CopyFail', async () => {
+    const types = await sentDuring(() =>
+      db.transaction(async (tx, copyIn) => {
+        await copyIn!(COPY_STATEMENT).cancel()
+        await db.rows(sql`insert into copied values (3, null)`, tx)
+      }),
+    )
+    expect(types).toContain('f')
+    expect(types).not.toContain('c')
+    expect((await db.rows<{ id: number }>(sql`select id from copied order by id`)).map((r) => r.id)).toEqual([1, 2, 3])
   })
 })

@@ -50,7 +50,12 @@ function drain(socket: Socket<End>): void {
   }
 }
 
-export function startTcpProxy(target: { host: string; port: number }): TcpProxy {
+export interface TcpProxyOptions {
+  /** Sees every chunk a client sends, in order, before it is passed on. */
+  onClientData?: (chunk: Uint8Array) => void
+}
+
+export function startTcpProxy(target: { host: string; port: number }, { onClientData }: TcpProxyOptions = {}): TcpProxy {
   const open = new Set<Socket<End>>()
   let frozen = false
   let hangingUp = false
@@ -97,6 +102,7 @@ export function startTcpProxy(target: { host: string; port: number }): TcpProxy 
       data(client, data) {
         if (hangingUp && !client.data.peer) return void client.end()
         if (frozen) return
+        onClientData?.(data)
         const upstream = client.data.peer
         if (upstream) send(upstream, data, upstream.data.backlog)
         else client.data.early.push(new Uint8Array(data))
