@@ -1,8 +1,8 @@
 import { t } from 'elysia'
-import { EpochMs, itemOrBatch, Nullish, OptionalEndUserId, OptionalText, Properties } from '../shared/model'
+import { EpochMs, Integer, itemOrBatch, Nullish, OptionalEndUserId, OptionalText, Properties } from '../shared/model'
 import { Release } from '../sourcemaps/model'
 
-const Position = Nullish(t.Integer({ minimum: 0, maximum: 2 ** 31 - 1 }))
+const Position = Nullish(Integer({ minimum: 0, maximum: 2 ** 31 - 1 }))
 
 /**
  * A field this model adds to WIRE.md's report: any value is taken, and the service keeps it only

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { Uuid } from '../shared/model'
+import { Integer, Uuid } from '../shared/model'
 
 export const Severity = t.Union([t.Literal('info'), t.Literal('low'), t.Literal('medium'), t.Literal('high'), t.Literal('critical')])
 
@@ -12,7 +12,7 @@ export const ScanFindingsBody = t.Object({
       ruleId: t.String({ minLength: 1, maxLength: 256 }),
       severity: Severity,
       file: t.String({ minLength: 1, maxLength: 4096 }),
-      line: t.Optional(t.Union([t.Integer({ minimum: 0, maximum: 2 ** 31 - 1 }), t.Null()])),
+      line: t.Optional(t.Union([Integer({ minimum: 0, maximum: 2 ** 31 - 1 }), t.Null()])),
       message: t.String(),
       fingerprint: t.Optional(t.Union([t.String({ minLength: 1, maxLength: 512 }), t.Null()])),
     }),

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { EpochMs, itemOrBatch, OptionalEndUserId, OptionalText, Properties } from '../shared/model'
+import { EpochMs, Integer, itemOrBatch, OptionalEndUserId, OptionalText, Properties } from '../shared/model'
 
 const entryFields = {
   /** The client's id of the request: with the session it makes a resend a no-op. */
@@ -7,7 +7,7 @@ const entryFields = {
   url: t.String(),
   method: t.String({ minLength: 1, maxLength: 32 }),
   /** 0 or null when no response came (network failure, CORS, abort). */
-  status: t.Optional(t.Union([t.Integer({ minimum: 0, maximum: 999 }), t.Null()])),
+  status: t.Optional(t.Union([Integer({ minimum: 0, maximum: 999 }), t.Null()])),
   statusText: OptionalText,
   /** Milliseconds. */
   duration: t.Optional(t.Union([t.Number({ minimum: 0, maximum: 1e10 }), t.Null()])),

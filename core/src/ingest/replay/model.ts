@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { Id, OptionalEndUserId, Properties } from '../shared/model'
+import { Id, Integer, OptionalEndUserId, Properties } from '../shared/model'
 
 /**
  * POST /events (fielded). `events` is not parsed: the body reader (intake.ts) scans it, keeps its
@@ -17,7 +17,7 @@ export const ReplayBody = t.Object({
   /** Read only to keep a key sent in the body out of what is stored. */
   apiKey: t.Optional(t.Unknown()),
   /** Per-window chunk sequence number, when the tracker sends one. */
-  seq: t.Optional(t.Union([t.Integer({ minimum: 0, maximum: 2_147_483_647 }), t.Null()])),
+  seq: t.Optional(t.Union([Integer({ minimum: 0, maximum: 2_147_483_647 }), t.Null()])),
 })
 
 export type ReplayBody = typeof ReplayBody.static

@@ -1,4 +1,4 @@
-import type { TProperties, TSchema } from '@sinclair/typebox'
+import { Type, type IntegerOptions, type TProperties, type TSchema } from '@sinclair/typebox'
 import { t } from 'elysia'
 
 /**
@@ -17,6 +17,13 @@ export const RequiredText = (maxLength: number) => t.String({ minLength: 1, maxL
 /** `endUserId` may be absent or null. */
 export const OptionalEndUserId = Nullish(Id)
 export const Uuid = t.String({ pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' })
+/**
+ * A JSON integer, as WIRE.md's numbers are: TypeBox's own, not Elysia's `t.Integer`, which also takes
+ * a numeric string ("99999999999999") and checks its range only where Elysia decodes it. In the
+ * handlers' validation (validate.ts) the string went on as it came: a text where the row has an int,
+ * refused by the database, or stored in a JSON column as text. A string is refused, as for any number.
+ */
+export const Integer = (options: IntegerOptions) => Type.Integer(options)
 /** Epoch milliseconds from the client clock. */
 export const EpochMs = t.Number({ minimum: 0, maximum: 1e14 })
 /** A free-form JSON object; null is taken for "none" as fielded clients send it. */
