@@ -185,17 +185,30 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
   }
 
   async function streamBody(conn: Connection, exchange: Exchange, head: Uint8Array, reader: ReadableStreamDefaultReader<Uint8Array>, chunked: boolean): Promise<void> {
+    const { request } = exchange
     const gone = () => conn.exchange !== exchange
+    // Content-Length frames the body on this connection (RFC 9112 §6.3): bytes past it would be read
+    // by core as a request of their own, past the relay's path rules (smuggling, RFC 9112 §11.2), and
+    // a body that ends short leaves core waiting. The runtime frames what it received, but a handler
+    // may be given a Request whose header no longer fits its body (one rewritten on the way).
+    let left = chunked ? Infinity : request.contentLength!
+    const mismatch = (how: string) => new UpstreamError('aborted', `the body is ${how} than its Content-Length of ${request.contentLength}`)
     try {
       await write(conn, head)
       for (;;) {
         const { done, value } = await reader.read()
         if (gone()) break
         if (done) {
+          if (left > 0 && left !== Infinity) throw mismatch('shorter')
           if (chunked) await write(conn, Buffer.from(`0${CRLF}${CRLF}`, 'latin1'))
           exchange.sent = true
           if (!exchange.answered) arm(exchange)
           return
+        }
+        left -= value.byteLength
+        if (left < 0) {
+          await reader.cancel().catch(() => {})
+          throw mismatch('longer')
         }
         if (value.byteLength > 0) await write(conn, chunked ? Buffer.concat([Buffer.from(`${value.byteLength.toString(16)}${CRLF}`, 'latin1'), value, Buffer.from(CRLF, 'latin1')]) : value)
         if (gone()) break
@@ -204,7 +217,8 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
       // Core answered or the exchange failed before the body was through: stop reading the client.
       await reader.cancel().catch(() => {})
     } catch (error) {
-      // The client's body failed (it went away, or passed the limit): the exchange cannot finish.
+      // The client's body failed (it went away, passed the limit, or did not fit its length): the
+      // exchange cannot finish.
       if (!gone()) fail(conn, error instanceof UpstreamError ? error : new UpstreamError('aborted', 'the client body failed', { cause: error }))
     }
   }
@@ -281,8 +295,11 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
     if (result.head && !exchange.answered) answer(conn, exchange, result.head, result.complete)
     if (conn.exchange !== exchange) return // the answer could not be passed on: failed, and the connection with it
     for (const piece of result.body) exchange.body?.enqueue(piece)
+    if (result.done) return finish(conn, exchange, result.keepAlive)
+    // Backpressure while the client is behind; only while bytes of this answer are still due: a
+    // connection paused as its answer ended went back to the pool deaf, and the next request on it
+    // waited for the timeout (the stream that would resume it is closed and never pulls again).
     if (exchange.body && (exchange.body.desiredSize ?? 1) <= 0) conn.socket?.pause()
-    if (result.done) finish(conn, exchange, result.keepAlive)
   }
 
   function answer(conn: Connection, exchange: Exchange, head: ParsedHead, complete: Uint8Array | null): void {
