@@ -1,12 +1,12 @@
 import { describe, expect, test } from 'bun:test'
+import { isDroppedResponseHeader } from '@sightline/relay/headers'
 import { ResponseParser } from '@sightline/relay/upstream/parser'
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 const text = (parts: (Uint8Array | null)[]) => parts.map((p) => (p ? new TextDecoder().decode(p) : '')).join('')
 
 /** Feeds an answer in pieces of `size` bytes and collects what the parser made of it. */
-function parse(raw: string, size = raw.length, headRequest = false) {
-  const parser = new ResponseParser()
+function parse(raw: string, size = raw.length, headRequest = false, parser = new ResponseParser()) {
   const data = bytes(raw)
   const out = { head: null as ReturnType<ResponseParser['push']>['head'], body: [] as (Uint8Array | null)[], done: false, keepAlive: false }
   for (let i = 0; i < data.length && !out.done; i += size) {
@@ -79,8 +79,36 @@ describe('HTTP/1.1 response parser', () => {
     expect(parse('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA')).toMatchObject({ done: true, keepAlive: false, text: 'ok' })
   })
 
+  test('a field repeated on several lines counts whole: Connection options and close on any line', () => {
+    const relayed = () => new ResponseParser(isDroppedResponseHeader)
+    const named = parse('HTTP/1.1 200 OK\r\nConnection: x-hop\r\nConnection: keep-alive\r\nX-Hop: 1\r\nX-Kept: 1\r\nContent-Length: 0\r\n\r\n', undefined, false, relayed())
+    expect(named.head?.headers).toEqual([['x-kept', '1'], ['content-length', '0']])
+    expect(parse('HTTP/1.1 200 OK\r\nConnection: close\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n')).toMatchObject({ done: true, keepAlive: false })
+    // Options are tokens: a field named x-closed is not "close".
+    expect(parse('HTTP/1.1 200 OK\r\nConnection: x-closed\r\nContent-Length: 0\r\n\r\n')).toMatchObject({ done: true, keepAlive: true })
+  })
+
+  test('Transfer-Encoding overrides Content-Length, which is not passed on; a last coding other than chunked runs to the close', () => {
+    const both = parse('HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\nb\r\nhello world\r\n0\r\n\r\n')
+    expect(both).toMatchObject({ done: true, keepAlive: true, text: 'hello world' })
+    expect(both.head?.headers).toEqual([['transfer-encoding', 'chunked']])
+    const coded = parse('HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nokmore')
+    expect(coded).toMatchObject({ done: false, text: 'okmore' })
+    expect(coded.parser.endsAtClose()).toBe(true)
+  })
+
   test('malformed answers throw', () => {
-    for (const raw of ['HTTP/2 200\r\n\r\n', 'HTTP/1.1 200 OK\r\nno colon\r\n\r\n', 'HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n']) {
+    for (const raw of [
+      'HTTP/2 200\r\n\r\n',
+      'HTTP/1.1 200 OK\r\nno colon\r\n\r\n',
+      'HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n',
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+      // RFC 9110 §8.6 and RFC 9112 §7.1: lengths are digits and chunk sizes hex digits, nothing a number parser would also take.
+      'HTTP/1.1 200 OK\r\nContent-Length: 0x2\r\n\r\nok',
+      'HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok',
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x2\r\nok\r\n0\r\n\r\n',
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2zz\r\nok\r\n0\r\n\r\n',
+    ]) {
       expect(() => parse(raw)).toThrow()
     }
   })

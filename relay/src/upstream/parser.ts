@@ -112,8 +112,10 @@ export class ResponseParser {
         const line = buffer.toString('latin1', 0, end)
         buffer = buffer.subarray(end + 2)
         if (this.state === 'chunk-size') {
-          const size = Number.parseInt(line.split(';', 1)[0].trim(), 16)
-          if (!Number.isFinite(size) || size < 0) throw new Error('bad chunk size')
+          // RFC 9112 §7.1: chunk-size is 1*HEXDIG (parseInt alone would take "0x5", "5zz", "-0").
+          const digits = line.split(';', 1)[0].trim()
+          const size = HEX_DIGITS.test(digits) ? Number.parseInt(digits, 16) : NaN
+          if (!Number.isSafeInteger(size)) throw new Error('bad chunk size')
           this.remaining = size
           this.state = size === 0 ? 'trailers' : 'chunk-data'
         } else if (this.state === 'chunk-end') {
@@ -146,10 +148,11 @@ export class ResponseParser {
     const statusText = text.slice(13, lineEnd)
 
     let headers: [string, string][] = []
+    // Every Connection and Transfer-Encoding field line, joined as one list (RFC 9110 §5.3): a
+    // field repeated counts whole, not only its last line.
     let connection: string | null = null
+    let transferEncoding: string | null = null
     let length: number | null = null
-    let chunked = false
-    let close = text[7] === '0'
     for (let at = lineEnd + 2; at < text.length; ) {
       let end = text.indexOf('\r\n', at)
       if (end === -1) end = text.length
@@ -164,22 +167,30 @@ export class ResponseParser {
       const value = text.slice(from, to)
       at = end + 2
       if (name === 'content-length') {
-        const n = Number(value)
-        if (!Number.isSafeInteger(n) || n < 0 || value === '' || (length !== null && length !== n)) throw new Error('bad content-length')
+        // RFC 9110 §8.6: 1*DIGIT (Number() would also take "0x10", "1e3", "+5").
+        const n = DIGITS.test(value) ? Number(value) : NaN
+        if (!Number.isSafeInteger(n) || (length !== null && length !== n)) throw new Error('bad content-length')
         length = n
       } else if (name === 'transfer-encoding') {
-        chunked = value.toLowerCase().split(',').pop()!.trim() === 'chunked'
-        if (!chunked) close = true
+        transferEncoding = transferEncoding === null ? value : `${transferEncoding}, ${value}`
       } else if (name === 'connection') {
-        connection = value
-        const tokens = value.toLowerCase()
-        if (tokens.includes('close')) close = true
-        else if (tokens.includes('keep-alive')) close = false
+        connection = connection === null ? value : `${connection}, ${value}`
       }
       if (!this.dropHeader(name, null)) headers.push([name, value])
     }
     const connectionNamed = connectionOptions(connection)
     if (connectionNamed) headers = headers.filter(([name]) => !this.dropHeader(name, connectionNamed))
+    // RFC 9112 §9.3: HTTP/1.1 persists unless "close" is an option; HTTP/1.0 only with "keep-alive".
+    const options = connection === null ? null : connection.toLowerCase().split(',').map((token) => token.trim())
+    let close = options === null ? text[7] === '0' : options.includes('close') || (text[7] === '0' && !options.includes('keep-alive'))
+    // RFC 9112 §6.1 and §6.3: Transfer-Encoding overrides Content-Length, which an intermediary removes
+    // before passing the answer on; a body whose last coding is not chunked runs to the close.
+    const chunked = transferEncoding !== null && transferEncoding.toLowerCase().split(',').pop()!.trim() === 'chunked'
+    if (transferEncoding !== null) {
+      if (length !== null) headers = headers.filter(([name]) => name !== 'content-length')
+      length = null
+      if (!chunked) close = true
+    }
     this.keepAlive = !close
     const hasBody = !headRequest && status !== 204 && status !== 304
     if (!hasBody) this.state = 'done'
@@ -196,6 +207,8 @@ export class ResponseParser {
 }
 
 const isSpace = (code: number) => code === 32 || code === 9
+const DIGITS = /^\d+$/
+const HEX_DIGITS = /^[0-9A-Fa-f]+$/
 
 /** The number written by the three digits at `at`, or -1. */
 function threeDigits(text: string, at: number): number {
