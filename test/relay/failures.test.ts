@@ -3,7 +3,7 @@ import { sql } from 'drizzle-orm'
 import { createRelay, fetchClient } from '@sightline/relay'
 import { socketClient } from '@sightline/relay/upstream/socket'
 import { startCore } from '../helpers/core'
-import { closedPortUrl, startRelay, startSilentUpstream, startTap } from './helpers'
+import { closedPortUrl, startEndlessUpstream, startRelay, startSilentUpstream, startTap, type AdapterName } from './helpers'
 
 const core = await startCore()
 const coreUrl = await core.listen()
@@ -236,3 +236,24 @@ describe('client abort against a real core, through the Bun adapter', () => {
     }
   })
 })
+
+for (const adapter of ['bun', 'node', 'elysia', 'deno'] as AdapterName[]) {
+  test(`${adapter}: a client gone while the answer streams gives up core's answer and its connection`, async () => {
+    const upstream = startEndlessUpstream()
+    const relay = await startRelay(adapter, { upstream: upstream.url, prefix: '/_sl' })
+    try {
+      // A read body (no signal watched upstream) and a bodiless GET: only the answer ties them to the client.
+      for (const init of [{ method: 'GET' }, { method: 'POST', body: '{}' }]) {
+        const client = new AbortController()
+        const res = await fetch(`${relay.url}/_sl/${init.method === 'GET' ? 'health' : 'api/ingestion/events'}`, { ...init, signal: client.signal })
+        const reader = res.body!.getReader()
+        await reader.read()
+        client.abort()
+      }
+      await until(() => upstream.connections.length === 2 && upstream.connections.every((c) => c.closed))
+    } finally {
+      await relay.close()
+      upstream.close()
+    }
+  })
+}

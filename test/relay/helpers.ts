@@ -131,6 +131,33 @@ export function startSilentUpstream({ read = true }: { read?: boolean } = {}) {
 }
 
 /**
+ * An upstream whose answer never ends: a chunk every 20 ms for as long as the connection is open.
+ * Says which of its connections are still open, to see whether an answer nobody reads is given up.
+ */
+export function startEndlessUpstream() {
+  const connections: { closed: boolean }[] = []
+  const listener = Bun.listen<{ index: number; timer?: ReturnType<typeof setInterval> }>({
+    hostname: '127.0.0.1',
+    port: 0,
+    socket: {
+      open(socket) {
+        socket.data = { index: connections.push({ closed: false }) - 1 }
+      },
+      data(socket) {
+        if (socket.data.timer) return
+        socket.write('HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n')
+        socket.data.timer = setInterval(() => socket.write(`400\r\n${'x'.repeat(1024)}\r\n`), 20)
+      },
+      close(socket) {
+        clearInterval(socket.data.timer)
+        connections[socket.data.index].closed = true
+      },
+    },
+  })
+  return { url: `http://127.0.0.1:${listener.port}`, connections, close: () => listener.stop(true) }
+}
+
+/**
  * Targets the URL parser resolves before the relay matches them, as a browser resolves them before
  * sending: each names `/health` under the prefix `/_sl`.
  */

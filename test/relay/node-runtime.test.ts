@@ -4,7 +4,7 @@ import { sql } from 'drizzle-orm'
 import type { Subprocess } from 'bun'
 import { startCore } from '../helpers/core'
 import { ROOT } from '../helpers/process'
-import { rawRequest, RESOLVED_TO_HEALTH, startLineRecorder, startTap } from './helpers'
+import { rawRequest, RESOLVED_TO_HEALTH, startEndlessUpstream, startLineRecorder, startTap } from './helpers'
 
 // The Node adapter under Node itself (node:http and undici's fetch), not Bun's emulation of them.
 const core = await startCore()
@@ -73,5 +73,24 @@ test("dot segments, encoded or not, and backslashes in Node's raw target are res
     const before = recorder.targets.length
     const { status, text } = await rawRequest(toRecorder, `GET ${target} HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n`)
     expect({ target, status, text, reached: recorder.targets.slice(before) }).toEqual({ target, status: 200, text: '{"status":"ok"}', reached: ['/health'] })
+  }
+})
+
+test("a client gone while the answer streams: Node's relay gives up core's answer and its connection", async () => {
+  const upstream = startEndlessUpstream()
+  try {
+    const endless = await startNode(upstream.url)
+    for (const init of [{ method: 'GET' }, { method: 'POST', body: '{}' }]) {
+      const client = new AbortController()
+      const res = await fetch(`${endless}/_sl/${init.method === 'GET' ? 'health' : 'api/ingestion/events'}`, { ...init, signal: client.signal })
+      await res.body!.getReader().read()
+      client.abort()
+    }
+    // The two connections that carried an answer (undici may open idle ones besides, closed on its own schedule).
+    const deadline = Date.now() + 3000
+    while (upstream.connections.filter((c) => c.closed).length < 2 && Date.now() < deadline) await Bun.sleep(10)
+    expect(upstream.connections.filter((c) => c.closed).length).toBeGreaterThanOrEqual(2)
+  } finally {
+    upstream.close()
   }
 })

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { Readable } from 'node:stream'
+import { pipeline, Readable } from 'node:stream'
 import { createRelay, type RelayOptions } from '../index.ts'
 
 type Next = (error?: unknown) => void
@@ -65,7 +65,11 @@ async function send(response: Response, res: ServerResponse): Promise<void> {
   res.statusCode = response.status
   for (const [name, value] of response.headers) res.appendHeader(name, value)
   if (!response.body) return void res.end()
-  const body = Readable.fromWeb(response.body as unknown as import('node:stream/web').ReadableStream)
-  body.once('error', (error) => res.destroy(error))
-  body.pipe(res)
+  // The client went away while core answered: nobody to send it to (piping into the closed
+  // response throws on Bun).
+  if (res.destroyed) return void response.body.cancel().catch(() => {})
+  // pipeline, not pipe: a client gone mid-answer destroys the body, which cancels core's answer and
+  // frees its connection (piped, it stayed open, read by no one, for as long as core kept sending);
+  // an answer that fails midway destroys the client's response. Either way it is over: nothing to report.
+  pipeline(Readable.fromWeb(response.body as unknown as import('node:stream/web').ReadableStream), res, () => {})
 }
