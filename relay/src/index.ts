@@ -57,7 +57,19 @@ const NO_BODY: PreparedBody = { body: null, keyMoved: false, overLimit: null }
 
 const QUERY_COMPRESSION = /[?&]compression=/
 
-const numberOrNull = (value: string | null) => (value === null ? null : Number(value))
+/**
+ * The body size the client declared. A field repeated with one value arrives as a list ("2, 2"),
+ * which Bun accepts (RFC 9110 §8.6 lets a recipient take it as that value); read as a number it was
+ * NaN, and a body of two bytes was refused as over the limit. Differing values are the runtime's to
+ * refuse (Bun and Node answer 400); one that got through would still be NaN, refused with 413.
+ */
+function declaredLength(value: string | null): number | null {
+  if (value === null) return null
+  const length = Number(value)
+  if (!Number.isNaN(length) || !value.includes(',')) return length
+  const [first, ...rest] = value.split(',').map((item) => item.trim())
+  return rest.every((item) => item === first) ? Number(first) : NaN
+}
 
 /** Bodies larger are refused with 413 before core is contacted, unless `maxBodyBytes` says otherwise. */
 export const DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024
@@ -117,7 +129,7 @@ export function createRelay(options: RelayOptions): Relay {
       method: request.method,
       headers: upstreamHeaders(request.headers, client, url, prepared.keyMoved),
       body,
-      contentLength: body instanceof Uint8Array ? body.byteLength : isStream ? numberOrNull(request.headers.get('content-length')) : null,
+      contentLength: body instanceof Uint8Array ? body.byteLength : isStream ? declaredLength(request.headers.get('content-length')) : null,
       // Only a streamed body needs watching: a read body is in core's hands once sent, and core
       // finishes it whether or not the client waits, so the connection is better kept for reuse.
       signal: isStream ? request.signal : undefined,
@@ -143,7 +155,7 @@ export function createRelay(options: RelayOptions): Relay {
     const target = basePath + path + search
     const body = method === 'POST' ? request.body : null
     if (!body) return exchange(request, target, url, client, NO_BODY)
-    const contentLength = numberOrNull(request.headers.get('content-length'))
+    const contentLength = declaredLength(request.headers.get('content-length'))
     if (contentLength !== null && !(contentLength <= maxBodyBytes)) return Promise.resolve(tooLarge())
     return prepareBody(request, body, contentLength, search).then(
       (prepared) => exchange(request, target, url, client, prepared),

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { startCore } from '../helpers/core'
 import { ENDPOINTS, serves } from './endpoints'
-import { startRelay, startTap, type AdapterName } from './helpers'
+import { rawRequest, startRelay, startTap, type AdapterName } from './helpers'
 
 // One real core on a real database for the file; every adapter relays to it over TCP.
 const core = await startCore({ env: { MAX_BODY_BYTES: String(4 * 1024 * 1024) } })
@@ -103,6 +103,20 @@ for (const adapter of ADAPTERS) {
       expect(await res.json()).toEqual({ success: true, accepted: events })
       const [{ n }] = await core.database.db.rows<{ n: string }>(sql`select count(*) as n from events where session_id = ${sessionId}`)
       expect(Number(n)).toBe(events)
+    })
+
+    test('a Content-Length field sent twice with one value is that length (RFC 9110 §8.6), small body or streamed', async () => {
+      for (const [name, pad] of [['small', 0], ['streamed', 70_000]] as const) {
+        const sessionId = `${adapter}-repeated-length-${name}`
+        const body = JSON.stringify({ sessionId, events: [{ eventName: 'repeated', eventProperties: { pad: 'p'.repeat(pad) } }] })
+        const length = Buffer.byteLength(body)
+        const { status, text } = await rawRequest(
+          relay.url,
+          `POST ${PREFIX}/api/ingestion/customEvent/batch HTTP/1.1\r\nHost: shop.test\r\nAuthorization: Bearer ${core.key}\r\nContent-Length: ${length}\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n${body}`,
+        )
+        expect({ name, status, text }).toEqual({ name, status: 200, text: '{"success":true,"accepted":1}' })
+        expect(await core.database.db.rows(sql`select 1 from events where session_id = ${sessionId}`)).toHaveLength(1)
+      }
     })
 
     test('paths outside the public ones are 404 in the error shape, without reaching core', async () => {
