@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { sql } from 'drizzle-orm'
-import { parseStack } from '@sightline/core/ingest/errors/stack'
+import { MAX_FILENAME_CHARS, MAX_FUNCTION_CHARS, parseStack } from '@sightline/core/ingest/errors/stack'
 import type { StoredFrame } from '@sightline/core/ingest/errors/service'
 import { createSourceMapCache, loadSourceMap } from '@sightline/core/ingest/sourcemaps/cache'
 import { startCore, type TestCore } from '../../helpers/core'
@@ -222,6 +222,41 @@ describe('symbolication of a minified bundle', () => {
     expect(frames[0].mapped).toBeUndefined()
   })
 
+  test('a map whose sourcesContent or names hold what is not text maps positions only; the report is stored', async () => {
+    // Anyone with the page's key may upload: such a map must not cost the release its error reports.
+    const stack = 'TypeError: coupon x is too short\n    at validate (https://shop.example/assets/app.js:1:1)\n    at submit (https://shop.example/assets/app.js:1:2)'
+    const plain = { version: 3, sources: ['../src/checkout.ts'], names: [5, { a: 1 }], mappings: 'AAAAA,CAACC' }
+    const hostile: Record<string, object> = {
+      'content-number': { ...plain, sourcesContent: [123] },
+      'content-object': { ...plain, sourcesContent: [{ a: 1 }] },
+      'content-array': { ...plain, sourcesContent: [['function f() {}']] },
+      'in-a-section': { version: 3, sections: [{ offset: { line: 0, column: 0 }, map: { ...plain, sourcesContent: [2] } }] },
+    }
+    for (const [release, content] of Object.entries(hostile)) {
+      const upload = await core.post('/api/ingestion/sourcemaps', { release, files: [{ name: 'app.js.map', content }] })
+      expect(upload.status).toBe(200)
+      const { frames } = await send(stack, release)
+      expect(frames.map((f) => f.mapped && { source: f.mapped.source, line: f.mapped.line, column: f.mapped.column, function: f.mapped.function })).toEqual([
+        { source: '../src/checkout.ts', line: 1, column: 1, function: 'validate' },
+        { source: '../src/checkout.ts', line: 1, column: 2, function: 'submit' },
+      ])
+      expect(frames.every((f) => f.mapped?.contextLine === undefined)).toBe(true)
+    }
+  })
+
+  test('the file and function a map gives a frame are cut as a reported one is: a small report cannot store megabytes', async () => {
+    const longName = 'f'.repeat(100_000)
+    const map = { version: 3, sources: [`../src/${'x'.repeat(1_000_000)}.ts`], names: [longName], mappings: 'AAAAA,CAAAA' }
+    expect((await core.post('/api/ingestion/sourcemaps', { release: 'shop@long', files: [{ name: 'app.js.map', content: map }] })).status).toBe(200)
+    const frame = '\n    at e (https://shop.example/assets/app.js:1:1)'
+    const { frames } = await send(`TypeError: coupon x is too short${frame.repeat(50)}`, 'shop@long')
+    expect(frames).toHaveLength(50)
+    for (const { mapped } of frames) {
+      expect(mapped?.source).toBe(`../src/${'x'.repeat(MAX_FILENAME_CHARS - 7)}`)
+      expect(mapped?.function.length).toBeLessThanOrEqual(MAX_FUNCTION_CHARS)
+    }
+  })
+
   test('a hundred frames deep in a large original source are each named without a scan of the source per frame', async () => {
     // 50,000 small functions (2.3 MB of source), and a map that sends column 10j of line 1 to the last ones.
     const count = 50_000
@@ -295,6 +330,15 @@ describe('source map cache', () => {
     expect(await get('huge', huge)).not.toBeNull()
     expect(cache.stats().bytes).toBeLessThanOrEqual(tiny * 2)
     expect(await cache.get('gone', 'gone', async () => null)).toBeNull()
+  })
+
+  test('what is not text in sourcesContent is not counted: an object with a `length` of its own leaves the count a number', async () => {
+    const cache = createSourceMapCache()
+    const odd = JSON.stringify({ version: 3, sources: ['a.ts', 'b.ts'], sourcesContent: [{ length: 'x' }, { length: 1e300 }], names: [], mappings: 'AAAA' })
+    expect((await cache.get('odd', 'odd.js.map', async () => odd))?.sourceText('a.ts')).toBeNull()
+    await cache.get('tiny', 'tiny.js.map', async () => tinyMap)
+    expect(cache.stats()).toEqual({ entries: 2, bytes: loadSourceMap('odd', odd).bytes + loadSourceMap('tiny', tinyMap).bytes })
+    expect(typeof cache.stats().bytes).toBe('number')
   })
 
   test('maps are counted at what they take decoded, not at their JSON: many segments weigh far more than their text', async () => {

@@ -5,6 +5,7 @@ import { isInApp, looksMinifiedFunction, normalizeFunction } from './fingerprint
 import type { ErrorReport } from './model'
 import { functionScopes, type FunctionScopes } from './scope'
 import { reportedFrames } from './service'
+import { MAX_FILENAME_CHARS, MAX_FUNCTION_CHARS } from './stack'
 
 /** A frame as the client reported it (or as its stack said), innermost first. */
 export interface ReportedFrame {
@@ -84,7 +85,9 @@ export function symbolicate(frames: readonly ReportedFrame[], lookup: SourceMapL
     const position = originalPositionFor(loaded.map, { line: frame.lineno, column: Math.max((frame.colno ?? 1) - 1, 0) })
     // Undefined, not null, when the mapping names a source index the map does not list (a broken build).
     if (position.source == null) return null
-    return { loaded, source: position.source, line: position.line, column: position.column, name: position.name }
+    // A name that is not text (an upload's `names` may hold anything) is no name.
+    const name = typeof position.name === 'string' ? position.name : null
+    return { loaded, source: position.source, line: position.line, column: position.column, name }
   })
   return frames.map((frame, i) => {
     const at = traced[i]
@@ -93,7 +96,11 @@ export function symbolicate(frames: readonly ReportedFrame[], lookup: SourceMapL
     // Dependencies' frames do not take part in grouping: their names are not worth a scan of their sources.
     const declared = isInApp(at.source) ? (scopesOf(at.loaded, at.source)?.nameAt(at.line, at.column) ?? null) : null
     const named = declared !== null ? { function: declared, functionFrom: 'source' as const } : nameWithoutSource(traced[i + 1]?.name, frame.function)
-    return { ...frame, mapped: { source: at.source, line: at.line, column: at.column + 1, ...named, sourcemap: at.loaded.name, ...context(lines, at.line) } }
+    // Cut as a reported frame is: a map's source and names may be megabytes long, and a report of a
+    // few kilobytes would otherwise store them once per frame.
+    const source = at.source.slice(0, MAX_FILENAME_CHARS)
+    const mapped = { source, line: at.line, column: at.column + 1, ...named, function: named.function.slice(0, MAX_FUNCTION_CHARS) }
+    return { ...frame, mapped: { ...mapped, sourcemap: at.loaded.name, ...context(lines, at.line) } }
   })
 }
 

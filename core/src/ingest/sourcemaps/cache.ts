@@ -24,7 +24,8 @@ const BYTES_PER_SEGMENT = 64
 function memoryEstimate(json: string, map: TraceMap): number {
   let segments = 0
   for (const line of decodedMappings(map)) segments += line.length
-  const sources = map.sourcesContent?.reduce((n: number, text) => n + (text?.length ?? 0), 0) ?? 0
+  // Strings only: an object's `length` may be anything, and a string one would turn the cache's count into text.
+  const sources = map.sourcesContent?.reduce((n: number, text: unknown) => n + (typeof text === 'string' ? text.length : 0), 0) ?? 0
   return json.length + sources + segments * BYTES_PER_SEGMENT
 }
 
@@ -32,7 +33,12 @@ export function loadSourceMap(name: string, json: string): LoadedSourceMap {
   const map = new AnyMap(json)
   const contents = new Map<string, string | null>()
   const split = new Map<string, readonly string[] | null>()
-  map.resolvedSources.forEach((source, i) => contents.set(source, map.sourcesContent?.[i] ?? null))
+  // Text or nothing: the map is whatever was uploaded with the page's key, and a number or an
+  // object here would fail every report it maps.
+  map.resolvedSources.forEach((source, i) => {
+    const text: unknown = map.sourcesContent?.[i]
+    contents.set(source, typeof text === 'string' ? text : null)
+  })
   return {
     name,
     map,
