@@ -99,6 +99,23 @@ describe('admin command line', () => {
     expect(unknownCommand.exitCode).toBe(2)
     expect(unknownCommand.stderr).toContain('unknown command')
   })
+
+  test('key revoke takes the whole key, as it was found leaked: that key alone, of that project alone', async () => {
+    const leaked = (await admin('key', 'create', '--project', projectId, '--env', 'edge')).json
+    const sibling = (await admin('key', 'create', '--project', projectId, '--env', 'edge')).json
+    const other = (await admin('project', 'create', '--name', 'other')).json
+    const elsewhere = await admin('key', 'revoke', '--project', other.projectId, '--key-prefix', leaked.key)
+    expect(elsewhere.exitCode).toBe(1)
+    // Named by its prefix only, as everywhere else: the key is not printed again.
+    expect(JSON.parse(elsewhere.stderr)).toEqual({ error: { code: 'not_found', message: `no active key starting with ${leaked.keyPrefix} in project ${other.projectId}` } })
+    expect((await admin('key', 'revoke', '--project', projectId, '--key-prefix', leaked.key)).json).toEqual({ projectId, revoked: [leaked.keyPrefix] })
+    const edge = (await admin('key', 'list', '--project', projectId)).json.filter((k: { environment: string }) => k.environment === 'edge')
+    expect(edge.map((k: { keyPrefix: string; active: boolean }) => [k.keyPrefix, k.active])).toEqual([[leaked.keyPrefix, false], [sibling.keyPrefix, true]])
+    // Longer than a prefix and not a key: it cannot name one, and says so.
+    const tooLong = await admin('key', 'revoke', '--project', projectId, '--key-prefix', sibling.key.slice(0, 20))
+    expect(tooLong.exitCode).toBe(1)
+    expect(JSON.parse(tooLong.stderr)).toEqual({ error: { code: 'validation_failed', message: expect.stringContaining('at most 16 characters') } })
+  })
 })
 
 describe('admin command line beside a serving core', () => {

@@ -1,6 +1,6 @@
 import type { Database, Orm } from '../db'
 import { ApiError } from '../errors'
-import { DEFAULT_ENVIRONMENTS, generateKey, hashKey, isValidEnvironmentName, keyPrefix } from './keys'
+import { DEFAULT_ENVIRONMENTS, generateKey, hashKey, isValidEnvironmentName, isWellFormedKey, KEY_PREFIX_LENGTH, keyPrefix } from './keys'
 import * as store from './store'
 
 /** Every core process LISTENs here and drops cached keys when a key is created, rotated or revoked. */
@@ -123,21 +123,31 @@ export async function rotateKey(db: Database, projectId: string, environment: st
   return { projectId, environment, key, keyPrefix: keyPrefix(key), revoked: revoked.map((k) => k.keyPrefix) }
 }
 
+/**
+ * Revokes one key, named by the start of its prefix or by the whole key: a key found leaked is
+ * pasted as it was found, and only its first KEY_PREFIX_LENGTH characters are stored beside the hash.
+ */
 export async function revokeKey(db: Database, projectId: string, prefix: string) {
   await requireProject(db.orm, projectId)
   if (prefix.length < 6) throw new ApiError('validation_failed', 'give at least 6 characters of the key prefix')
+  const wholeKey = prefix.length > KEY_PREFIX_LENGTH
+  if (wholeKey && !isWellFormedKey(prefix)) {
+    throw new ApiError('validation_failed', `a key prefix is at most ${KEY_PREFIX_LENGTH} characters, as "key list" shows it; or give the whole key`)
+  }
+  // Errors name the key by its prefix, as everywhere else: a whole key is not printed again.
+  const shown = keyPrefix(prefix)
   // One key: every key of an environment starts alike (`sl_live_`), so a short prefix would take all
   // of them, and the environment's ingestion with them. Rotation is the way to replace them all.
   const revoked = await db.orm.transaction(async (tx) => {
-    const matched = await store.revokeKeys(tx, projectId, { prefix })
+    const matched = await store.revokeKeys(tx, projectId, wholeKey ? { keyHash: hashKey(prefix) } : { prefix })
     if (matched.length > 1) {
       const prefixes = matched.map((k) => k.keyPrefix).join(', ')
-      throw new ApiError('validation_failed', `${prefix} begins ${matched.length} active keys (${prefixes}); give enough of the prefix to name one`)
+      throw new ApiError('validation_failed', `${shown} begins ${matched.length} active keys (${prefixes}); give enough of the prefix to name one`)
     }
     await announceKeyChange(tx, projectId)
     return matched
   })
-  if (revoked.length === 0) throw new ApiError('not_found', `no active key starting with ${prefix} in project ${projectId}`)
+  if (revoked.length === 0) throw new ApiError('not_found', `no active key starting with ${shown} in project ${projectId}`)
   return { projectId, revoked: revoked.map((k) => k.keyPrefix) }
 }
 

@@ -46,9 +46,12 @@ export const listKeys = (orm: Orm, projectId: string) =>
     .where(eq(apiKeys.projectId, projectId))
     .orderBy(asc(apiKeys.environment), asc(apiKeys.createdAt))
 
-/** Revokes the live keys of one environment, or those starting with `prefix`; returns their hashes and prefixes. */
-export async function revokeKeys(orm: Orm, projectId: string, which: { environment: string } | { prefix: string }) {
-  const match = 'environment' in which ? eq(apiKeys.environment, which.environment) : like(apiKeys.keyPrefix, `${escapeLike(which.prefix)}%`)
+/** Revokes the live keys of one environment, those starting with `prefix`, or the one key of `keyHash`; returns their hashes and prefixes. */
+export async function revokeKeys(orm: Orm, projectId: string, which: { environment: string } | { prefix: string } | { keyHash: string }) {
+  const match =
+    'environment' in which ? eq(apiKeys.environment, which.environment)
+    : 'keyHash' in which ? eq(apiKeys.keyHash, which.keyHash)
+    : like(apiKeys.keyPrefix, `${escapeLike(which.prefix)}%`)
   return orm
     .update(apiKeys)
     .set({ revokedAt: new Date() })
