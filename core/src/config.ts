@@ -48,12 +48,20 @@ export interface Config {
   logLevel: LogLevel
 }
 
+/**
+ * A setting's text as it is checked. The internal secret is taken without the spaces around it: the
+ * route reads a presented secret so (a header's value), and one configured with them, as an env
+ * file's trailing space leaves it, could never match: the route stayed closed with a 401 nobody
+ * could explain.
+ */
+const settingText = (name: string, text: string) => (name === 'INTERNAL_SECRET' ? text.trim() : text)
+
 /** A setting that cannot be used. Its message names the variable, and never holds a secret's value. */
 export class ConfigError extends Error {}
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const names = Object.keys(Environment.properties) as (keyof typeof Environment.properties)[]
-  const given = Object.fromEntries(names.filter((name) => env[name] !== undefined && env[name] !== '').map((name) => [name, env[name]!]))
+  const given = Object.fromEntries(names.filter((name) => env[name] !== undefined && env[name] !== '').map((name) => [name, settingText(name, env[name]!)]))
   const problems = new Map<string, string>()
   const problem = (name: string) => {
     const schema = Environment.properties[name as keyof typeof Environment.properties] as TSchema

@@ -27,6 +27,12 @@ describe('config', () => {
     expect(() => loadConfig({ INTERNAL_SECRET: 'short' })).toThrow(/INTERNAL_SECRET/)
   })
 
+  test('the internal secret is taken without the spaces around it, as a presented one is read', () => {
+    expect(loadConfig({ INTERNAL_SECRET: ' internal-secret-0123 \n' }).internalSecret).toBe('internal-secret-0123')
+    // Spaces do not make up its length.
+    expect(() => loadConfig({ INTERNAL_SECRET: '   short      \t      ' })).toThrow(/INTERNAL_SECRET must be at least 16 characters long/)
+  })
+
   test('whole numbers are digits only: no value is read as a smaller one', () => {
     for (const bad of ['1.5', '8e3', '0x1f90', '8000abc', '-1', '1e999']) expect(() => loadConfig({ PORT: bad }), bad).toThrow(/PORT must be a port number/)
     expect(() => loadConfig({ MAX_BODY_BYTES: '2e6' })).toThrow('MAX_BODY_BYTES must be a whole number of bytes from 1024 to 1073741824 (got "2e6")')
