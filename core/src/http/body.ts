@@ -1,7 +1,7 @@
 import { gunzipSync, inflateRawSync, inflateSync } from 'node:zlib'
 import { Elysia } from 'elysia'
 import { ApiError } from '../errors'
-import { parseJson, shallowEnough, withoutInheritedNames } from './json'
+import { jsonBody, parseJson } from './json'
 
 export interface BodyLimits {
   /** Every route but the large ones. */
@@ -136,7 +136,7 @@ export function bodyParser(limits: BodyLimits, readers: Record<string, BodyReade
       } catch {
         throw new ApiError('invalid_json', 'the body is not valid JSON')
       }
-      return withoutInheritedNames(shallowEnough(parsed, Number(declared)))
+      return jsonBody(parsed, Number(declared))
     }
 
     const decode = (sent: Uint8Array) => {
@@ -144,9 +144,9 @@ export function bodyParser(limits: BodyLimits, readers: Record<string, BodyReade
       readSizes.set(request, (readSizes.get(request) ?? 0) + bytes.byteLength)
       return bytes
     }
-    if (reader) return withoutInheritedNames(shallowEnough(await reader({ read: () => readCapped(request, limit), decode }, request)))
+    if (reader) return jsonBody(await reader({ read: () => readCapped(request, limit), decode }, request))
     const bytes = decode(await readCapped(request, limit))
     // Multipart fields keep their names: a file may be sent under any (parseMultipart).
-    return contentType.startsWith('multipart/form-data') ? parseMultipart(bytes, contentType) : withoutInheritedNames(parseJson(bytes))
+    return contentType.startsWith('multipart/form-data') ? parseMultipart(bytes, contentType) : parseJson(bytes)
   })
 }

@@ -12,7 +12,7 @@ export function parseJson(bytes: Uint8Array): unknown {
   } catch {
     throw new ApiError('invalid_json', 'the body is not valid JSON')
   }
-  return shallowEnough(value, bytes.byteLength)
+  return jsonBody(value, bytes.byteLength)
 }
 
 /**
@@ -52,9 +52,12 @@ export function shallowEnough<T>(value: T, sizeBytes = Infinity): T {
  * refuses the body for a field it does not declare. Only the top level: nested objects allow
  * fields they do not declare, and only the body's own object is closed by Elysia.
  */
-export function withoutInheritedNames<T>(value: T): T {
+function withoutInheritedNames<T>(value: T): T {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return value
   // Object.keys rather than for...in: a fifth of the time, on every request.
   for (const name of Object.keys(value)) if (name in Object.prototype) delete (value as Record<string, unknown>)[name]
   return value
 }
+
+/** A parsed JSON body as the routes are given it: not too deep (shallowEnough), no inherited names at its top (withoutInheritedNames). */
+export const jsonBody = <T>(value: T, sizeBytes = Infinity): T => withoutInheritedNames(shallowEnough(value, sizeBytes))
