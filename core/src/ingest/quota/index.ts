@@ -1,7 +1,7 @@
 import { ApiError } from '../../errors'
 import type { Gate } from '../../writer'
 import { admitInOrder, isOverLimit, monthOf } from './service'
-import { addUsage, lockUsage, USAGE_SHARDS, type UsageDelta } from './store'
+import { addUsage, lockUsage, USAGE_SHARDS, type ShardDelta, type UsageDelta } from './store'
 
 export interface Quota {
   /** The writer's gate: decides admission inside the commit, under the counter's row lock. */
@@ -32,7 +32,11 @@ export function createQuota(now: () => number = Date.now): Quota {
         else byProject.set(request.projectId, [i])
       })
 
-      const deltas: UsageDelta[] = []
+      // A shard picked per commit: two commits of an unlimited project rarely share a row (and wait on
+      // it). A limited project counts in shard 0, which its commits lock: a commit waiting there reads
+      // the other shards as they were when it started waiting, and would miss a row made meanwhile.
+      const randomShard = Math.floor(Math.random() * USAGE_SHARDS)
+      const deltas: ShardDelta[] = []
       for (const projectId of [...byProject.keys()].sort()) {
         const indexes = byProject.get(projectId)!
         const limit = requests[indexes[0]].monthlyLimit
@@ -46,18 +50,22 @@ export function createQuota(now: () => number = Date.now): Quota {
           if (ok) events += items[j]
           else verdicts[indexes[j]] = limitReachedError()
         })
-        deltas.push({ projectId, month, events })
+        deltas.push({ projectId, month, events, shard: limit === null ? randomShard : 0 })
       }
       const totals = new Map<string, number>()
       const keep = (rows: UsageDelta[]) => rows.forEach((t) => totals.set(t.projectId, t.events))
-      // A shard picked per commit: two commits of one project rarely share a row (and wait on it).
-      const shard = Math.floor(Math.random() * USAGE_SHARDS)
+      const shardOf = new Map(deltas.map((d) => [d.projectId, d.shard]))
       return {
         verdicts,
-        record: async (recordTx) => keep(await addUsage(recordTx, deltas, shard)),
-        // Resends were counted with their requests above; the same shard takes them back.
+        record: async (recordTx) => keep(await addUsage(recordTx, deltas)),
+        // Resends were counted with their requests above; the same shards take them back.
         uncount: async (uncountTx, alreadyStored) =>
-          keep(await addUsage(uncountTx, [...alreadyStored].sort(([a], [b]) => (a < b ? -1 : 1)).map(([projectId, n]) => ({ projectId, month, events: -n })), shard)),
+          keep(
+            await addUsage(
+              uncountTx,
+              [...alreadyStored].sort(([a], [b]) => (a < b ? -1 : 1)).map(([projectId, n]) => ({ projectId, month, events: -n, shard: shardOf.get(projectId) ?? randomShard })),
+            ),
+          ),
         onCommit: () => totals.forEach((events, projectId) => seen.set(keyOf(projectId, month), Math.max(events, seen.get(keyOf(projectId, month)) ?? 0))),
       }
     },
