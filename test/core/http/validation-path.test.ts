@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { Elysia, t } from 'elysia'
 import { errorHandler } from '@sightline/core/http/errors'
 import { Nullish } from '@sightline/core/ingest/shared/model'
@@ -60,5 +61,37 @@ describe('the ingestion routes name their failing field as before', () => {
   ])('%s %j fails at %s', async (route, body, path) => {
     const answer = await refusal(await core.post(route, body))
     expect(answer.path).toBe(path)
+  })
+})
+
+describe('free-form properties take any JSON object or null, and nothing else', () => {
+  const routes: [route: string, body: (value: unknown) => object, path: string][] = [
+    ['/api/ingestion/customEvent/batch', (value) => ({ sessionId: 'p', events: [{ eventName: 'a' }, { eventName: 'b', eventProperties: value }] }), '/events/1/eventProperties'],
+    ['/api/ingestion/user', (value) => ({ userId: 'u-1', userAttributes: value }), '/userAttributes'],
+    ['/api/ingestion/groupidentify', (value) => ({ groupType: 'company', groupKey: 'acme', groupProperties: value }), '/groupProperties'],
+    // Validated in the handler (asBatch).
+    ['/api/ingestion/network', (value) => ({ sessionId: 'p', errors: [{ requestId: 'r', url: '/a', method: 'GET', timestampMs: 1, attributes: value }] }), '/errors/0/attributes'],
+  ]
+
+  test.each(routes)('%s refuses a string, a number, true and an array at the field', async (route, body, path) => {
+    for (const value of ['x', 5, true, [1, 2]]) {
+      const answer = await refusal(await core.post(route, body(value)))
+      expect(answer.path).toBe(path)
+      expect(answer.error.message).toBe(`${path}: Expected an object or null`)
+    }
+  })
+
+  test.each(routes)('%s takes null, {} and an object of any members, nested as deep as it likes', async (route, body) => {
+    for (const value of [null, {}, { plan: 'pro', seats: 3, tags: ['a'], nested: { deeper: { yes: true, none: null } } }]) {
+      const res = await core.post(route, body(value))
+      expect(res.status).toBe(200)
+    }
+  })
+
+  test('the members are stored as sent, nothing dropped', async () => {
+    const properties = { plan: 'pro', seats: 3, tags: ['a', { b: 1 }], nested: { deeper: { yes: true, none: null } } }
+    expect((await core.post('/api/ingestion/customEvent', { sessionId: 'p-stored', eventName: 'kept', eventProperties: properties })).status).toBe(200)
+    const rows = await core.database.db.rows<{ properties: unknown }>(sql`select properties from events where session_id = 'p-stored'`)
+    expect(rows.map((row) => row.properties)).toEqual([properties])
   })
 })

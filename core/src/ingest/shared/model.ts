@@ -1,4 +1,5 @@
-import { Type, type IntegerOptions, type TProperties, type TSchema } from '@sinclair/typebox'
+import { Kind, Type, TypeRegistry, type IntegerOptions, type TProperties, type TSchema } from '@sinclair/typebox'
+import { GetErrorFunction, SetErrorFunction } from '@sinclair/typebox/errors'
 import { t } from 'elysia'
 
 /**
@@ -26,8 +27,25 @@ export const Uuid = t.String({ pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA
 export const Integer = (options: IntegerOptions) => Type.Integer(options)
 /** Epoch milliseconds from the client clock. */
 export const EpochMs = t.Number({ minimum: 0, maximum: 1e14 })
-/** A free-form JSON object; null is taken for "none" as fielded clients send it. */
-export const Properties = Nullish(t.Record(t.String(), t.Unknown()))
+/**
+ * A free-form JSON object, or null (taken for "none", as fielded clients send it): a kind of its own
+ * rather than `Nullish(t.Record(t.String(), t.Unknown()))`, which means the same. TypeBox's Clean,
+ * which Elysia runs on every body before validating it, walks a record member by member, builds a
+ * RegExp for each record it meets and checks every variant of the union around it uncompiled, all
+ * to drop nothing: it was a fifth of core's time on a batch of 20 events. Clean passes a kind it
+ * does not know through untouched, and the compiled check is one test.
+ */
+const JSON_OBJECT_OR_NULL = 'JsonObjectOrNull'
+TypeRegistry.Set(JSON_OBJECT_OR_NULL, (_schema, value) => value === null || (typeof value === 'object' && isPlainObject(value)))
+const defaultErrorMessage = GetErrorFunction()
+SetErrorFunction((error) => (error.schema[Kind] === JSON_OBJECT_OR_NULL ? 'Expected an object or null' : defaultErrorMessage(error)))
+export const Properties = t.Optional(Type.Unsafe<Record<string, unknown> | null>({ [Kind]: JSON_OBJECT_OR_NULL }))
+
+/** An object as JSON makes one (not an array; nor a File of a multipart body). */
+function isPlainObject(value: object): boolean {
+  const prototype = Object.getPrototypeOf(value)
+  return prototype === Object.prototype || prototype === null
+}
 /**
  * A free text that may be absent or null. No length limit: the service cuts what it keeps (a URL can
  * carry kilobytes of state), the body limit bounds the rest.
