@@ -76,4 +76,17 @@ describe('COPY timestamps', () => {
     expect(timestampText(1_700_000_000_123.0004)).toBe('2023-11-14T22:13:20.123000Z')
     expect(timestampText(1_700_000_000_999.9999)).toBe('2023-11-14T22:13:21.000000Z')
   })
+
+  test('times of one second, of the next, and of the first again are each their own', () => {
+    const times = [1_700_000_000_001, 1_700_000_000_999, 1_700_000_001_000, 1_700_000_000_500, 1_699_999_999_999.999, 86_400_000 * 365 * 60]
+    expect(times.map(timestampText)).toEqual([
+      '2023-11-14T22:13:20.001000Z',
+      '2023-11-14T22:13:20.999000Z',
+      '2023-11-14T22:13:21.000000Z',
+      '2023-11-14T22:13:20.500000Z',
+      '2023-11-14T22:13:19.999999Z',
+      '2029-12-17T00:00:00.000000Z',
+    ])
+    for (const ms of [0, 1, 999, 1000, 1_000_000_000_000, 4_102_444_800_000]) expect(timestampText(ms)).toBe(new Date(Math.round(ms)).toISOString().replace('Z', '000Z'))
+  })
 })
