@@ -129,3 +129,97 @@ describe.skipIf(engine !== 'postgres')('the monthly limit, step by step', () => 
     throw new Error('the second commit never waited on the first')
   }
 })
+
+const t0 = Date.now() - 60_000
+const meta = (timestamp: number, href: string) => ({ type: 4, timestamp, data: { href, width: 1280, height: 720 } })
+const move = (timestamp: number, x: number) => ({ type: 3, timestamp, data: { source: 1, positions: [{ x, y: 10, id: 1, timeOffset: 0 }] } })
+
+describe.skipIf(engine !== 'postgres')('first requests of a new session through both processes at once', () => {
+  test('one session and one end user each, with the earliest page as entry, whatever order the chunks commit in', async () => {
+    const sessions = Array.from({ length: 8 }, (_, i) => `new-${i}`)
+    const answers = await Promise.all(
+      sessions.flatMap((sessionId, i) => {
+        const endUserId = `person-${i}`
+        // Page 2's chunk and page 1's (sent late: it waited offline) race through the two processes,
+        // with an event and an identify naming the same new end user.
+        const page = (n: number, at: number, referrer: string) => ({ sessionId, endUserId, windowId: 'w', seq: n, events: [meta(at, `https://race.test/page-${n}`), move(at + 10, n)], automaticProperties: { referrer, language: 'en' } })
+        return [
+          post(cores[i % 2], '/events', page(2, t0 + 5_000, 'https://race.test/page-1')),
+          post(cores[(i + 1) % 2], '/events', page(1, t0 + 1_000, 'https://search.test/')),
+          post(cores[i % 2], '/customEvent', { sessionId, endUserId, eventName: 'opened', timestamp: t0 + 9_000 }),
+          post(cores[(i + 1) % 2], '/user', { sessionId, userId: endUserId, userAttributes: { plan: i % 2 ? 'pro' : 'free' } }),
+        ]
+      }),
+    )
+    expect(answers.filter((a) => a.status !== 200)).toEqual([])
+    const stored = await rows<Record<string, unknown>>(sql`
+      select session_id, end_user_id, entry_url, referrer, (extract(epoch from started_at) * 1000)::bigint::text as started_ms,
+        (extract(epoch from last_activity_at) * 1000)::bigint::text as last_ms, window_ids, automatic_properties
+      from sessions where session_id like 'new-%' order by session_id`)
+    expect(stored).toEqual(
+      sessions.map((sessionId, i) => ({
+        session_id: sessionId,
+        end_user_id: `person-${i}`,
+        entry_url: 'https://race.test/page-1',
+        referrer: 'https://search.test/',
+        started_ms: String(t0 + 1_000),
+        // The identify is activity too, at the time it was received.
+        last_ms: expect.stringMatching(/^\d+$/),
+        window_ids: ['w'],
+        automatic_properties: { referrer: expect.any(String), language: 'en' },
+      })),
+    )
+    for (const { last_ms } of stored) expect(Number(last_ms)).toBeWithin(t0 + 9_000, Date.now() + 1)
+    const users = await rows<{ end_user_id: string; plan: string }>(sql`select end_user_id, attributes->>'plan' as plan from end_users where end_user_id like 'person-%' order by end_user_id`)
+    expect(users).toEqual(sessions.map((_, i) => ({ end_user_id: `person-${i}`, plan: i % 2 ? 'pro' : 'free' })))
+    expect(await rows(sql`select session_id, seq from replay_chunks where session_id like 'new-%' group by 1, 2 having count(*) <> 1`)).toEqual([])
+    expect(await rows(sql`select count(*)::int as n from replay_chunks where session_id like 'new-%'`)).toEqual([{ n: sessions.length * 2 }])
+  })
+})
+
+describe.skipIf(engine !== 'postgres')('identity and groups through both processes at once', () => {
+  test('devices signing in at once become one person with every attribute; group properties merge and each link is made once', async () => {
+    const people = Array.from({ length: 4 }, (_, p) => p)
+    const devices = ['laptop', 'phone', 'tablet']
+    const answers = await Promise.all(
+      people.flatMap((p) =>
+        devices.flatMap((device, d) => [
+          post(cores[(p + d) % 2], '/user/auth', { userId: `${device}-${p}`, sessionId: `auth-${device}-${p}`, authFields: ['email'], userAttributes: { email: `p${p}@race.test`, [device]: true } }),
+          post(cores[(p + d + 1) % 2], '/groupidentify', { endUserId: `${device}-${p}`, groupType: 'company', groupKey: `co-${p % 2}`, groupProperties: { [`${device}-${p}`]: d } }),
+          post(cores[(p + d) % 2], '/groupidentify', { endUserId: `${device}-${p}`, groupType: 'company', groupKey: `co-${p % 2}` }),
+        ]),
+      ),
+    )
+    expect(answers.filter((a) => a.status !== 200)).toEqual([])
+    for (const p of people) {
+      const canonical = answers.filter((a) => typeof a.body.endUserId === 'string' && (a.body.endUserId as string).endsWith(`-${p}`)).map((a) => a.body.endUserId as string)
+      expect(canonical).toHaveLength(devices.length)
+      expect(new Set(canonical).size).toBe(1)
+      const [person] = await rows<{ attributes: Record<string, unknown> }>(sql`select attributes from end_users where end_user_id = ${canonical[0]}`)
+      expect(person.attributes).toEqual({ email: `p${p}@race.test`, laptop: true, phone: true, tablet: true })
+      const aliases = await rows<{ alias_id: string; end_user_id: string }>(sql`select alias_id, end_user_id from end_user_aliases where alias_id like ${`%-${p}`} order by alias_id`)
+      expect(aliases.map((a) => a.end_user_id)).toEqual(aliases.map(() => canonical[0]))
+      expect(aliases.map((a) => a.alias_id).sort()).toEqual(devices.map((d) => `${d}-${p}`).filter((id) => id !== canonical[0]).sort())
+    }
+    const groups = await rows<{ group_key: string; properties: Record<string, number> }>(sql`select group_key, properties from groups where group_key like 'co-%' order by group_key`)
+    expect(groups).toEqual(
+      [0, 1].map((g) => ({ group_key: `co-${g}`, properties: Object.fromEntries(people.filter((p) => p % 2 === g).flatMap((p) => devices.map((device, d) => [`${device}-${p}`, d]))) })),
+    )
+    expect(await rows(sql`select count(*)::int as n from group_members where group_key like 'co-%'`)).toEqual([{ n: people.length * devices.length }])
+  })
+})
+
+describe.skipIf(engine !== 'postgres')('a resend landing on the other process while the first is committing', () => {
+  test('events and replay chunks are stored once', async () => {
+    const batches = Array.from({ length: 20 }, (_, b) => ({ sessionId: `dup-${b % 4}`, events: [0, 1, 2].map((j) => ({ eventName: 'twice', uuid: uuid(3, b * 3 + j) })) }))
+    const chunks = Array.from({ length: 20 }, (_, c) => ({ sessionId: `dup-${c % 4}`, windowId: 'w', events: [move(t0 + c, c)] }))
+    const answers = await Promise.all([
+      ...batches.flatMap((body) => [post(cores[0], '/customEvent/batch', body), post(cores[1], '/customEvent/batch', body)]),
+      ...chunks.flatMap((body) => [post(cores[1], '/events', body), post(cores[0], '/events', body)]),
+    ])
+    expect(answers.filter((a) => a.status !== 200)).toEqual([])
+    expect(await rows(sql`select count(*)::int as n, count(distinct uuid)::int as d from events where session_id like 'dup-%'`)).toEqual([{ n: 60, d: 60 }])
+    expect(await rows(sql`select count(*)::int as n from replay_chunks where session_id like 'dup-%'`)).toEqual([{ n: 20 }])
+    expect(await rows(sql`select count(*)::int as n from sessions where session_id like 'dup-%'`)).toEqual([{ n: 4 }])
+  })
+})
