@@ -70,20 +70,24 @@ export const isDroppedResponseHeader = (name: string, connectionNamed: Set<strin
 
 /**
  * Core's answer without the fields that end at the relay, for clients that hand back a finished
- * Response (fetch). Rebuilt only when one is present, which is rare.
+ * Response (fetch), with `body` in place of its own when given. Rebuilt only when one of them is
+ * present or the body is another.
  */
-export function withoutDroppedHeaders(response: Response): Response {
+export function withoutDroppedHeaders(response: Response, body: ReadableStream<Uint8Array> | null = response.body): Response {
   const named = connectionOptions(response.headers.get('connection'))
   let dropped = false
   response.headers.forEach((_, name) => {
     if (isDroppedResponseHeader(name, named)) dropped = true
   })
-  if (!dropped) return response
-  const headers = new Headers()
-  response.headers.forEach((value, name) => {
-    if (!isDroppedResponseHeader(name, named)) headers.append(name, value)
-  })
-  return new Response(response.body, { status: response.status, statusText: response.statusText, headers })
+  if (!dropped && body === response.body) return response
+  let headers = response.headers
+  if (dropped) {
+    headers = new Headers()
+    response.headers.forEach((value, name) => {
+      if (!isDroppedResponseHeader(name, named)) headers.append(name, value)
+    })
+  }
+  return new Response(body, { status: response.status, statusText: response.statusText, headers })
 }
 
 /** What the relay knows about the connection it received the request on. */

@@ -20,7 +20,10 @@ export interface RelayOptions {
   keyInBody?: KeyInBody
   /** Bodies over this many bytes get 413 (default 5 MiB, core's largest limit). */
   maxBodyBytes?: number
-  /** How long core may take to start answering before the client gets 504 (default 30 s). */
+  /**
+   * The longest core may stay silent (default 30 s): before its answer begins, the client gets 504;
+   * in the middle of its body, while the client reads, the answer is cut off (see upstream/timing.ts).
+   */
   timeoutMs?: number
   /** Serve the tracker's browser bundle at `<prefix>/<name>` (without it, that path is 404 like any other). */
   script?: ScriptOptions

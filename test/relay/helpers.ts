@@ -220,3 +220,42 @@ export async function closedPortUrl(): Promise<string> {
   listener.stop(true)
   return `http://127.0.0.1:${port}`
 }
+
+/** What a stalling upstream sends before it goes silent: the head and a tenth of a body, in either framing. */
+const STALLED = {
+  length: `HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 1000\r\n\r\n${'x'.repeat(100)}`,
+  chunked: `HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n64\r\n${'x'.repeat(100)}\r\n`,
+}
+export type StalledFraming = keyof typeof STALLED
+
+/**
+ * An upstream that stalls mid-answer: `/health` gets a head and part of its body, then nothing, the
+ * connection left open; `/health/simple` is answered whole. Records which targets each connection
+ * carried and whether it is closed, to see that a stalled connection is given up and not reused.
+ */
+export function startStallingUpstream(framing: StalledFraming) {
+  const connections: { targets: string[]; closed: boolean }[] = []
+  const listener = Bun.listen<{ index: number; buffered: string }>({
+    hostname: '127.0.0.1',
+    port: 0,
+    socket: {
+      open(socket) {
+        socket.data = { index: connections.push({ targets: [], closed: false }) - 1, buffered: '' }
+      },
+      data(socket, chunk) {
+        // Requests without bodies: each head is one request.
+        socket.data.buffered += Buffer.from(chunk).toString('latin1')
+        for (let end = socket.data.buffered.indexOf('\r\n\r\n'); end !== -1; end = socket.data.buffered.indexOf('\r\n\r\n')) {
+          const target = socket.data.buffered.split(' ', 2)[1]
+          socket.data.buffered = socket.data.buffered.slice(end + 4)
+          connections[socket.data.index].targets.push(target)
+          socket.write(target === '/health/simple' ? 'HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok' : STALLED[framing])
+        }
+      },
+      close(socket) {
+        connections[socket.data.index].closed = true
+      },
+    },
+  })
+  return { url: `http://127.0.0.1:${listener.port}`, connections, close: () => listener.stop(true) }
+}

@@ -4,7 +4,7 @@ import { sql } from 'drizzle-orm'
 import type { Subprocess } from 'bun'
 import { startCore } from '../helpers/core'
 import { ROOT } from '../helpers/process'
-import { rawRequest, RESOLVED_TO_HEALTH, startEndlessUpstream, startLineRecorder, startTap } from './helpers'
+import { rawRequest, RESOLVED_TO_HEALTH, startEndlessUpstream, startLineRecorder, startStallingUpstream, startTap } from './helpers'
 
 // The Node adapter under Node itself (node:http and undici's fetch), not Bun's emulation of them.
 const core = await startCore()
@@ -16,8 +16,9 @@ let url: string
 let toRecorder: string
 
 /** The fixture server under Node, relaying to `upstream`; resolves with its URL. */
-async function startNode(upstream: string): Promise<string> {
-  const node = Bun.spawn(['node', '--import', 'tsx', join(import.meta.dir, 'fixtures/node-server.ts'), upstream], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+async function startNode(upstream: string, timeoutMs?: number): Promise<string> {
+  const args = timeoutMs === undefined ? [upstream] : [upstream, '/_sl', String(timeoutMs)]
+  const node = Bun.spawn(['node', '--import', 'tsx', join(import.meta.dir, 'fixtures/node-server.ts'), ...args], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
   running.push(node)
   let output = ''
   for await (const chunk of node.stdout) {
@@ -92,5 +93,39 @@ test("a client gone while the answer streams: Node's relay gives up core's answe
     expect(upstream.connections.filter((c) => c.closed).length).toBeGreaterThanOrEqual(2)
   } finally {
     upstream.close()
+  }
+})
+
+test("an answer that stalls mid-body: Node's response ends, closing the client's connection, after timeoutMs of silence; core's connection is closed, the next request gets a fresh one", async () => {
+  for (const framing of ['length', 'chunked'] as const) {
+    const upstream = startStallingUpstream(framing)
+    try {
+      const stalled = await startNode(upstream.url, 300)
+      const started = Date.now()
+      const res = await fetch(`${stalled}/_sl/health`)
+      expect(res.status).toBe(200)
+      const reader = res.body!.getReader()
+      let bytes = 0
+      const how = await Promise.race([
+        (async () => {
+          for (;;) {
+            const { done, value } = await reader.read()
+            if (done) return 'ended'
+            bytes += value.byteLength
+          }
+        })().catch(() => 'failed'),
+        Bun.sleep(3000).then(() => 'hung'),
+      ])
+      expect({ framing, how, bytes }).toEqual({ framing, how: 'failed', bytes: 100 })
+      expect(Date.now() - started).toBeLessThan(2000)
+      const deadline = Date.now() + 3000
+      while (!upstream.connections[0].closed && Date.now() < deadline) await Bun.sleep(10)
+      expect(upstream.connections[0]).toEqual({ targets: ['/health'], closed: true })
+      const next = await fetch(`${stalled}/_sl/health/simple`)
+      expect({ status: next.status, text: await next.text() }).toEqual({ status: 200, text: 'ok' })
+      expect(upstream.connections.slice(1).flatMap((c) => c.targets)).toEqual(['/health/simple'])
+    } finally {
+      upstream.close()
+    }
   }
 })

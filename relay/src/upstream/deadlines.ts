@@ -6,6 +6,16 @@
 export interface Deadlines {
   /** Calls `onExpire` once, soon after `ms` from now, unless cancelled. Returns the cancel. */
   after(ms: number, onExpire: () => void): () => void
+  /**
+   * A deadline restarted often (on every read of a streamed answer): `restart` moves it to `ms` from
+   * now without allocating, `stop` holds it until the next `restart`. Expiring stops it.
+   */
+  idle(ms: number, onExpire: () => void): IdleDeadline
+}
+
+export interface IdleDeadline {
+  restart(): void
+  stop(): void
 }
 
 export function deadlines(tickMs = 25): Deadlines {
@@ -25,17 +35,28 @@ export function deadlines(tickMs = 25): Deadlines {
     }
   }
 
+  const schedule = (entry: () => void, ms: number) => {
+    pending.set(entry, Date.now() + ms)
+    if (!ticker) {
+      ticker = setInterval(tick, tickMs)
+      // The ticker alone must not keep a process alive.
+      ;(ticker as { unref?: () => void }).unref?.()
+    }
+  }
+
   return {
     after(ms, onExpire) {
       // Each registration is its own entry, even when the same callback is registered twice.
       const entry = () => onExpire()
-      pending.set(entry, Date.now() + ms)
-      if (!ticker) {
-        ticker = setInterval(tick, tickMs)
-        // The ticker alone must not keep a process alive.
-        ;(ticker as { unref?: () => void }).unref?.()
-      }
+      schedule(entry, ms)
       return () => void pending.delete(entry)
+    },
+    idle(ms, onExpire) {
+      const entry = () => onExpire()
+      return {
+        restart: () => schedule(entry, ms),
+        stop: () => void pending.delete(entry),
+      }
     },
   }
 }

@@ -1,5 +1,6 @@
 import { UpstreamError } from '../errors.ts'
 import { withoutDroppedHeaders } from '../headers.ts'
+import { deadlines, type IdleDeadline } from './deadlines.ts'
 import type { UpstreamClient } from './types.ts'
 
 /**
@@ -8,6 +9,7 @@ import type { UpstreamClient } from './types.ts'
  * talks to the configured upstream and nothing else.
  */
 export function fetchClient(fetchImpl: typeof fetch = fetch): UpstreamClient {
+  const timeouts = deadlines()
   return async (request) => {
     const controller = new AbortController()
     let timer: ReturnType<typeof setTimeout> | undefined
@@ -38,7 +40,11 @@ export function fetchClient(fetchImpl: typeof fetch = fetch): UpstreamClient {
         // Required by the standard for a streamed request body.
         duplex: 'half',
       } as RequestInit & { duplex: 'half' })
-      return withoutDroppedHeaders(response)
+      if (!response.body) return withoutDroppedHeaders(response)
+      // The wait for the head is over; what bounds the body is each silence of core's while the
+      // client reads (an interim 1xx answer, which fetch keeps to itself, does not restart the wait).
+      const stalled = timeouts.idle(request.timeoutMs, () => controller.abort(new UpstreamError('timeout', `core sent nothing for ${request.timeoutMs} ms in the middle of its answer`)))
+      return withoutDroppedHeaders(response, boundedBody(response.body, stalled))
     } catch (error) {
       if (controller.signal.aborted) throw controller.signal.reason
       if (error instanceof UpstreamError) throw error
@@ -50,4 +56,34 @@ export function fetchClient(fetchImpl: typeof fetch = fetch): UpstreamClient {
       clearTimeout(timer)
     }
   }
+}
+
+/**
+ * The answer's body, failing when core stays silent while the client reads: the deadline runs only
+ * while a read of the client's waits on core, not while the client is behind (a slow reader is its
+ * own pace). When it passes, the exchange is aborted: the body errors and fetch closes the connection
+ * rather than pool it, as for any answer given up mid-body. A pull at a time (no high-water mark):
+ * nothing is read from core but for the client.
+ */
+function boundedBody(body: ReadableStream<Uint8Array>, stalled: IdleDeadline): ReadableStream<Uint8Array> {
+  const reader = body.getReader()
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(out) {
+        stalled.restart()
+        try {
+          const { done, value } = await reader.read()
+          if (done) out.close()
+          else out.enqueue(value)
+        } finally {
+          stalled.stop()
+        }
+      },
+      cancel(reason) {
+        stalled.stop()
+        return reader.cancel(reason)
+      },
+    },
+    { highWaterMark: 0 },
+  )
 }

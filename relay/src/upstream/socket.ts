@@ -2,8 +2,8 @@ import type { Socket } from 'bun'
 import { UpstreamError } from '../errors.ts'
 import { isDroppedResponseHeader } from '../headers.ts'
 import type { UpstreamClient, UpstreamRequest } from './types.ts'
-import { deadlines } from './deadlines.ts'
 import { ResponseParser, type ParsedHead } from './parser.ts'
+import { exchangeClock, type TimedExchange } from './timing.ts'
 
 /**
  * A pooled HTTP/1.1 client on Bun's sockets, for the Bun and Elysia adapters. `fetch` works
@@ -24,7 +24,7 @@ export interface SocketClientOptions {
   maxIdleMs?: number
 }
 
-interface Exchange {
+interface Exchange extends TimedExchange {
   request: UpstreamRequest
   resolve(response: Response): void
   reject(error: unknown): void
@@ -33,8 +33,6 @@ interface Exchange {
   answered: boolean
   /** The whole request is written. */
   sent: boolean
-  /** Cancels the timeout. */
-  timer: (() => void) | undefined
   onAbort: (() => void) | undefined
   /** The answer's body while it streams. */
   body: ReadableStreamDefaultController<Uint8Array> | null
@@ -51,6 +49,8 @@ interface Connection {
   /** Bytes `write` did not take yet, and who waits for them to go. */
   backlog: Uint8Array | null
   drained: (() => void) | null
+  /** Paused for backpressure: the client is behind on the answer's body. */
+  paused: boolean
   closed: boolean
 }
 
@@ -67,7 +67,7 @@ const CRLF = '\r\n'
 
 export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOptions = {}): UpstreamClient {
   const pools = new Map<string, Pool>()
-  const timeouts = deadlines()
+  const clock = exchangeClock<Exchange>(giveUp)
 
   const handlers = {
     open(socket: Socket<Connection>) {
@@ -106,7 +106,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
   }
 
   async function connect(pool: Pool): Promise<Connection> {
-    const conn: Connection = { pool, socket: null, parser: new ResponseParser(isDroppedResponseHeader), exchange: null, reused: false, idleSince: 0, backlog: null, drained: null, closed: false }
+    const conn: Connection = { pool, socket: null, parser: new ResponseParser(isDroppedResponseHeader), exchange: null, reused: false, idleSince: 0, backlog: null, drained: null, paused: false, closed: false }
     try {
       conn.socket = await Bun.connect<Connection>({ hostname: pool.hostname, port: pool.port, tls: pool.tls, data: conn, socket: handlers })
     } catch (error) {
@@ -128,6 +128,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
     conn.exchange = null
     conn.reused = true
     conn.idleSince = Date.now()
+    if (conn.paused) resume(conn)
     if (conn.closed || conn.pool.idle.length >= maxIdle) return destroy(conn)
     conn.pool.idle.push(conn)
   }
@@ -202,7 +203,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
           if (left > 0 && left !== Infinity) throw mismatch('shorter')
           if (chunked) await write(conn, Buffer.from(`0${CRLF}${CRLF}`, 'latin1'))
           exchange.sent = true
-          if (!exchange.answered) arm(exchange)
+          if (!exchange.answered) clock.arm(exchange)
           return
         }
         left -= value.byteLength
@@ -212,7 +213,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
         }
         if (value.byteLength > 0) await write(conn, chunked ? Buffer.concat([Buffer.from(`${value.byteLength.toString(16)}${CRLF}`, 'latin1'), value, Buffer.from(CRLF, 'latin1')]) : value)
         if (gone()) break
-        if (!exchange.answered) arm(exchange)
+        if (!exchange.answered) clock.arm(exchange)
       }
       // Core answered or the exchange failed before the body was through: stop reading the client.
       await reader.cancel().catch(() => {})
@@ -229,7 +230,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
     conn.exchange = null
     destroy(conn)
     if (!exchange) return
-    settle(exchange)
+    clock.settle(exchange)
     unwatch(exchange)
     if (!exchange.answered) {
       exchange.answered = true
@@ -241,19 +242,9 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
     }
   }
 
-  /**
-   * (Re)starts the timeout: from the start, again after each piece of a streamed body (a slow
-   * upload is the client's pace, not core's), and once more when the request is all written.
-   */
-  function arm(exchange: Exchange): void {
-    exchange.timer?.()
-    exchange.timer = timeouts.after(exchange.request.timeoutMs, () => giveUp(exchange, new UpstreamError('timeout', `core did not answer within ${exchange.request.timeoutMs} ms`)))
-  }
-
-  /** Stops the timeout once the exchange is over or answered. */
-  function settle(exchange: Exchange): void {
-    exchange.timer?.()
-    exchange.timer = undefined
+  function resume(conn: Connection): void {
+    conn.paused = false
+    conn.socket?.resume()
   }
 
   /** The exchange is over: the client's going away no longer concerns it. */
@@ -270,6 +261,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
     // A body that runs until the connection closes (no length, no chunking) ends here.
     if (exchange.answered && conn.parser.endsAtClose()) {
       conn.exchange = null
+      clock.settle(exchange)
       unwatch(exchange)
       exchange.body?.close()
       return
@@ -296,10 +288,16 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
     if (conn.exchange !== exchange) return // the answer could not be passed on: failed, and the connection with it
     for (const piece of result.body) exchange.body?.enqueue(piece)
     if (result.done) return finish(conn, exchange, result.keepAlive)
+    // Core is not done: any byte of its answer restarts the wait for the rest (see timing.ts).
+    if (!exchange.answered) return clock.arm(exchange)
     // Backpressure while the client is behind; only while bytes of this answer are still due: a
     // connection paused as its answer ended went back to the pool deaf, and the next request on it
     // waited for the timeout (the stream that would resume it is closed and never pulls again).
-    if (exchange.body && (exchange.body.desiredSize ?? 1) <= 0) conn.socket?.pause()
+    if (exchange.body && (exchange.body.desiredSize ?? 1) <= 0) {
+      conn.paused = true
+      conn.socket?.pause()
+      clock.hold(exchange)
+    } else clock.wait(exchange)
   }
 
   function answer(conn: Connection, exchange: Exchange, head: ParsedHead, complete: Uint8Array | null): void {
@@ -310,7 +308,10 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
           exchange.body = controller
         },
         pull: () => {
-          conn.socket?.resume()
+          if (!conn.paused || conn.exchange !== exchange) return
+          // The client caught up: bytes are due from core again.
+          resume(conn)
+          clock.wait(exchange)
         },
         cancel: () => {
           if (conn.exchange === exchange) fail(conn, new UpstreamError('aborted', 'the client went away'))
@@ -326,7 +327,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
       exchange.body = null
       return fail(conn, new UpstreamError('refused', `core's answer could not be passed on: ${(error as Error).message}`))
     }
-    settle(exchange)
+    clock.settle(exchange)
     exchange.answered = true
     exchange.resolve(response)
   }
@@ -334,6 +335,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
   function finish(conn: Connection, exchange: Exchange, keepAlive: boolean): void {
     exchange.body?.close()
     exchange.body = null
+    clock.settle(exchange)
     unwatch(exchange)
     if (keepAlive && exchange.sent && !conn.closed) release(conn)
     else {
@@ -357,7 +359,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
   /** Ends an exchange from outside (timeout, client gone, connect failure). */
   function giveUp(exchange: Exchange, error: UpstreamError): void {
     if (exchange.conn && exchange.conn.exchange === exchange) return fail(exchange.conn, error)
-    settle(exchange)
+    clock.settle(exchange)
     if (exchange.answered) return
     exchange.answered = true
     exchange.reject(error)
@@ -365,10 +367,10 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
 
   return (request) =>
     new Promise<Response>((resolve, reject) => {
-      const exchange: Exchange = { request, resolve, reject, conn: null, answered: false, sent: false, timer: undefined, onAbort: undefined, body: null }
+      const exchange: Exchange = { request, resolve, reject, conn: null, answered: false, sent: false, timer: undefined, idle: null, onAbort: undefined, body: null }
       const { signal } = request
       if (signal?.aborted) return reject(new UpstreamError('aborted', 'the client went away'))
-      arm(exchange)
+      clock.arm(exchange)
       if (signal) {
         exchange.onAbort = () => giveUp(exchange, new UpstreamError('aborted', 'the client went away'))
         signal.addEventListener('abort', exchange.onAbort, { once: true })

@@ -14,7 +14,7 @@ export interface UpstreamRequest {
   contentLength: number | null
   /** Aborts when the client goes away: the upstream exchange is torn down with it. */
   signal?: AbortSignal
-  /** How long to wait for core's answer to begin. */
+  /** The longest core may stay silent: before its answer begins, and while the client reads its body. */
   timeoutMs: number
 }
 
