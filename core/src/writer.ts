@@ -94,6 +94,13 @@ export interface GateDecision {
   uncount?: (tx: Orm, alreadyStored: AlreadyStored) => Promise<void>
   /** Runs once the commit succeeded (e.g. to update a cache with what was counted). */
   onCommit?: () => void
+  /**
+   * Optional, asked once the commit succeeded for each request refused: true to decide it again in
+   * the next commit instead of answering the refusal. The gate decides before the writes find resends
+   * among what it admitted (`uncount`); counted as new meanwhile, they may have taken room that a
+   * request refused beside them fits in.
+   */
+  decideAgain?: (index: number) => boolean
 }
 
 export interface WriterOptions {
@@ -255,10 +262,16 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
   /** Commits the batch; on a data error, splits it until the request at fault stands alone. */
   async function commitIsolating(batch: Pending[], attempt = 1): Promise<void> {
     try {
-      const { verdicts, onCommit, written } = await commit(batch)
+      const { verdicts, onCommit, decideAgain, written } = await commit(batch)
       onCommit?.()
       for (const { sink, rows } of written) sink.committed?.(rows)
-      batch.forEach((pending, i) => (verdicts[i] ? pending.reject(verdicts[i]) : pending.resolve()))
+      const again: Pending[] = []
+      batch.forEach((pending, i) => {
+        if (!verdicts[i]) pending.resolve()
+        else if (decideAgain?.(i)) again.push(pending)
+        else pending.reject(verdicts[i])
+      })
+      if (again.length > 0) requeue(again)
     } catch (error) {
       if (isRetryable(error) && attempt < 3) return commitIsolating(batch, attempt + 1)
       const fault = faultOf(error)
@@ -280,6 +293,15 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
         batch[0].reject(new ApiError('internal_error', 'this request could not be stored because of a fault in the service; nothing of it was stored'))
       }
     }
+  }
+
+  /** Back at the head of the queue, first in the next commit (flush schedules it). */
+  function requeue(pendings: Pending[]): void {
+    for (const pending of pendings) {
+      queuedRows += pending.rows
+      queuedBytes += pending.request.bytes
+    }
+    queue = [...pendings, ...queue]
   }
 
   async function flush(): Promise<void> {

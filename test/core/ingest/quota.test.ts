@@ -135,6 +135,28 @@ describe('monthly limit under concurrency', () => {
     }
   })
 
+  test('resends in a burst near the limit are answered 200: the room they seemed to take is given to the others', async () => {
+    const core = await startCore({ monthlyLimit: 40, writer: { lingerMs: 20 } })
+    const stored = async () => (await core.database.db.rows<{ n: number }>(sql`select count(*)::int as n from events`))[0].n
+    const used = async () => (await core.database.db.rows<{ n: number }>(sql`select sum(events)::int as n from usage_counters`))[0].n
+    try {
+      const events = Array.from({ length: 30 }, (_, i) => ({ eventName: `e${i}`, uuid: crypto.randomUUID() }))
+      expect((await core.post('/api/ingestion/customEvent/batch', { sessionId: 'near', events })).status).toBe(200)
+      // Each resent alone, as after answers lost on the way back: all of them in one commit. The gate
+      // admits 10 (the room left) and counts them before the writes find them stored already.
+      const statuses = await Promise.all(events.map((event) => core.post('/api/ingestion/customEvent', { sessionId: 'near', ...event }).then((r) => r.status)))
+      expect(statuses).toEqual(events.map(() => 200))
+      expect([await stored(), await used()]).toEqual([30, 30])
+      // The room is still there, and the limit still holds.
+      const fresh = await Promise.all(Array.from({ length: 12 }, (_, i) => core.post('/api/ingestion/customEvent', { sessionId: 'near', eventName: `new-${i}` }).then((r) => r.status)))
+      expect(fresh.filter((status) => status === 200)).toHaveLength(10)
+      expect(fresh.filter((status) => status === 429)).toHaveLength(2)
+      expect([await stored(), await used()]).toEqual([40, 40])
+    } finally {
+      await core.close()
+    }
+  })
+
   test.skipIf(engine !== 'postgres')('two cores sharing one database hold the limit together', async () => {
     const first = await startCore({ monthlyLimit: 40, writer: { lingerMs: 1 } })
     const second = await startCoreBeside(first)

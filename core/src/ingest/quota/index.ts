@@ -67,6 +67,14 @@ export function createQuota(now: () => number = Date.now): Quota {
             ),
           ),
         onCommit: () => totals.forEach((events, projectId) => seen.set(keyOf(projectId, month), Math.max(events, seen.get(keyOf(projectId, month)) ?? 0))),
+        // Refused, though the project ended the commit under its limit: the resends counted back made
+        // room. Decided again first in the next commit, where at least the first of them is admitted,
+        // so this ends; should the room be gone by then, the refusal stands.
+        decideAgain: (i) => {
+          const { projectId, monthlyLimit } = requests[i]
+          const total = totals.get(projectId)
+          return monthlyLimit !== null && total !== undefined && total < monthlyLimit
+        },
       }
     },
   }
