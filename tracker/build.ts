@@ -60,7 +60,7 @@ export const INTERNAL_NAMES = [
   // transport and its answers
   'post', 'answering', 'retryAfter', 'local', 'timedOut',
   // delivery and the outbox (`outbox` itself is public: getConnectionStatus().dropped.outbox)
-  'deliver', 'drain', 'settle', 'persistPending', 'halted', 'canSend', 'drops', 'answered', 'hasAny', 'parcel', 'timer',
+  'deliver', 'drain', 'settle', 'persistPending', 'halted', 'canSend', 'drops', 'answered', 'parcel', 'timer',
   // messages and what automatic tracking is given
   'owner', 'here', 'pageView', 'record', 'report', 'floodGate', 'withPageUrls', 'flooded', 'redaction', 'isOwnRequest', 'early',
   // where the tracker sends, and what getConnectionStatus is told

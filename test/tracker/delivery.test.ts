@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { DRAINED_PER_WRITE, MAX_ATTEMPTS, RETRY_BASE_MS, RETRY_MAX_MS, createDelivery, retryAfterMs, retryDelay } from '@sightline/tracker/delivery'
+import { MAX_ATTEMPTS, RETRY_BASE_MS, RETRY_MAX_MS, createDelivery, retryAfterMs, retryDelay } from '@sightline/tracker/delivery'
 import { createOutbox, webStorage } from '@sightline/tracker/storage'
 import { BEACON_MAX_BYTES, REQUEST_TIMEOUT_MS, createTransport } from '@sightline/tracker/transport'
 import { fakeClock, settle } from './helpers/clock'
-import { openPage, type Page } from './helpers/dom'
+import { openPage, storageOf, type Page } from './helpers/dom'
 import { quietLog } from './helpers/quiet'
 import { SERVICE_BASE, fakeService, type Reply, type Sent } from './helpers/service'
 
@@ -268,35 +268,32 @@ describe('delivery', () => {
     expect(outbox.size()).toBe(0)
   })
 
-  test('200 parcels kept: a drain while offline writes nothing and sends nothing; one the service does not take stops at the first, writing nothing', async () => {
+  test('200 parcels kept: a drain while offline writes nothing and sends nothing; one the service does not take stops at the first, writing nothing; back up, each leaves the outbox once stored, by itself', async () => {
     let down = true
     const { service, delivery, outbox, parcel } = setup(() => (down ? { status: 503 } : { status: 200, body: { success: true } }))
-    for (let i = 0; i < 200; i++) outbox.put(parcel(String(i)))
-    const kept = page.win.localStorage.getItem('sl_outbox:k')!
-    const writes = { calls: 0, chars: 0 }
-    const setItem = page.win.localStorage.setItem.bind(page.win.localStorage)
-    const counted = (key: string, value: string) => {
-      writes.calls++
-      writes.chars += value.length
-      setItem(key, value)
-    }
-    Object.defineProperty(page.win.localStorage, 'setItem', { value: counted })
+    for (let i = 0; i < 200; i++) outbox.put(parcel(String(i).padStart(3, '0')))
+    const kept = storageOf(page.win).localStorage
+    const writes = { set: 0, removed: [] as string[] }
+    const storage = page.win.localStorage
+    const [setItem, removeItem] = [storage.setItem.bind(storage), storage.removeItem.bind(storage)]
+    Object.defineProperty(storage, 'setItem', { value: (key: string, value: string) => (writes.set++, setItem(key, value)) })
+    Object.defineProperty(storage, 'removeItem', { value: (key: string) => (writes.removed.push(key), removeItem(key)) })
 
     Object.defineProperty(page.win.navigator, 'onLine', { value: false, configurable: true })
     await delivery.drain()
-    expect([service.sent.length, writes]).toEqual([0, { calls: 0, chars: 0 }])
+    expect([service.sent.length, writes]).toEqual([0, { set: 0, removed: [] }])
 
     Object.defineProperty(page.win.navigator, 'onLine', { value: true, configurable: true })
     await delivery.drain()
-    expect([service.sent.length, writes]).toEqual([1, { calls: 0, chars: 0 }])
-    expect(page.win.localStorage.getItem('sl_outbox:k')).toBe(kept)
+    expect([service.sent.length, writes]).toEqual([1, { set: 0, removed: [] }])
+    expect(storageOf(page.win).localStorage).toEqual(kept)
 
-    // Back up: each one leaves the outbox once it is stored, not before, DRAINED_PER_WRITE at a time:
-    // the characters written stay within a few times what was kept, not a hundred times.
+    // Back up: each one leaves the outbox once it is stored, not before, and nothing else is written:
+    // no list of what is kept is rewritten for each.
     down = false
     await delivery.drain()
-    expect([service.sent.length, outbox.size(), writes.calls]).toEqual([201, 0, 200 / DRAINED_PER_WRITE])
-    expect(writes.chars).toBeLessThan(kept.length * 6)
+    expect([service.sent.length, outbox.size(), writes.set]).toEqual([201, 0, 0])
+    expect(writes.removed).toEqual(Object.keys(kept).sort())
   })
 
   test('a page hidden while draining keeps only what was not stored yet', async () => {
@@ -304,20 +301,19 @@ describe('delivery', () => {
     let release!: () => void
     const held = new Promise<void>((resolve) => (release = resolve))
     const { service, delivery, outbox, parcel } = setup()
-    service.reply(async () => (++answered === DRAINED_PER_WRITE + 6 ? (await held, { status: 200, body: { success: true } }) : { status: 200, body: { success: true } }))
-    for (let i = 0; i < 50; i++) outbox.put(parcel(String(i)))
+    service.reply(async () => (++answered === 26 ? (await held, { status: 200, body: { success: true } }) : { status: 200, body: { success: true } }))
+    for (let i = 0; i < 50; i++) outbox.put(parcel(String(i).padStart(2, '0')))
     const draining = delivery.drain()
-    while (answered < DRAINED_PER_WRITE + 6) await settle()
-    // Stored so far: DRAINED_PER_WRITE + 5, of which DRAINED_PER_WRITE left the outbox already; one in flight.
-    expect(outbox.size()).toBe(50 - DRAINED_PER_WRITE)
+    while (answered < 26) await settle()
+    // Stored so far: 25, gone from the outbox; one in flight.
+    expect(outbox.size()).toBe(25)
     delivery.persistPending()
-    // (The one in flight is put again, at the end.)
-    expect(outbox.all().map((p) => Number(p.id)).sort((a, b) => a - b)).toEqual(Array.from({ length: 50 - DRAINED_PER_WRITE - 5 }, (_, i) => DRAINED_PER_WRITE + 5 + i))
+    expect(outbox.all().map((p) => Number(p.id))).toEqual(Array.from({ length: 25 }, (_, i) => 25 + i))
     release()
     await draining
   })
 
-  test('a drained parcel answered 413 is replaced in the outbox by its halves, in one write: a page that dies meanwhile loses nothing, and a half that fails stays there', async () => {
+  test('a drained parcel answered 413 is replaced in the outbox by its halves, put before it goes: a page that dies meanwhile loses nothing, and a half that fails stays there', async () => {
     let release!: () => void
     const gate = new Promise<void>((resolve) => (release = resolve))
     const { service, clock, delivery, outbox, parcel } = setup()

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { EVENT_FLUSH_MS, HEARTBEAT_MS } from '@sightline/tracker/queue'
 import { OUTBOX_MAX_CHARS } from '@sightline/tracker/storage'
 import { settle } from './helpers/clock'
-import { storageOf } from './helpers/dom'
+import { keeping, keptParcels, storageOf } from './helpers/dom'
 import { fakeService } from './helpers/service'
 import { KEY, closeAll, pageHide, tracked, type Tracked } from './helpers/tracker'
 
@@ -92,7 +92,7 @@ describe('offline, then a reload, then online', () => {
       t.tracker.customEvent('while offline', { i, pad })
       await t.clock.advance(EVENT_FLUSH_MS)
     }
-    const kept = JSON.parse(t.win.localStorage.getItem(`sl_outbox:${KEY}`)!) as { body: { events: { uuid: string; eventProperties: { i: number } }[] } }[]
+    const kept = keptParcels<{ body: { events: { uuid: string; eventProperties: { i: number } }[] } }>(storageOf(t.win).localStorage, KEY)
     for (const parcel of kept) for (const event of parcel.body.events) uuids.push(event.uuid)
     const { queued, dropped } = t.tracker.getConnectionStatus()
     expect(queued).toBe(kept.length)
@@ -130,7 +130,7 @@ describe('offline, then a reload, then online', () => {
   test('what a drain had to leave (the service down) goes at the next heartbeat answered, on a page that sends nothing else', async () => {
     const service = fakeService()
     service.reply((request) => (request.path.endsWith('/heartbeat') ? { status: 200, body: { success: true, liveViewer: false } } : 'network-error'))
-    const storage = { localStorage: { [`sl_outbox:${KEY}`]: JSON.stringify([{ id: 'kept', path: '/api/ingestion/customEvent/batch', body: { sessionId: 's', events: [{ eventName: 'kept' }] } }]) } }
+    const storage = { localStorage: keeping(KEY, { id: 'kept', path: '/api/ingestion/customEvent/batch', body: { sessionId: 's', events: [{ eventName: 'kept' }] } }) }
     const t = tracked({ enableAutomaticTracking: false }, { service, storage })
     t.tracker.start()
     // The first chunk fails too, until it is kept.

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { HEARTBEAT_MS } from '@sightline/tracker/queue'
 import { BEACON_MAX_BYTES } from '@sightline/tracker/transport'
 import { settle } from './helpers/clock'
-import { storageOf } from './helpers/dom'
+import { keptParcels, storageOf } from './helpers/dom'
 import { fakeService } from './helpers/service'
 import { KEY, closeAll, pageHide, tracked } from './helpers/tracker'
 
@@ -78,7 +78,7 @@ describe('leaving the page', () => {
     tracker.customEvent('kept')
     expect(() => pageHide(win)).not.toThrow()
     await settle()
-    const kept = JSON.parse(storageOf(win).localStorage[`sl_outbox:${KEY}`]) as { path: string; body: { events: { eventName?: string }[] } }[]
+    const kept = keptParcels<{ path: string; body: { events: { eventName?: string }[] } }>(storageOf(win).localStorage, KEY)
     expect(kept.map((parcel) => parcel.path)).toEqual(['/api/ingestion/customEvent/batch'])
     expect(kept[0].body.events.map((event) => event.eventName)).toEqual(['kept'])
     expect(service.to('/session-end')).toEqual([])
@@ -118,7 +118,7 @@ describe('leaving the page', () => {
     expect(service.sent.map((r) => r.path).sort()).toEqual(['/api/ingestion/events', '/api/ingestion/heartbeat', '/api/ingestion/session-end'])
     expect(service.to('/events')[0].body.events.map((e: { type: number }) => e.type)).toEqual([4])
     const storage = storageOf(first.win)
-    const kept = JSON.parse(storage.localStorage[`sl_outbox:${KEY}`])
+    const kept = keptParcels(storage.localStorage, KEY)
     expect(kept.map((p: { path: string }) => p.path).sort()).toEqual(['/api/ingestion/customEvent/batch', '/api/ingestion/events'])
 
     // The next page load sends them by fetch, bodies as they were (same uuid, same seq).
@@ -127,7 +127,7 @@ describe('leaving the page', () => {
     await settle()
     const resent = service.sent.filter((r) => r.via === 'fetch')
     const chunk = resent.find((r) => r.path.endsWith('/events'))!
-    expect(chunk.body).toEqual(kept.find((p: { path: string }) => p.path.endsWith('/events')).body)
+    expect(chunk.body).toEqual(kept.find((p) => p.path.endsWith('/events'))!.body)
     expect(chunk.text.length).toBeGreaterThan(BEACON_MAX_BYTES)
     const events = resent.filter((r) => r.path.endsWith('/customEvent/batch'))
     // The first send got through after all; its persisted copy went out again with the same uuid,

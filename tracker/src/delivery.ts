@@ -8,8 +8,6 @@ import type { Clock, Dropped } from './types'
 export const RETRY_BASE_MS = 1000
 export const RETRY_MAX_MS = 60_000
 export const MAX_ATTEMPTS = 5
-/** A drain takes what it stored out of the outbox this many at a time (see drain). */
-export const DRAINED_PER_WRITE = 20
 
 /** Milliseconds a `Retry-After` header asks for (delta-seconds or an HTTP date), or null. */
 export function retryAfterMs(header: string | null | undefined, now: number): number | null {
@@ -72,12 +70,6 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
   /** In flight when the page was hidden: the outbox holds a copy, so a failure is left to it. */
   const persisted = new Set<string>()
   const drops: Omit<Dropped, 'outbox' | 'error_flood'> = {}
-  /** Drained parcels stored, still in the outbox until the next of its writes. */
-  let stored: string[] = []
-  const forgetStored = () => {
-    if (stored.length) outbox.remove(...stored)
-    stored = []
-  }
 
   const drop = (reason: keyof typeof drops, parcel: Parcel) => {
     outbox.remove(parcel.id)
@@ -129,14 +121,18 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     const answer = await transport.send(parcel.path, parcel.body, unload, drained)
     inFlight.delete(parcel.id)
     const wasPersisted = persisted.delete(parcel.id)
-    if (settle(answer)) return delivered(parcel, unload, drained)
+    if (settle(answer)) return delivered(parcel, unload)
     if (halted || wasPersisted) return
     const { status } = answer
     if (status === 413) {
       const halves = split(parcel.body)?.map((body, i) => ({ ...parcel, id: parcel.id + '.' + i, body }))
       if (halves) {
-        // Drained, its halves take its place in the outbox, which keeps them until each is stored.
-        if (drained) outbox.replace(parcel.id, halves)
+        // Drained, its halves take its place in the outbox, which keeps them until each is stored: in
+        // first, so a parcel split in two is never only in memory.
+        if (drained) {
+          halves.forEach(outbox.put)
+          outbox.remove(parcel.id)
+        }
         await Promise.all(halves.map((half) => deliver(half, unload, drained ? attempt : 0)))
         return
       }
@@ -169,10 +165,9 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
   }
 
   /** A kept copy is no longer needed; the service answers, so what else is kept may go now (not on unload). */
-  function delivered(parcel: Parcel, unload: boolean, drained: boolean) {
-    if (!drained) outbox.remove(parcel.id)
-    else if (stored.push(parcel.id) >= DRAINED_PER_WRITE) forgetStored()
-    if (!unload && outbox.hasAny()) void drain()
+  function delivered(parcel: Parcel, unload: boolean) {
+    outbox.remove(parcel.id)
+    if (!unload && outbox.size()) void drain()
   }
 
   /**
@@ -180,11 +175,8 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
    * the outbox only when it is stored (or dropped): a page that dies while draining loses nothing, and
    * one sent twice is stored once. One that fails stays where it is, not written again, and where the
    * service did not take it (no answer, 502 to 504, Retry-After) the drain stops there: the next
-   * success, heartbeat or `online` drains again. What is stored leaves DRAINED_PER_WRITE at a time:
-   * each write rewrites all that is kept (up to 2 MB), and one per parcel made a drain's work grow with
-   * the square of what it holds; a page gone meanwhile sends at most that many again, which the service
-   * stores once. The tabs of an origin share the outbox, and all of them drain when the browser is back
-   * online: one at a time (`alone`), or each would send every parcel.
+   * success, heartbeat or `online` drains again. The tabs of an origin share the outbox, and all of
+   * them drain when the browser is back online: one at a time (`alone`), or each would send every parcel.
    */
   async function drain() {
     if (draining || paused || !transport.online()) return
@@ -194,7 +186,6 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
         for (const parcel of outbox.all()) if (paused || (!inFlight.has(parcel.id) && (await deliver(parcel, false, MAX_ATTEMPTS)))) break
       })
     } finally {
-      forgetStored()
       draining = false
     }
   }
@@ -209,7 +200,6 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
      */
     persistPending(stop = false) {
       paused = stop
-      forgetStored()
       cancel(true)
       for (const parcel of inFlight.values()) {
         outbox.put(parcel)

@@ -6,6 +6,11 @@ export interface KeyValue {
   remove(key: string): void
 }
 
+/** A store whose keys can be listed: browser storage (see webStorage). */
+export interface KeyList extends KeyValue {
+  keys(): string[]
+}
+
 const attempt = <T>(use: () => T, fallback: T): T => {
   try {
     return use()
@@ -21,7 +26,7 @@ const attempt = <T>(use: () => T, fallback: T): T => {
  * renewed in memory only is still the page's session. `refused` is told of each write kept in
  * memory only, which the next page load will not find.
  */
-export function webStorage(open: () => Storage | null | undefined, refused?: () => void): KeyValue {
+export function webStorage(open: () => Storage | null | undefined, refused?: () => void): KeyList {
   const memory = new Map<string, string>()
   /** `action` on the storage, or `fallback` where it throws (and where there is no storage at all). */
   const use = <T>(action: (storage: Storage) => T, fallback: T) => attempt(() => action(open()!), fallback)
@@ -38,6 +43,7 @@ export function webStorage(open: () => Storage | null | undefined, refused?: () 
       memory.delete(key)
       use((storage) => storage.removeItem(key), null)
     },
+    keys: () => [...new Set([...memory.keys(), ...use((storage) => Array.from({ length: storage.length }, (_, i) => storage.key(i)!), [])])],
   }
 }
 
@@ -82,52 +88,47 @@ export const OUTBOX_MAX_CHARS = 2_000_000
 
 export interface Outbox {
   put(parcel: Parcel): void
-  /** One write for all of them: each rewrites everything kept. */
-  remove(...ids: string[]): void
-  /** `id` out and `parcels` in its place, in one write (a parcel split in two is never only in memory). */
-  replace(id: string, parcels: Parcel[]): void
+  remove(id: string): void
   /** Everything kept, oldest first. It stays kept until a success removes it. */
   all(): Parcel[]
+  /** How many are kept (without reading them). */
   size(): number
-  /** Cheap: whether anything is kept, without parsing it. */
-  hasAny(): boolean
   /** Parcels dropped to stay within the bound, across page loads. */
   dropped(): number
 }
 
 /**
  * Requests that could not be sent, kept in localStorage until the browser is back online or the next
- * page load. Bounded: the oldest parcels go first when the bound is reached, and each one dropped is
- * counted. What the browser's storage refuses (disabled, or full) is kept in memory, as `webStorage`
- * keeps it, and sent from there while the page is open: dropping the oldest until the rest fits lost
- * all of them where the storage takes nothing, and tried a write per parcel at every put.
+ * page load, each parcel under a key of its own (`<key>/<id>`). The tabs of an origin share the
+ * outbox, and a browser keeps each tab's view of localStorage in step with the others' only some
+ * time after their writes: one list under one key, read, changed and written again by two tabs at
+ * once, kept what the last writer saw, and parcels the other had just put were lost, never sent. A
+ * key per parcel is written, and removed, by itself alone. Parcel ids are UUID v7s (a 413's halves
+ * add `.0` and `.1`), so they sort oldest first. Bounded: the oldest parcels go first when the bound
+ * is reached, and each one dropped is counted. What the browser's storage refuses (disabled, or
+ * full) is kept in memory, as `webStorage` keeps it, and sent from there while the page is open.
  */
-export function createOutbox(store: KeyValue, key: string, maxChars = OUTBOX_MAX_CHARS): Outbox {
+export function createOutbox(store: KeyList, key: string, maxChars = OUTBOX_MAX_CHARS): Outbox {
   const droppedKey = key + ':dropped'
-  const read = () => readJson<Parcel[]>(store, key) ?? []
+  const prefix = key + '/'
+  const keys = () => store.keys().filter((name) => name.startsWith(prefix)).sort()
   const dropped = () => Number(store.get(droppedKey)) || 0
-  const write = (parcels: Parcel[]) => {
-    let text = JSON.stringify(parcels)
-    let lost = 0
-    // The oldest go until the rest fits the bound, each cut from the text (`[first,rest]` becomes
-    // `[rest]`) rather than the whole list made again for every one dropped.
-    while (text.length > maxChars) {
-      text = ++lost < parcels.length ? '[' + text.slice(JSON.stringify(parcels[lost - 1]).length + 2) : '[]'
+  const remove = (id: string) => store.remove(prefix + id)
+  const put = (parcel: Parcel) => {
+    store.set(prefix + parcel.id, JSON.stringify(parcel))
+    // Newest first: those past the bound go.
+    let chars = 0
+    const lost = keys().reverse().filter((name) => (chars += store.get(name)?.length ?? 0) > maxChars)
+    if (lost.length) {
+      lost.forEach(store.remove)
+      store.set(droppedKey, String(dropped() + lost.length))
     }
-    store.set(key, text)
-    if (lost) store.set(droppedKey, String(dropped() + lost))
   }
   return {
-    put: (parcel) => write([...read().filter((p) => p.id !== parcel.id), parcel]),
-    remove(...ids) {
-      const parcels = read()
-      const kept = parcels.filter((p) => !ids.includes(p.id))
-      if (kept.length < parcels.length) write(kept)
-    },
-    replace: (id, parcels) => write(read().flatMap((p) => (p.id === id ? parcels : [p]))),
-    all: read,
-    size: () => read().length,
-    hasAny: () => (store.get(key)?.length ?? 0) > 2,
+    put,
+    remove,
+    all: () => keys().flatMap((name) => readJson<Parcel>(store, name) ?? []),
+    size: () => keys().length,
     dropped,
   }
 }

@@ -5,7 +5,7 @@ import { EVENT_FLUSH_MS, HEARTBEAT_MS, REPLAY_FLUSH_MS, TELEMETRY_FLUSH_MS } fro
 import type { FetchFunction } from '@sightline/tracker'
 import { randomHex } from '@sightline/tracker/ids'
 import { settle } from '../helpers/clock'
-import { storageOf } from '../helpers/dom'
+import { keptParcels, storageOf } from '../helpers/dom'
 import { blockAuthorizedFetch, eventually, openBrowser, startE2eCore, type Browser, type E2eCore } from '../helpers/e2e'
 
 /** The tracker in happy-dom sending straight to a real core (cross-origin, so with CORS), rows checked in the database. */
@@ -212,7 +212,7 @@ describe('straight to core', () => {
       expect(replay.at(-1)).toMatchObject({ type: 5, data: { payload: { before: 'reload' } } })
     })
     // The same parcels again (another tab draining too, say): stored once all the same.
-    for (const parcel of JSON.parse(storage.localStorage[`sl_outbox:${e2e.core.key}`])) {
+    for (const parcel of keptParcels(storage.localStorage, e2e.core.key)) {
       const answer = await e2e.core.post(parcel.path, parcel.body)
       expect(answer.status).toBe(200)
     }

@@ -130,3 +130,16 @@ export function storageOf(win: PageWindow): { localStorage: Record<string, strin
   const dump = (storage: Storage) => Object.fromEntries(Array.from({ length: storage.length }, (_, i) => storage.key(i)!).map((key) => [key, storage.getItem(key)!]))
   return { localStorage: dump(win.localStorage), sessionStorage: dump(win.sessionStorage), cookie: win.document.cookie }
 }
+
+/** The parcels an outbox (`sl_outbox:<api key>`) keeps in a dump of localStorage, oldest first: one key each. */
+export function keptParcels<T = { id: string; path: string; body: any }>(localStorage: Record<string, string>, apiKey: string): T[] {
+  const prefix = `sl_outbox:${apiKey}/`
+  return Object.keys(localStorage)
+    .filter((key) => key.startsWith(prefix))
+    .sort()
+    .map((key) => JSON.parse(localStorage[key]))
+}
+
+/** localStorage holding `parcels` in the outbox of `apiKey`, as an earlier page left them. */
+export const keeping = (apiKey: string, ...parcels: { id: string; path: string; body: object }[]): Record<string, string> =>
+  Object.fromEntries(parcels.map((parcel) => [`sl_outbox:${apiKey}/${parcel.id}`, JSON.stringify(parcel)]))
