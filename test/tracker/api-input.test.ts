@@ -88,6 +88,30 @@ describe('public methods given wrong-typed or malformed arguments never throw in
     }
   })
 
+  test('every public method works detached from the tracker (destructured, or handed over as a callback)', async () => {
+    const { tracker, service, clock } = tracked({ logLevel: 'warn', enableAutomaticTracking: false })
+    tracker.configureLogging({ enableConsole: false })
+    const { customEvent, getSessionId, getUserInfo, groupIdentify, setUnredactedFields, getUnredactedFields, viewLogs } = tracker
+    expect(() => customEvent('detached', { n: 1 })).not.toThrow()
+    expect(getSessionId()).toBe(tracker.getSessionId())
+    expect(getUserInfo().endUserId).toBe(tracker.getUserInfo().endUserId)
+    setUnredactedFields(['.shown'])
+    expect(getUnredactedFields()).toEqual(['.shown'])
+    // As a callback: `this` is whatever the caller makes it.
+    const endUserId = await Promise.resolve({ userProperties: { plan: 'pro' } }).then(tracker.identifyUser)
+    expect(endUserId).toBe(tracker.getUserInfo().endUserId)
+    await Promise.resolve('as a callback').then(tracker.customEvent)
+    groupIdentify.call(undefined, 'company', 'acme')
+    // Still guarded: a wrong argument warns, detached too.
+    customEvent(42 as unknown as string)
+    await clock.advance(EVENT_FLUSH_MS)
+    await settle()
+    expect(service.to('/customEvent/batch').flatMap((r) => r.body.events.map((e: { eventName: string }) => e.eventName))).toEqual(['detached', 'as a callback'])
+    expect(service.to('/user').map((r) => r.body.userAttributes)).toEqual([{ plan: 'pro' }])
+    expect(service.to('/groupidentify').map((r) => r.body.groupKey)).toEqual(['acme'])
+    expect(viewLogs().map((entry) => entry.message)).toEqual(['customEvent needs an event name'])
+  })
+
   test('getters and calls without arguments, given some anyway, answer as usual', async () => {
     const { tracker } = tracked({ logLevel: 'warn', enableAutomaticTracking: false })
     tracker.configureLogging({ enableConsole: false })

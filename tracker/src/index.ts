@@ -52,28 +52,6 @@ export class ServiceTracker {
   static #instance: ServiceTracker | undefined
 
   /**
-   * No public method throws into the page: what a wrong-typed or malformed argument makes fail (an
-   * unparseable URL, selectors that are no list, a number for a name) is refused with a warning, and
-   * nothing else happens. One guard for all, around each method. (The two that return a promise,
-   * identifyUser and testConnection, check what they are given and catch what they call.)
-   */
-  static {
-    const methods = ServiceTracker.prototype as unknown as Record<string, (...args: unknown[]) => unknown>
-    for (const name of Object.getOwnPropertyNames(methods)) {
-      const method = methods[name]
-      if (name != 'constructor') {
-        methods[name] = function (this: ServiceTracker, ...args) {
-          try {
-            return method.apply(this, args)
-          } catch (error) {
-            this.#log.warn(name + ': ' + error + '; ignored')
-          }
-        }
-      }
-    }
-  }
-
-  /**
    * The page's tracker. A second call with the same key returns the same instance; with another key
    * the first one stops. Identifiers persist across page loads either way. Only without a window
    * does it throw.
@@ -121,6 +99,24 @@ export class ServiceTracker {
   #storageRefused = false
 
   private constructor(apiKey: string, options: TrackerOptions, environment: TrackerEnvironment, win: PageWindow) {
+    // Each public method is the instance's own, bound to it: it works detached too (`const { customEvent }
+    // = tracker`, `then(tracker.identifyUser)`), as a page may call it. And none throws into the page:
+    // what a wrong-typed or malformed argument makes fail (an unparseable URL, selectors that are no
+    // list, a number for a name) is refused with a warning, and nothing else happens. (The two that
+    // return a promise, identifyUser and testConnection, check what they are given and catch what they call.)
+    const methods = this as unknown as Record<string, (...args: unknown[]) => unknown>
+    for (const name of Object.getOwnPropertyNames(ServiceTracker.prototype)) {
+      const method = methods[name]
+      if (name != 'constructor') {
+        methods[name] = (...args) => {
+          try {
+            return method.apply(this, args)
+          } catch (error) {
+            this.#log.warn(name + ': ' + error + '; ignored')
+          }
+        }
+      }
+    }
     this.#apiKey = apiKey
     this.#win = win
     this.#options = options
