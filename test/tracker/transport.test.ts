@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { randomHex } from '@sightline/tracker/ids'
-import { BEACON_MAX_BYTES, BLOCKED_AFTER_FAILURES, BLOCKED_RETRY_MS, REQUEST_TIMEOUT_MS, createTransport, type Transport } from '@sightline/tracker/transport'
+import { BEACON_MAX_BYTES, BLOCKED_AFTER_FAILURES, BLOCKED_RETRY_MS, GZIP_TIMEOUT_MS, REQUEST_TIMEOUT_MS, createTransport, type Transport } from '@sightline/tracker/transport'
 import { fakeClock } from './helpers/clock'
 import { openPage, type Page } from './helpers/dom'
 import { quietLog } from './helpers/quiet'
@@ -173,6 +173,34 @@ describe('transport', () => {
       for (const request of stored) expect(request.body.events).toEqual(body.events)
     })
   }
+
+  test('a CompressionStream that never settles (stalled by the browser or an extension): each body goes once, uncompressed, after GZIP_TIMEOUT_MS; the page does not wait on it again', async () => {
+    const { service, transport, win } = setup()
+    let streams = 0
+    // Takes what it is given and never gives anything back, nor errors.
+    ;(win as { CompressionStream?: unknown }).CompressionStream = class extends TransformStream {
+      constructor() {
+        super({ transform: () => new Promise(() => {}) })
+        streams++
+      }
+    }
+    const body = { sessionId: 's', events: ['z'.repeat(3000)] }
+    const started = performance.now()
+    const answer = await Promise.race([transport.send('/api/ingestion/events', body), Bun.sleep(GZIP_TIMEOUT_MS * 5).then(() => 'hung')])
+    expect(answer).toEqual({ status: 200, data: { success: true }, retryAfter: null })
+    expect(performance.now() - started).toBeGreaterThanOrEqual(GZIP_TIMEOUT_MS - 50)
+    // The next send does not wait for it again.
+    const next = performance.now()
+    expect((await transport.send('/api/ingestion/events', body)).status).toBe(200)
+    expect(performance.now() - next).toBeLessThan(GZIP_TIMEOUT_MS / 2)
+    await Bun.sleep(50)
+    expect(streams).toBe(1)
+    expect(service.sent.map((r) => [r.via, r.compressed, r.query])).toEqual([
+      ['fetch', false, ''],
+      ['fetch', false, ''],
+    ])
+    for (const request of service.sent) expect(request.body).toEqual(body)
+  })
 
   test("sticky-beacon: what a beacon cannot carry (a full snapshot of about 100 KB gzipped) goes as a CORS-simple fetch, and the service's answers count (413, 503 with Retry-After)", async () => {
     const { service, transport } = setup({ compression: true })

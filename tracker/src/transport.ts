@@ -6,6 +6,12 @@ export const BEACON_MAX_BYTES = 60_000
 /** Bodies smaller than this are not worth compressing. */
 const GZIP_MIN_CHARS = 1024
 /**
+ * A compression not done by then (a stream some browsers and extensions leave stalled) is given up:
+ * the body goes as it is, once, and the late result, if any, is ignored. Timed by the page's own
+ * timer, not the tracker's clock: it bounds the browser's work, which takes the time it takes.
+ */
+export const GZIP_TIMEOUT_MS = 1000
+/**
  * A request the service has not answered by then is given up, and retried like a failed one: a
  * service that takes connections but never answers would otherwise have the page hold every
  * request, one more every few seconds, for as long as the browser waits.
@@ -71,6 +77,8 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
   let blockedAt = 0
   /** Whether the service answered the latest request or probe. */
   let answering = true
+  /** A compression stream stalled: the page's sends go uncompressed from then on. */
+  let stalled = false
   const online = () => win.navigator.onLine !== false
 
   /** The body as JSON with the key in it, for requests that cannot carry a header. */
@@ -78,13 +86,21 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
   /**
    * A send's URL and body, gzipped when `CompressionStream` exists and it is worth it. The query says
    * gzip: a simple request cannot say Content-Encoding (it would need a preflight). A polyfill that
-   * throws or whose stream errors sends it as it is: a failed compression is no failed request.
+   * throws, whose stream errors or stalls (GZIP_TIMEOUT_MS) sends it as it is: a failed compression
+   * is no failed request. One that stalled once is not tried again on this page.
    */
   const encode = async (path: string, text: string): Promise<[url: string, body: string | ArrayBuffer]> => {
     const Compression = (win as { CompressionStream?: typeof CompressionStream }).CompressionStream
     try {
-      if (Compression && text.length >= GZIP_MIN_CHARS) {
-        return [base + path + '?compression=gzip', await new Response(new Blob([text]).stream().pipeThrough(new Compression('gzip'))).arrayBuffer()]
+      if (Compression && !stalled && text.length >= GZIP_MIN_CHARS) {
+        let timer: number | undefined
+        const gzipped = await Promise.race([
+          new Response(new Blob([text]).stream().pipeThrough(new Compression('gzip'))).arrayBuffer(),
+          new Promise<void>((done) => (timer = win.setTimeout(done, GZIP_TIMEOUT_MS))),
+        ])
+        win.clearTimeout(timer)
+        if (gzipped) return [base + path + '?compression=gzip', gzipped]
+        stalled = true
       }
     } catch {}
     return [base + path, text]
