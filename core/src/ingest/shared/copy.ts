@@ -48,14 +48,10 @@ const POSTGRES_EPOCH_SECONDS = 946_684_800
  */
 export function timestampText(ms: number): string {
   const micros = roundHalfEven((ms / 1000 - POSTGRES_EPOCH_SECONDS) * 1e6) + POSTGRES_EPOCH_SECONDS * 1e6
-  const second = Math.floor(micros / 1e6)
-  // The rows of a commit come mostly from the same few seconds: the date and time of the last one are
-  // kept (formatting a Date is most of the cost), the microseconds written after them.
-  if (second !== lastSecond.at) lastSecond = { at: second, text: new Date(second * 1000).toISOString().slice(0, -5) } // 2024-05-01T12:00:00
-  return `${lastSecond.text}.${String(micros - second * 1e6 + 1e6).slice(1)}Z`
+  const millis = Math.floor(micros / 1000)
+  const iso = new Date(millis).toISOString() // 2024-05-01T12:00:00.123Z
+  return `${iso.slice(0, -1)}${String(micros - millis * 1000).padStart(3, '0')}Z`
 }
-
-let lastSecond = { at: NaN, text: '' }
 
 /** C's rint in its default mode: to the nearest integer, halves to the even one. */
 function roundHalfEven(x: number): number {
