@@ -20,15 +20,11 @@ const escape = (value: string) => (SPECIAL.test(value) ? value.replace(SPECIALS,
 export function copyRow(values: readonly (string | null)[]): string {
   // Most rows hold nothing COPY reads specially: one test of the whole row (joined by a character that
   // is not special itself) finds them, rather than a test and a copy per value.
-  if (!SPECIAL.test(values.join('\x01'))) {
-    let plain = values[0] ?? '\\N'
-    for (let i = 1; i < values.length; i++) plain += '\t' + (values[i] ?? '\\N')
-    return plain + '\n'
-  }
+  const needsEscape = SPECIAL.test(values.join('\x01'))
   let line = ''
   for (let i = 0; i < values.length; i++) {
     const value = values[i]
-    line += (i === 0 ? '' : '\t') + (value === null ? '\\N' : escape(value))
+    line += (i === 0 ? '' : '\t') + (value === null ? '\\N' : needsEscape ? escape(value) : value)
   }
   return line + '\n'
 }
