@@ -1,6 +1,7 @@
 import { errorText, type Database, type Orm, type PendingCopy } from './db'
 import { ApiError } from './errors'
 import type { Logger } from './log'
+import { inLockOrder, type AlreadyStored, type Hand, type Sink, type SinkRows } from './sink'
 import { faultOf, isRetryable, sqlState, TRANSACTION_ABORTED, UNIQUE_VIOLATION } from './storage-errors'
 
 /**
@@ -19,43 +20,6 @@ import { faultOf, isRetryable, sqlState, TRANSACTION_ABORTED, UNIQUE_VIOLATION }
  *   `faultOf`): whatever one request brings, it must not cost other requests, or other projects,
  *   their writes and the next second of fail-fast.
  */
-
-/** Per project, how many of the rows a sink was given were stored already: resends. */
-export type AlreadyStored = Map<string, number>
-
-/** One table's way of writing many rows in one statement, inside the commit's transaction. */
-export interface Sink<Row> {
-  /**
-   * Sinks are written in name order (a COPY last), so concurrent commits (other processes) lock rows
-   * in one order.
-   */
-  readonly name: string
-  /**
-   * A sink whose rows are the items its requests count against the monthly quota (one row per item)
-   * says which of them were stored already, so that a resend is not counted a second time.
-   */
-  write(tx: Orm, rows: Row[]): Promise<void | AlreadyStored>
-  /**
-   * Optional, for a sink that only appends rows and whose key makes a resend a no-op: the same rows
-   * for `COPY ... FROM STDIN` (`statement`), in COPY's text format, sorted as `write` sorts them.
-   * Postgres spends much less of its time on rows it is copied than on rows an insert selects (it
-   * fills heap pages and WAL records many rows at a time), and its time is what bounds a busy writer.
-   * See copyAndCommit.
-   */
-  readonly copy?: { statement: string; text(rows: Row[]): string }
-  /**
-   * Optional: `write` sends one statement at most, at once (never one after another's answer), so a
-   * COPY can follow it in the same round trip (see CopyIn).
-   */
-  readonly singleStatement?: boolean
-  /** Optional: called with the same array `write` had, once its transaction committed. */
-  committed?(rows: Row[]): void
-}
-
-export interface SinkRows<Row = unknown> {
-  sink: Sink<Row>
-  rows: Row[]
-}
 
 /** Everything one request stores. */
 export interface WriteRequest {
@@ -223,36 +187,51 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
     return db.transaction(async (tx, copyIn) => {
       const decision = gate ? await gate.admit(tx, batch.map((p) => p.request)) : { verdicts: batch.map(() => null) }
       const { verdicts } = decision
-      const bySink = new Map<string, SinkRows>()
+      const bySink = new Map<Sink<unknown>, SinkRows>()
+      const entryOf = (sink: Sink<unknown>) => bySink.get(sink) ?? bySink.set(sink, { sink, rows: [] }).get(sink)!
       batch.forEach((pending, i) => {
         if (verdicts[i]) return
         for (const { sink, rows } of pending.request.writes) {
-          const entry = bySink.get(sink.name) ?? { sink, rows: [] }
-          if (entry.sink !== sink) throw new Error(`two sinks are named ${sink.name}`)
+          const entry = entryOf(sink)
           for (const row of rows) entry.rows.push(row)
-          bySink.set(sink.name, entry)
+          for (const fed of sink.feeds ?? []) entryOf(fed)
         }
       })
-      const written = [...bySink.keys()].sort().map((name) => bySink.get(name)!).filter((entry) => entry.rows.length > 0)
+      const ordered = inLockOrder([...bySink.values()])
+      const copying = copyIn ? copyable(ordered, copyIn.maxTextLength) : undefined
       // One sink is copied, after the others: nothing may follow a COPY on the connection before its
       // rows, and the commit goes with them (see CopyIn). On Postgres it goes out right behind the
       // others' statements when none of them is followed by another after its answer, or else after
       // their answers, a round trip later.
-      const copying = copyIn ? copyable(written, copyIn.maxTextLength) : undefined
-      const copyAtOnce = copying && written.every((entry) => entry === copying.entry || entry.sink.singleStatement)
+      const copyAtOnce = copying && ordered.every((entry) => entry === copying.entry || entry.rows.length === 0 || entry.sink.singleStatement)
       // Issued together, the statements are pipelined on the transaction's connection: one round trip
-      // instead of one per table. They still run in this order (sinks by name, then the record).
+      // instead of one per table. They still run in this order (sinks in lock order, then the record).
+      // A sink that feeds others is waited for: the sinks after it may be given rows by it.
       const writes: Promise<void | AlreadyStored>[] = []
-      for (const entry of written) if (entry !== copying?.entry) writes.push(entry.sink.write(tx, entry.rows))
+      const results: (void | AlreadyStored)[] = []
+      let at = 0
+      const hand: Hand = (sink, rows) => {
+        const entry = bySink.get(sink as Sink<unknown>)
+        // A fault of the code, not of the database: a TypeError fails the request at fault alone (see faultOf).
+        if (!entry || entry === copying?.entry || ordered.indexOf(entry) <= at) throw new TypeError(`${ordered[at]?.sink.name} handed rows to ${sink.name}, which it does not feed`)
+        for (const row of rows) entry.rows.push(row)
+      }
+      for (; at < ordered.length; at++) {
+        const entry = ordered[at]
+        if (entry === copying?.entry || entry.rows.length === 0) continue
+        writes.push(entry.sink.write(tx, entry.rows, hand))
+        if (entry.sink.feeds) results.push(...(await allSettledOrThrow(writes.splice(0))))
+      }
       if (decision.record) writes.push(decision.record(tx))
       const copy = copying && copyAtOnce ? copyIn?.(copying.statement) : undefined
+      const written = ordered.filter((entry) => entry.rows.length > 0)
       // (A failure here leaves the COPY to the transaction, which gives it up before rolling back.)
-      let alreadyStored = sumPerProject(await allSettledOrThrow(writes))
+      let alreadyStored = sumPerProject([...results, ...(await allSettledOrThrow(writes))])
       if (copying && copyIn) {
         // Resends among the other sinks' rows are counted back before the commit: not with the COPY then.
         if (alreadyStored.size > 0) await copy?.cancel()
         else if (await copyAndCommit(copy ?? copyIn(copying.statement), copying.text)) return { ...decision, written }
-        alreadyStored = sumPerProject([alreadyStored, await copying.entry.sink.write(tx, copying.entry.rows)])
+        alreadyStored = sumPerProject([alreadyStored, await copying.entry.sink.write(tx, copying.entry.rows, hand)])
       }
       if (alreadyStored.size > 0) await decision.uncount?.(tx, alreadyStored)
       return { ...decision, written }
@@ -273,7 +252,12 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
       })
       if (again.length > 0) requeue(again)
     } catch (error) {
-      if (isRetryable(error) && attempt < 3) return commitIsolating(batch, attempt + 1)
+      if (isRetryable(error) && attempt < 3) {
+        // Said, because each is a commit lost (a deadlock costs a second before Postgres breaks it):
+        // concurrent commits are meant never to wait on each other in a circle (see SinkPhase).
+        log.warn('commit retried', { attempt, error: errorText(error) })
+        return commitIsolating(batch, attempt + 1)
+      }
       const fault = faultOf(error)
       if (fault === 'storage') {
         unavailableUntil = now() + failFastMs

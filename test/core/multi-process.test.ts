@@ -209,6 +209,37 @@ describe.skipIf(engine !== 'postgres')('identity and groups through both process
   })
 })
 
+describe.skipIf(engine !== 'postgres')('the same people written by different kinds of request through both processes at once', () => {
+  test('no commit waits on another in a circle: none is retried, and every attribute arrives', async () => {
+    // One process is sent events of X and identifies of Y, the other events of Y and identifies of X,
+    // at once: a commit that locked the end users of its events in one statement and those it
+    // identified in another (or behind the identity lock, which the other then wants) deadlocks here.
+    const retriedBefore = cores.map((core) => core.stdout().split('commit retried').length)
+    const pairs = Array.from({ length: 6 }, (_, i) => [`circle-${i}-x`, `circle-${i}-y`])
+    const rounds = 10
+    const identify = (core: CoreProcess, userId: string, round: number) =>
+      round % 2
+        ? post(core, '/user/auth', { userId, authFields: ['email'], userAttributes: { email: `${userId}@circle.test`, [`r${round}`]: true } })
+        : post(core, '/user', { userId, userAttributes: { [`r${round}`]: true } })
+    const answers = await Promise.all(
+      Array.from({ length: rounds }, (_, round) =>
+        pairs.flatMap(([x, y]) => [
+          post(cores[0], '/customEvent/batch', { sessionId: `${x}-s`, endUserId: x, events: [{ eventName: 'tick' }] }),
+          identify(cores[0], y, round),
+          post(cores[1], '/customEvent/batch', { sessionId: `${y}-s`, endUserId: y, events: [{ eventName: 'tick' }] }),
+          identify(cores[1], x, round),
+        ]),
+      ).flat(),
+    )
+    expect(answers.filter((a) => a.status !== 200)).toEqual([])
+    expect(cores.map((core, i) => core.stdout().split('commit retried').length - retriedBefore[i])).toEqual([0, 0])
+    const stored = await rows<{ end_user_id: string; keys: string[] }>(sql`
+      select end_user_id, array(select jsonb_object_keys(attributes) order by 1) as keys from end_users where end_user_id like 'circle-%' order by 1`)
+    const keys = ['email', ...Array.from({ length: rounds }, (_, r) => `r${r}`)].sort()
+    expect(stored).toEqual(pairs.flat().sort().map((end_user_id) => ({ end_user_id, keys })))
+  })
+})
+
 describe.skipIf(engine !== 'postgres')('a resend landing on the other process while the first is committing', () => {
   test('events and replay chunks are stored once', async () => {
     const batches = Array.from({ length: 20 }, (_, b) => ({ sessionId: `dup-${b % 4}`, events: [0, 1, 2].map((j) => ({ eventName: 'twice', uuid: uuid(3, b * 3 + j) })) }))

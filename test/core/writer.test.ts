@@ -2,7 +2,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:tes
 import { sql } from 'drizzle-orm'
 import { ApiError } from '@sightline/core/errors'
 import { createLogger } from '@sightline/core/log'
-import { createWriter, type Sink, type WriteRequest, type WriterOptions } from '@sightline/core/writer'
+import type { Sink } from '@sightline/core/sink'
+import { createWriter, type WriteRequest, type WriterOptions } from '@sightline/core/writer'
 import { createTestDatabase, type TestDatabase } from '../helpers/database'
 
 // The writer against real SQL: a scratch table, real transactions, real data errors.
@@ -254,5 +255,53 @@ describe('bounds and failures', () => {
     )
     expect(results.map((r) => (r.status === 'rejected' ? r.reason.code : 'ok'))).toEqual(['ok', 'ok', 'validation_failed', 'ok', 'ok', 'ok'])
     expect(await stored()).toHaveLength(10)
+  })
+})
+
+describe('lock order', () => {
+  /** A sink that notes when it starts and ends writing, and what it was given. */
+  const notingSink = (name: string, notes: string[], extra: Partial<Sink<ProbeRow>> = {}, during?: Sink<ProbeRow>['write']): Sink<ProbeRow> => ({
+    name,
+    async write(tx, rows, hand) {
+      notes.push(`${name} starts with ${rows.map((r) => r.id).join(',')}`)
+      await during?.(tx, rows, hand)
+      notes.push(`${name} ends`)
+    },
+    ...extra,
+  })
+
+  test('sinks are written by phase, then by name; one that feeds others ends before any after it starts, and what it hands is written with their own rows', async () => {
+    const notes: string[] = []
+    const rows = notingSink('a_rows', notes)
+    const people = notingSink('z_people', notes, { phase: 'people', feeds: [rows] }, async (tx, _, hand) => {
+      await tx.execute(sql`select pg_sleep(0.02)`)
+      hand!(rows, [{ id: 'handed' }])
+    })
+    const sessions = notingSink('m_sessions', notes, { phase: 'sessions' })
+    const w = writer()
+    await w.write({ ...request(rows, { id: 'own' }), writes: [{ sink: rows, rows: [{ id: 'own' }] }, { sink: people, rows: [{ id: 'p' }] }, { sink: sessions, rows: [{ id: 's' }] }] })
+    // Rows handed to a sink that the request gave none are written too.
+    await w.write(request(people, { id: 'p2' }))
+    expect(notes.filter((n) => n.includes('starts') || n.startsWith('z_people'))).toEqual([
+      'm_sessions starts with s',
+      'z_people starts with p',
+      'z_people ends',
+      'a_rows starts with own,handed',
+      'z_people starts with p2',
+      'z_people ends',
+      'a_rows starts with handed',
+    ])
+  })
+
+  test('rows handed to a sink the giver does not feed fail that request alone, with internal_error', async () => {
+    const notes: string[] = []
+    const fed = notingSink('a_fed', notes)
+    const stranger = probeSink()
+    const giver = notingSink('b_giver', notes, { phase: 'people', feeds: [fed] }, async (_, __, hand) => hand!(stranger, [{ id: 'stray' }]))
+    const w = writer({ lingerMs: 5 })
+    const [refused, stored_] = await Promise.allSettled([w.write(request(giver, { id: 'g' })), w.write(request(probeSink(), { id: 'kept' }))])
+    expect(refused).toMatchObject({ status: 'rejected', reason: { code: 'internal_error' } })
+    expect(stored_.status).toBe('fulfilled')
+    expect((await stored()).map((r) => r.id)).toEqual(['kept'])
   })
 })

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { authValues } from '@sightline/core/ingest/identity/service'
-import { personLookup } from '@sightline/core/ingest/identity/store'
+import { authValues, type IdentifyRow } from '@sightline/core/ingest/identity/service'
+import { identitySink, personLookup } from '@sightline/core/ingest/identity/store'
 import { startCore, startCoreBeside, type TestCore } from '../../helpers/core'
 import { engine } from '../../helpers/database'
 
@@ -225,6 +225,42 @@ describe('POST /api/ingestion/user/auth', () => {
 })
 
 describe('auth-aware identify under concurrency', () => {
+  test('in one commit, an auth-aware identify finds people as the identifies before it in the commit left them', async () => {
+    const core = await startCore()
+    try {
+      const row = (endUserId: string, attributes: Record<string, unknown>, authFields: string[]): IdentifyRow => ({
+        projectId: core.project.projectId,
+        endUserId,
+        sessionOfMadeId: null,
+        attributes,
+        auth: authValues(attributes, authFields),
+        at: Date.now(),
+      })
+      // Stored first: a person with a phone number and no email.
+      await core.post('/api/ingestion/user/auth', { userId: 'stored', userAttributes: { phone: '555-0101' }, authFields: ['phone'] })
+      const rows = [
+        // Found by the stored phone, and given an email by this commit...
+        row('laptop', { phone: '555-0101', email: 'one@shop.test' }, ['phone']),
+        row('new', { email: 'new@shop.test', phone: '555-0202' }, ['email']),
+        // ...found by both: the stored phone and the email the commit gave.
+        row('tablet', { email: 'one@shop.test', phone: '555-0101' }, ['email', 'phone']),
+        // Found by a phone only this commit gave a person only this commit made.
+        row('watch', { phone: '555-0202' }, ['phone']),
+      ]
+      await core.services.writer.write({ projectId: core.project.projectId, monthlyLimit: null, items: rows.length, bytes: 100, writes: [{ sink: identitySink, rows }] })
+      expect(rows.map((r) => r.canonical)).toEqual(['stored', 'new', 'stored', 'new'])
+      expect(await attributesOf(core, 'stored')).toEqual({ email: 'one@shop.test', phone: '555-0101' })
+      expect(await attributesOf(core, 'new')).toEqual({ email: 'new@shop.test', phone: '555-0202' })
+      expect(await aliases(core)).toEqual([
+        { alias_id: 'laptop', end_user_id: 'stored' },
+        { alias_id: 'tablet', end_user_id: 'stored' },
+        { alias_id: 'watch', end_user_id: 'new' },
+      ])
+    } finally {
+      await core.close()
+    }
+  })
+
   test('devices signing in at once end as one person', async () => {
     const core = await startCore({ writer: { lingerMs: 2 } })
     try {

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { rowsOf, type Database } from '../../db'
-import type { Sink } from '../../writer'
+import type { Sink } from '../../sink'
 import { alreadyStoredOf } from '../shared/insert'
 import { sortedBy } from '../shared/rows'
 import { jsonParam } from '../shared/values'

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { Sink } from '../../writer'
+import type { Sink } from '../../sink'
 import { copyRow, jsonText, timestampText } from '../shared/copy'
 import { insertCounted } from '../shared/insert'
 import { sortedBy } from '../shared/rows'

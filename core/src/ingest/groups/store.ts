@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { Sink } from '../../writer'
+import type { Sink } from '../../sink'
 import { jsonParam } from '../shared/values'
 import { mergeGroups, uniqueMembers, type GroupMemberRow, type GroupRow } from './service'
 

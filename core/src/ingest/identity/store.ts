@@ -1,14 +1,14 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Orm } from '../../db'
 import { rowsOf } from '../../db'
-import type { Sink } from '../../writer'
-import { sessionKey } from '../sessions/service'
+import type { Sink } from '../../sink'
+import { sessionKey, type EndUserTouch } from '../sessions/service'
 import { endUsersSink, sessionEndUsers } from '../sessions/store'
 import { jsonParam } from '../shared/values'
 import type { IdentifyRow } from './service'
 
 /** Names the identity lock among Postgres advisory locks (two-key form: this class, the project's hash). */
-const IDENTITY_LOCK_CLASS = 7_254_814
+export const IDENTITY_LOCK_CLASS = 7_254_814
 
 const key = (projectId: string, endUserId: string) => `${projectId}\n${endUserId}`
 
@@ -20,13 +20,22 @@ const key = (projectId: string, endUserId: string) => `${projectId}\n${endUserId
  * aliased to it) an alias of that person, and merges the attributes there. Auth-aware identifies of
  * one project run one at a time (a transaction-scoped advisory lock), so two devices signing in at
  * once end as one person.
+ *
+ * The people found are handed to the end-user sink, which writes every end user of the commit in one
+ * sorted statement. Written here, one by one, they would be locked in an order of their own, after
+ * rows that other commits lock first, and concurrent commits (two processes) would deadlock.
  */
 export const identitySink: Sink<IdentifyRow> = {
   name: 'identity',
-  async write(tx, rows) {
-    // The sinks' first statements go out at once, in name order: every statement after this one
-    // follows the sessions sink's, so sessions are read below as this commit leaves them.
-    const canonical = await aliasesOf(tx, rows)
+  phase: 'people',
+  feeds: [endUsersSink],
+  async write(tx, rows, hand) {
+    // Taken first, before any row this sink locks: a commit waiting for it holds no row that its
+    // holder will want (the sessions phase locks before it, and nothing after it waits on it).
+    const locks = [...new Set(rows.flatMap((r) => (r.auth ? [r.projectId] : [])))]
+      .sort()
+      .map((projectId) => tx.execute(sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${projectId}))`).then(() => undefined))
+    const [canonical] = await Promise.all([aliasesOf(tx, rows), ...locks])
     const ofSessions = await sessionEndUsers(
       tx,
       rows.flatMap((r) => (r.sessionOfMadeId ? [{ projectId: r.projectId, sessionId: r.sessionOfMadeId }] : [])),
@@ -40,14 +49,13 @@ export const identitySink: Sink<IdentifyRow> = {
     const endUserOf = (row: IdentifyRow) => sessionOf(row)?.endUserId ?? row.endUserId
     const personOf = (projectId: string, endUserId: string) => canonical.get(key(projectId, endUserId)) ?? endUserId
 
-    const authRows = rows.filter((r) => r.auth)
-    for (const projectId of [...new Set(authRows.map((r) => r.projectId))].sort()) {
-      await tx.execute(sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${projectId}))`)
-    }
-    for (const row of authRows) {
+    // What this commit writes to each person, in order: an auth-aware identify after another finds
+    // people as the one before left them.
+    const people: EndUserTouch[] = []
+    for (const row of rows.filter((r) => r.auth)) {
       const endUserId = endUserOf(row)
       const current = personOf(row.projectId, endUserId)
-      const person = (await findPerson(tx, row.projectId, row.auth!)) ?? current
+      const person = (await findPerson(tx, row.projectId, row.auth!, people)) ?? current
       if (person !== current) {
         await alias(tx, row.projectId, [...new Set([endUserId, current])], current, person)
         for (const [k, v] of canonical) if (v === current && k.startsWith(`${row.projectId}\n`)) canonical.set(k, person)
@@ -55,17 +63,13 @@ export const identitySink: Sink<IdentifyRow> = {
       }
       canonical.set(key(row.projectId, endUserId), person)
       row.canonical = person
-      await endUsersSink.write(tx, [{ projectId: row.projectId, endUserId: person, at: row.at, attributes: row.attributes }])
+      people.push({ projectId: row.projectId, endUserId: person, at: row.at, attributes: row.attributes })
     }
-
-    const plain = rows.filter((r) => !r.auth)
-    for (const row of plain) row.canonical = personOf(row.projectId, endUserOf(row))
-    if (plain.length > 0) {
-      await endUsersSink.write(
-        tx,
-        plain.map((r) => ({ projectId: r.projectId, endUserId: r.canonical!, at: r.at, attributes: r.attributes })),
-      )
+    for (const row of rows.filter((r) => !r.auth)) {
+      row.canonical = personOf(row.projectId, endUserOf(row))
+      people.push({ projectId: row.projectId, endUserId: row.canonical, at: row.at, attributes: row.attributes })
     }
+    hand!(endUsersSink, people)
   },
 }
 
@@ -87,21 +91,49 @@ async function aliasesOf(tx: Orm, rows: IdentifyRow[]): Promise<Map<string, stri
  * equal JSON (jsonb equality: `1` is not `"1"`, a list or an object is equal only whole, the order of
  * an object's keys is no part of it). Containment alone takes a list or object that holds more for
  * the same, and would merge different people; it stays as the first test, the one the index on
- * attributes (end_users_attributes_idx) serves.
+ * attributes (end_users_attributes_idx) serves. People are taken as the commit will leave them:
+ * stored, with `pending` (what the commit writes to them, in order) merged in, or only pending.
  */
-export function personLookup(projectId: string, auth: Record<string, unknown>): SQL {
+export function personLookup(projectId: string, auth: Record<string, unknown>, pending: readonly EndUserTouch[] = []): SQL {
   const values = jsonParam(auth)
   return sql`
-    select u.end_user_id from end_users u
-    where u.project_id = ${projectId} and u.attributes @> ${values}::jsonb
-      and not exists (select 1 from jsonb_each(${values}::jsonb) f where u.attributes -> f.key is distinct from f.value)
-      and not exists (select 1 from end_user_aliases a where a.project_id = u.project_id and a.alias_id = u.end_user_id)
-    order by u.first_seen_at, u.end_user_id
+    with pending as (
+      select p."endUserId" as end_user_id, p.attributes, to_timestamp(p."firstAt" / 1000.0) as first_seen_at
+      from jsonb_to_recordset(${jsonParam(mergedPending(projectId, pending))}::jsonb) as p("endUserId" text, attributes jsonb, "firstAt" float8)
+    ),
+    candidates as (
+      select u.end_user_id, u.attributes || coalesce(p.attributes, '{}'::jsonb) as attributes, least(u.first_seen_at, p.first_seen_at) as first_seen_at
+      from end_users u left join pending p on p.end_user_id = u.end_user_id
+      where u.project_id = ${projectId} and u.attributes @> ${values}::jsonb
+      union
+      select p.end_user_id, coalesce(u.attributes, '{}'::jsonb) || p.attributes, least(u.first_seen_at, p.first_seen_at)
+      from pending p left join end_users u on u.project_id = ${projectId} and u.end_user_id = p.end_user_id
+    )
+    select c.end_user_id from candidates c
+    where c.attributes @> ${values}::jsonb
+      and not exists (select 1 from jsonb_each(${values}::jsonb) f where c.attributes -> f.key is distinct from f.value)
+      and not exists (select 1 from end_user_aliases a where a.project_id = ${projectId} and a.alias_id = c.end_user_id)
+    order by c.first_seen_at, c.end_user_id
     limit 1`
 }
 
-async function findPerson(tx: Orm, projectId: string, auth: Record<string, unknown>): Promise<string | undefined> {
-  const [found] = rowsOf<{ end_user_id: string }>(await tx.execute(personLookup(projectId, auth)))
+/** Per end user of the project among `pending`: the attributes merged in order, and the first time. */
+function mergedPending(projectId: string, pending: readonly EndUserTouch[]) {
+  const merged = new Map<string, { endUserId: string; attributes: Record<string, unknown>; firstAt: number }>()
+  for (const touch of pending) {
+    if (touch.projectId !== projectId) continue
+    const seen = merged.get(touch.endUserId)
+    merged.set(touch.endUserId, {
+      endUserId: touch.endUserId,
+      attributes: { ...seen?.attributes, ...touch.attributes },
+      firstAt: Math.min(seen?.firstAt ?? touch.at, touch.at),
+    })
+  }
+  return [...merged.values()]
+}
+
+async function findPerson(tx: Orm, projectId: string, auth: Record<string, unknown>, pending: readonly EndUserTouch[]): Promise<string | undefined> {
+  const [found] = rowsOf<{ end_user_id: string }>(await tx.execute(personLookup(projectId, auth, pending)))
   return found?.end_user_id
 }
 

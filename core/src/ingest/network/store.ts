@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { Sink } from '../../writer'
+import type { Sink } from '../../sink'
 import { sortedBy } from '../shared/rows'
 import { insertCounted } from '../shared/insert'
 import { jsonParam } from '../shared/values'

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { Database } from '../../db'
-import type { Sink } from '../../writer'
+import type { Sink } from '../../sink'
 import { sortedBy } from '../shared/rows'
 import { jsonParam } from '../shared/values'
 import { LIVE_VIEWER_TTL_SECONDS, LIVE_WINDOW_SECONDS, lastChangePerWindow, type PresenceChange } from './service'
@@ -32,12 +32,13 @@ const sessionsOf = (changes: readonly PresenceChange[]) =>
 /**
  * Heartbeats and goodbyes of windows, then the end time of their sessions: cleared when a window
  * beats (a page back from the back/forward cache), set when the last live window said goodbye.
- * Named to run after the sessions sink, which creates the session rows; it then locks those rows
- * first, so the windows of one session change one commit at a time, and "was that the last
- * window?" is answered right even when two windows leave at once through two processes.
+ * Of the sessions phase, named to sort after the sessions sink, which creates the session rows; it
+ * then locks those rows first, so the windows of one session change one commit at a time, and "was
+ * that the last window?" is answered right even when two windows leave at once through two processes.
  */
 export const presenceSink: Sink<PresenceChange> = {
   name: 'sessions_presence',
+  phase: 'sessions',
   async write(tx, changes) {
     await tx.execute(sql`
       select s.ctid from jsonb_to_recordset(${sessionsOf(changes)}::jsonb) as t("projectId" uuid, "sessionId" text)

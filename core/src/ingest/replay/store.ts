@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { Sink } from '../../writer'
+import type { Sink } from '../../sink'
 import { alreadyStoredOf, inStatements, insertedPerProject } from '../shared/insert'
 import { sortedBy } from '../shared/rows'
 import type { ReplayChunkRow } from './service'

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { rowsOf, type Orm } from '../../db'
-import type { Sink, SinkRows } from '../../writer'
+import type { Sink, SinkRows } from '../../sink'
 import { jsonParam } from '../shared/values'
 import {
   endUserKey,
@@ -56,6 +56,7 @@ const EARLIER_ENTRY = sql.raw('excluded.entry_url is not null and (s.entry_url i
  */
 export const sessionsSink: Sink<SessionTouch> = {
   name: 'sessions',
+  phase: 'sessions',
   singleStatement: true,
   async write(tx, rows) {
     const touches = mergeSessionTouches(rows).filter((t) => !sessionTouchIsKnown(t, knownSessions.get(sessionKey(t))))
@@ -111,9 +112,7 @@ export interface SessionEndUser {
  * session's row locked to the commit (or skipped a touch of a session this process knew had an end
  * user, which never changes), so concurrent requests of a new session naming no end user, in one
  * commit or in several processes, all find the end user the first of them gave it, and none needs
- * one of its own. The sinks' first statements go out at once, in name order: the caller is a sink
- * that sends this after the sessions sink's statement, either named to sort after `sessions` or
- * after a first statement of its own.
+ * one of its own. The caller is a sink of a phase after the sessions sink's (see SinkPhase).
  */
 export async function sessionEndUsers(tx: Orm, sessions: readonly { projectId: string; sessionId: string }[]): Promise<Map<string, SessionEndUser>> {
   if (sessions.length === 0) return new Map()

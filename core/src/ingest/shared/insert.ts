@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm'
 import { affectedRowsOf, rowsOf, type Orm } from '../../db'
-import type { AlreadyStored } from '../../writer'
+import type { AlreadyStored } from '../../sink'
 
 /**
  * Runs a counted sink's `insert ... on conflict do nothing` and says, per project, how many of `rows`

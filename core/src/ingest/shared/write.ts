@@ -3,7 +3,8 @@ import { ApiError } from '../../errors'
 import type { Caller } from '../../http/auth'
 import { readBodyBytes } from '../../http/body'
 import type { Logger } from '../../log'
-import type { SinkRows, Writer } from '../../writer'
+import type { SinkRows } from '../../sink'
+import type { Writer } from '../../writer'
 
 /** Hands one request's rows to the writer; resolves once they are committed (a 200 means stored). */
 export const commit = (writer: Writer, caller: Caller, request: Request, items: number, writes: SinkRows[]): Promise<void> =>

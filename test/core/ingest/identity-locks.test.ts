@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import type { IdentifyRow } from '@sightline/core/ingest/identity/service'
+import { IDENTITY_LOCK_CLASS, identitySink } from '@sightline/core/ingest/identity/store'
+import type { EndUserTouch } from '@sightline/core/ingest/sessions/service'
+import { endUsersSink } from '@sightline/core/ingest/sessions/store'
+import { startCore, type TestCore } from '../../helpers/core'
+import { engine } from '../../helpers/database'
+
+// Two commits deadlock when each holds a row the other wants next; Postgres breaks the circle only
+// after a second, failing one of them. A commit of identifies therefore takes the identity lock before
+// any end user, and locks all of its end users (those its events touch and those it identifies) in one
+// statement, sorted. Here another transaction holds what the commit needs first, and the test looks
+// at what the waiting commit holds meanwhile. Postgres only (locks between connections).
+
+let core: TestCore
+beforeAll(async () => {
+  if (engine !== 'postgres') return
+  core = await startCore()
+  for (const userId of ['lock-a', 'lock-b']) expect((await core.post('/api/ingestion/user', { userId, userAttributes: {} })).status).toBe(200)
+})
+afterAll(() => core?.close())
+
+const touch = (endUserId: string): EndUserTouch => ({ projectId: core.project.projectId, endUserId, at: Date.now(), attributes: { touched: true } })
+const identify = (endUserId: string, auth: Record<string, unknown> | null = null): IdentifyRow => ({
+  projectId: core.project.projectId,
+  endUserId,
+  sessionOfMadeId: null,
+  attributes: { identified: true, ...auth },
+  auth,
+  at: Date.now(),
+})
+
+/** Writes one request of an event's end-user touch and an identify: one commit. */
+const commitOf = (touched: string, identified: IdentifyRow) =>
+  core.services.writer.write({
+    projectId: core.project.projectId,
+    monthlyLimit: null,
+    items: 2,
+    bytes: 100,
+    writes: [
+      { sink: endUsersSink, rows: [touch(touched)] },
+      { sink: identitySink, rows: [identified] },
+    ],
+  })
+
+/** Runs `hold` in a transaction of its own, kept open until the returned release is called. */
+async function holding(hold: ReturnType<typeof sql>): Promise<() => Promise<void>> {
+  let release!: () => void
+  let held!: () => void
+  const isHeld = new Promise<void>((resolve) => (held = resolve))
+  const done = core.database.db.orm.transaction(async (tx) => {
+    await tx.execute(hold)
+    held()
+    await new Promise<void>((resolve) => (release = resolve))
+  })
+  await isHeld
+  return async () => {
+    release()
+    await done
+  }
+}
+
+async function untilAWriteWaitsOnALock(): Promise<void> {
+  for (let tries = 0; tries < 200; tries++) {
+    const [{ n }] = await core.database.db.rows<{ n: number }>(
+      sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+    )
+    if (n > 0) return
+    await Bun.sleep(10)
+  }
+  throw new Error('no commit came to wait on the lock')
+}
+
+/** Whether another transaction could lock the end user now. */
+const lockable = async (endUserId: string) => {
+  try {
+    await core.database.db.rows(sql`select 1 from end_users where end_user_id = ${endUserId} for update nowait`)
+    return true
+  } catch {
+    return false
+  }
+}
+
+describe.skipIf(engine !== 'postgres')('the locks a commit of identifies takes', () => {
+  test('waiting for the end user it identifies, it holds none of the end users its events touch after it', async () => {
+    const release = await holding(sql`select 1 from end_users where end_user_id = 'lock-a' for update`)
+    const written = commitOf('lock-b', identify('lock-a'))
+    try {
+      await untilAWriteWaitsOnALock()
+      expect(await lockable('lock-b')).toBe(true)
+    } finally {
+      await release()
+    }
+    await written
+    const stored = await core.database.db.rows(sql`select end_user_id, attributes from end_users where end_user_id in ('lock-a', 'lock-b') order by 1`)
+    expect(stored).toEqual([
+      { end_user_id: 'lock-a', attributes: { identified: true } },
+      { end_user_id: 'lock-b', attributes: { touched: true } },
+    ])
+  })
+
+  test('waiting for the identity lock, an auth-aware identify holds no end user', async () => {
+    const release = await holding(sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${core.project.projectId}))`)
+    const written = commitOf('lock-b', identify('lock-c', { email: 'c@locks.test' }))
+    try {
+      await untilAWriteWaitsOnALock()
+      expect(await lockable('lock-b')).toBe(true)
+    } finally {
+      await release()
+    }
+    await written
+    const [person] = await core.database.db.rows(sql`select attributes from end_users where end_user_id = 'lock-c'`)
+    expect(person).toEqual({ attributes: { identified: true, email: 'c@locks.test' } })
+  })
+})
