@@ -48,7 +48,10 @@ const withoutCanvasRecording: BunPlugin = {
  * test/tracker/build.test.ts checks them against the wire's fields and what the tracker stores.
  * index.js and the modules it imports share one name cache: they are handed the redaction, the
  * messages and the transport, and the recorder returns its Recording, across the files. (Terser
- * leaves the names of the DOM's and JavaScript's own properties alone even when listed.)
+ * also shortens listed names that some DOM interface has too, such as `identity`, `messages` or
+ * `flush`: `builtins` lets it, as no listed name may be a property the tracker reads of the page's
+ * objects or of JavaScript's; the names of those that are, such as `set`, `clear` or `split`, are
+ * never listed.)
  */
 export const INTERNAL_NAMES = [
   // redaction
@@ -58,11 +61,13 @@ export const INTERNAL_NAMES = [
   // identity
   'preexisting', 'current', 'setAttributes', 'holdTab', 'releaseTab', 'nextSeq',
   // transport and its answers
-  'post', 'answering', 'retryAfter', 'local', 'timedOut',
+  'post', 'answering', 'retryAfter', 'local', 'timedOut', 'ping',
   // delivery and the outbox (`outbox` itself is public: getConnectionStatus().dropped.outbox)
-  'deliver', 'drain', 'settle', 'persistPending', 'halted', 'canSend', 'drops', 'answered', 'parcel', 'timer',
+  'deliver', 'drain', 'settle', 'persistPending', 'halted', 'canSend', 'drops', 'answered', 'parcel', 'timer', 'alone', 'idle', 'resume', 'put',
   // messages and what automatic tracking is given
-  'owner', 'here', 'pageView', 'record', 'report', 'floodGate', 'withPageUrls', 'flooded', 'redaction', 'isOwnRequest', 'early',
+  'owner', 'here', 'pageView', 'record', 'report', 'floodGate', 'withPageUrls', 'flooded', 'redaction', 'isOwnRequest', 'early', 'flush',
+  // the parts the tracker wires together, the logger's settings, the per-tab store
+  'identity', 'delivery', 'messages', 'configure', 'tab',
   // where the tracker sends, and what getConnectionStatus is told
   'base', 'storageRefused',
 ]
@@ -131,7 +136,7 @@ async function browserBundle(options: Parameters<typeof Bun.build>[0] & { source
     const minified = await minify(await Bun.file(output.path).text(), {
       module: options.format === 'esm',
       compress: { passes: 2 },
-      mangle: { properties: { regex: internalName } },
+      mangle: { properties: { regex: internalName, builtins: true } },
       nameCache,
       sourceMap: { content: await Bun.file(map).text(), url: options.sourcemap === 'linked' ? basename(map) : undefined },
     })
