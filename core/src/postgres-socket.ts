@@ -38,7 +38,29 @@ export function pacedSockets(): (target: Target) => Promise<Socket> {
     socket.once('close', () => {
       if (socket.bytesRead === 0) unanswered++
     })
+    closeAfterPendingWrites(socket)
     previous = socket
     return socket
   }
+}
+
+/**
+ * postgres.js (3.4.9) gathers the writes of one turn of the event loop and sends them from a
+ * setImmediate. When a connection's socket closes with such a write pending, it cancels the
+ * setImmediate but keeps its handle and the bytes (porsager/postgres#1208 and the reports around it,
+ * open upstream): the connection's next sockets are never written to again, not even the startup
+ * message, so each waits out connect_timeout in silence, for as many rounds as it takes the bytes
+ * piled up to pass 1 KB. A Postgres server restarted under load did that: commits waited for 10 s,
+ * and the server itself took 5 s to stop while a silent connection held it. So postgres.js hears of
+ * a close only once the writes pending when it came were made: they go nowhere (a closed socket takes
+ * them and says nothing), and its state is clean when it connects again. Two turns, so that a write
+ * gathered in the turn the close came in, after it, is made first too.
+ */
+function closeAfterPendingWrites(socket: Socket): void {
+  const emit = socket.emit
+  socket.emit = function (this: Socket, event: string | symbol, ...args: unknown[]) {
+    if (event !== 'close') return emit.call(this, event, ...args)
+    setImmediate(() => setImmediate(() => emit.call(this, event, ...args)))
+    return true
+  } as Socket['emit']
 }

@@ -1,6 +1,9 @@
 import { describe, expect, test } from 'bun:test'
+import type { Socket } from 'node:net'
 import { sql } from 'drizzle-orm'
+import postgres from 'postgres'
 import { answerWithin, postgresDatabase } from '@sightline/core/db'
+import { pacedSockets } from '@sightline/core/postgres-socket'
 import { proxiedTestDatabase } from '../helpers/breakable-database'
 import { engine } from '../helpers/database'
 
@@ -39,6 +42,52 @@ describe('a server that closes every connection unanswered', () => {
       await db.close()
       proxy.close()
       await database.close()
+    }
+  })
+})
+
+// postgres.js gathers a turn's writes and sends them from a setImmediate; a socket closing with one
+// pending left every later socket of that connection unwritten to (see closeAfterPendingWrites).
+describe('a connection whose socket closes while a statement waits to be written', () => {
+  test('connects again and is answered, its startup message sent', async () => {
+    // Just enough of a server: authentication ok and ready, then each simple query done and ready.
+    const ready = Buffer.from([0x5a, 0, 0, 0, 5, 0x49])
+    const greeting = Buffer.concat([Buffer.from([0x52, 0, 0, 0, 8, 0, 0, 0, 0]), ready])
+    const done = Buffer.concat([Buffer.from([0x43, 0, 0, 0, 13]), Buffer.from('SELECT 0\0'), ready])
+    const received: number[] = []
+    const server = Bun.listen<{ connection: number }>({
+      hostname: '127.0.0.1',
+      port: 0,
+      socket: {
+        open: (socket) => void (socket.data = { connection: received.push(0) - 1 }),
+        data(socket, data) {
+          socket.write(received[socket.data.connection] === 0 ? greeting : done)
+          received[socket.data.connection] += data.length
+        },
+      },
+    })
+    const paced = pacedSockets()
+    const sockets: Socket[] = []
+    const client = postgres(`postgres://sightline@127.0.0.1:${server.port}/sightline`, {
+      max: 1,
+      fetch_types: false,
+      connect_timeout: 3,
+      onnotice: () => {},
+      socket: async (target: Parameters<typeof paced>[0]) => sockets[sockets.push(await paced(target)) - 1],
+    } as postgres.Options<{}>)
+    try {
+      await client.unsafe('select 1')
+      // A statement gathered, and the socket closed before it is written: the statement fails.
+      const lost = client.unsafe('select 2').execute()
+      sockets[0].destroy()
+      await expect(answerWithin(lost, 3_000, 'no answer')).rejects.toThrow('CONNECTION_CLOSED')
+      // The next one has a new socket, which is written to.
+      expect((await answerWithin(client.unsafe('select 3'), 1_000, 'no answer')).command).toBe('SELECT')
+      expect(sockets).toHaveLength(2)
+      expect(received[1]).toBeGreaterThan(0)
+    } finally {
+      await client.end({ timeout: 0 })
+      server.stop(true)
     }
   })
 })
