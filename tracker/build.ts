@@ -2,8 +2,9 @@
  * `npm run build`:
  * - dist/t.js: the script-tag bundle, all of it inside. The relay serves this one file as
  *   `<prefix>/t.js`, so nothing else has to be found through the relay.
- * - dist/esm: the package: index.js, and what `start()` imports: record.js, the recorder, and auto.js,
- *   automatic tracking (an app's bundler splits them off and serves them from the app's own origin);
+ * - dist/esm: the package: index.js, and what `start()` imports: record.js, the recorder, auto.js,
+ *   automatic tracking, and presence.js, the heartbeat (an app's bundler splits them off and serves
+ *   them from the app's own origin);
  *   connection.js, imported by `testConnection()`; dist/types.
  * - dist/bin/upload-sourcemaps.js: the command, for Node.
  */
@@ -61,7 +62,7 @@ export const INTERNAL_NAMES = [
   // identity
   'preexisting', 'current', 'setAttributes', 'holdTab', 'releaseTab', 'nextSeq',
   // transport and its answers
-  'post', 'answering', 'retryAfter', 'local', 'timedOut', 'ping',
+  'post', 'answering', 'retryAfter', 'local', 'timedOut',
   // delivery and the outbox (`outbox` itself is public: getConnectionStatus().dropped.outbox)
   'deliver', 'drain', 'settle', 'persistPending', 'halted', 'canSend', 'drops', 'answered', 'parcel', 'timer', 'alone', 'idle', 'resume', 'put',
   // messages and what automatic tracking is given
@@ -90,11 +91,11 @@ async function checkInternalNames(outdir: string) {
   if (clashes.length) throw new Error(`names of the public API or of rrweb must not be shortened: ${clashes.join(', ')}`)
 }
 
-/** In the package, the recorder and automatic tracking stay modules of their own, imported by `start()`; so does `testConnection()`'s. */
+/** In the package, the recorder, automatic tracking and presence stay modules of their own, imported by `start()`; so does `testConnection()`'s. */
 const startedApart: BunPlugin = {
   name: 'started-apart',
   setup(build) {
-    build.onResolve({ filter: /^\.\/(record|auto|connection)$/ }, ({ path }) => ({ path: path + '.js', external: true }))
+    build.onResolve({ filter: /^\.\/(record|auto|presence|connection)$/ }, ({ path }) => ({ path: path + '.js', external: true }))
   },
 }
 
@@ -103,14 +104,14 @@ const startedApart: BunPlugin = {
  * like the rest, where a dynamic import would wrap each of its modules in a lazy initializer (about
  * 400 B gzipped, and nothing to load later).
  */
-const LATER = /import\('\.\/(record|auto|connection)'\)/g
+const LATER = /import\('\.\/(record|auto|presence|connection)'\)/g
 const laterInside: BunPlugin = {
   name: 'later-inside',
   setup(build) {
     build.onLoad({ filter: /tracker[\\/]src[\\/]index\.ts$/ }, async ({ path }) => {
       const source = await Bun.file(path).text()
       const modules = [...new Set(Array.from(source.matchAll(LATER), (match) => match[1]))]
-      if (modules.length !== 3) throw new Error(`${path}: the modules imported later are not the ones this build expects`)
+      if (modules.length !== 4) throw new Error(`${path}: the modules imported later are not the ones this build expects`)
       const imports = modules.map((name) => `import * as later_${name} from './${name}'\n`).join('')
       // At the end, where an import declaration means the same: the lines of the source map stay the source's.
       return { contents: source.replace(LATER, (_, name) => `Promise.resolve(later_${name})`) + '\n' + imports, loader: 'ts' }
@@ -153,6 +154,7 @@ export async function buildTracker(outdir = DIST) {
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/index.ts')], outdir: esm, plugins: [startedApart] }, names)
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/record.ts')], outdir: esm }, names)
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/auto/index.ts')], outdir: esm, naming: 'auto.js' }, names)
+  await browserBundle({ ...browser, entrypoints: [join(root, 'src/presence.ts')], outdir: esm }, names)
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/connection.ts')], outdir: esm }, names)
   // The relay serves t.js alone: no sourceMappingURL comment pointing at a file it does not serve.
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/browser.ts')], outdir, format: 'iife', naming: 't.js', sourcemap: 'external', plugins: [withoutCanvasRecording, laterInside] })

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readdir } from 'node:fs/promises'
+import { cp, mkdtemp, readdir, rename, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ServiceTracker as SourceTracker } from '@sightline/tracker'
-import { REPLAY_FLUSH_MS, TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
+import { HEARTBEAT_MS, REPLAY_FLUSH_MS, TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
 import { INTERNAL_NAMES, namesProperty } from '../../tracker/build'
 import { builtTracker } from './helpers/build'
 import { fakeClock, settle } from './helpers/clock'
@@ -17,7 +18,7 @@ const CORE_BUDGET = 8 * 1024
  * What `start()` and `testConnection()` import, each a module of its own in the package: the core is
  * what an app loads before, `index.js`.
  */
-const LOADED_LATER = ['auto.js', 'record.js', 'connection.js']
+const LOADED_LATER = ['auto.js', 'record.js', 'presence.js', 'connection.js']
 
 let dist: string
 beforeAll(async () => {
@@ -98,7 +99,7 @@ describe('npm run build', () => {
     return { esm, files, sizes }
   }
 
-  test('the core imports nothing statically and nothing of rrweb; start() imports the recorder and automatic tracking, testConnection() its test', async () => {
+  test('the core imports nothing statically and nothing of rrweb; start() imports the recorder, automatic tracking and presence, testConnection() its test', async () => {
     const { esm, files } = await esmFiles()
     expect(files).toEqual(['index.js', ...LOADED_LATER].sort())
     const core = await Bun.file(join(esm, 'index.js')).text()
@@ -150,6 +151,39 @@ describe('npm run build', () => {
     expect(replay).not.toContain('secret')
     expect(service.to('/customEvent/batch').flatMap((r) => r.body.events.map((e: { eventName: string }) => e.eventName))).toEqual(['$pageview', 'built'])
     expect(service.to('/heartbeat')).toHaveLength(1)
+  })
+
+  test('the modules start() imports start in the order they arrive: automatic tracking after presence leaves it beating; stop ends both', async () => {
+    // The package as built, but auto.js arrives when the test says: a module of the same exports whose top-level await waits.
+    const esm = await mkdtemp(join(tmpdir(), 'sightline-late-auto-'))
+    await cp(join(dist, 'esm'), esm, { recursive: true })
+    await rename(join(esm, 'auto.js'), join(esm, 'auto.late.js'))
+    let arrive!: () => void
+    ;(globalThis as { autoArrives?: Promise<void> }).autoArrives = new Promise<void>((resolve) => (arrive = resolve))
+    await Bun.write(join(esm, 'auto.js'), "await globalThis.autoArrives\nexport * from './auto.late.js'\n")
+    const { ServiceTracker } = await import(join(esm, 'index.js'))
+    const page = openPage('http://shop.test/')
+    const service = fakeService()
+    service.catchBeacons(page.win)
+    const clock = fakeClock()
+    const tracker = ServiceTracker.init('sl_dev_late_auto', { ingestionUrl: SERVICE_BASE, logLevel: 'none' }, { window: page.win, fetch: service.fetch, clock, scriptUrl: null })
+    tracker.start()
+    await settle()
+    expect(service.to('/heartbeat')).toHaveLength(1)
+    // An error thrown while automatic tracking is on its way is kept for it.
+    page.win.dispatchEvent(new page.win.ErrorEvent('error', { message: 'thrown early', error: new Error('thrown early') }))
+    arrive()
+    await settle()
+    await clock.advance(HEARTBEAT_MS)
+    expect(service.to('/heartbeat')).toHaveLength(2)
+    expect(service.to('/customEvent/batch').flatMap((r) => r.body.events.map((e: { eventName: string }) => e.eventName))).toContain('$pageview')
+    expect(service.to('/errors').flatMap((r) => r.body.errors.map((e: { message: string }) => e.message))).toEqual(['thrown early'])
+    tracker.stop()
+    await settle()
+    expect(clock.pending()).toEqual([])
+    await page.close()
+    delete (globalThis as { autoArrives?: Promise<void> }).autoArrives
+    await rm(esm, { recursive: true, force: true })
   })
 
   test("the built package's public results keep every name: getConnectionStatus (dropped.outbox too), testConnection, getUserInfo, viewLogs", async () => {

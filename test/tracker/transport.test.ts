@@ -120,7 +120,7 @@ describe('transport', () => {
     ])
     expect(log.entries().map((e) => e.message)).toContain(`fetch to ${SERVICE_BASE} is blocked; sending by beacon from now on`)
     // The heartbeat stays a simple fetch, its answer read: it needs no preflight.
-    expect(await transport.ping('/api/ingestion/heartbeat', { sessionId: 's' })).toEqual({ status: 200, data: { success: true, liveViewer: true }, retryAfter: null })
+    expect(await transport.post('/api/ingestion/heartbeat', { sessionId: 's' }, true)).toEqual({ status: 200, data: { success: true, liveViewer: true }, retryAfter: null })
     expect(service.sent.map((r) => r.via)).toEqual(['beacon', 'beacon', 'fetch'])
   })
 
@@ -366,10 +366,10 @@ describe('transport', () => {
     expect(await transport.send('/api/ingestion/events', {})).toEqual({ status: 503, data: null, retryAfter: '7' })
   })
 
-  test('ping (the heartbeat) is a CORS-simple fetch whose answer is read: text/plain, key in the body', async () => {
+  test('a simple post (the heartbeat) is a CORS-simple fetch whose answer is read: text/plain, key in the body', async () => {
     const { service, transport } = setup()
     service.reply(() => ({ status: 200, body: { success: true, liveViewer: true } }))
-    expect((await transport.ping('/api/ingestion/heartbeat', { sessionId: 's' })).data).toEqual({ success: true, liveViewer: true })
+    expect((await transport.post('/api/ingestion/heartbeat', { sessionId: 's' }, true)).data).toEqual({ success: true, liveViewer: true })
     const [request] = service.sent
     expect(request.via).toBe('fetch')
     expect(request.headers.authorization).toBeUndefined()

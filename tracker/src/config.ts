@@ -1,5 +1,7 @@
 import type { ConnectionStatus } from './types'
 
+/** Where the service's ingestion routes are, under the base. */
+export const API = '/api/ingestion'
 /** The relay's conventional prefix: where sends go when nothing else says. */
 export const DEFAULT_PREFIX = '/_sl'
 /** The relay serves the tracker as `<prefix>/t.js`. */

@@ -1,5 +1,5 @@
 import type { AutoContext } from './auto'
-import { resolveIngestionBase, type IngestionBase } from './config'
+import { API, resolveIngestionBase, type IngestionBase } from './config'
 import { createDelivery, type Delivery } from './delivery'
 import { STORAGE_REFUSED, connectionStatus } from './diagnostics'
 import { listen, type Undo } from './dom'
@@ -7,7 +7,6 @@ import { createIdentity, type Identity } from './identity'
 import { uuid } from './ids'
 import { createLogger, type Logger } from './log'
 import { createMessages, type Messages } from './messages'
-import { HEARTBEAT_MS } from './queue'
 import type { Recording } from './record'
 import { createRedaction, isSelector, type Redaction } from './redaction'
 import { asRecordedEvent } from './replay'
@@ -30,8 +29,6 @@ import { SDK_VERSION } from './version'
 
 export type * from './types'
 export { SDK_VERSION }
-
-const API = '/api/ingestion'
 
 /** The script this code runs from, read while it is evaluated (a classic script has one). */
 const loadedFrom = typeof document === 'object' ? (document.currentScript as HTMLScriptElement | null)?.src : undefined
@@ -87,13 +84,12 @@ export class ServiceTracker {
   readonly #messages: Messages
   /** Page lifecycle listeners (flush on hide, drain when online), from `init` until `stop`. */
   #lifecycle: Undo[] = []
-  /** What `start` set up: automatic tracking. */
+  /** What `start` set up: automatic tracking, presence. */
   #running: Undo[] = []
   #recording: Recording | undefined
   #started = false
   /** Bumped by every start and stop, so a module that loads late knows whether it is still wanted. */
   #generation = 0
-  #heartbeat: unknown
   #unloading = false
   /** localStorage refused a write: the tracker goes on in memory, and says so. */
   #storageRefused = false
@@ -176,24 +172,28 @@ export class ServiceTracker {
     this.#started = true
     const generation = ++this.#generation
     this.#listen()
-    this.#beat()
     const { enableAutomaticTracking = true, automaticTrackingOptions } = this.#options
-    // The recorder (rrweb) and automatic tracking are modules of their own: the script-tag build has
-    // them inside, and an app's bundler keeps them out of the first load. Not if the tracker was
-    // stopped (or restarted) meanwhile. What the page throws before automatic tracking is there
-    // waits for it.
+    // The recorder (rrweb), automatic tracking and presence are modules of their own: the script-tag
+    // build has them inside, and an app's bundler keeps them out of the first load. Each starts as it
+    // arrives, in any order; not if the tracker was stopped (or restarted) meanwhile. What the page
+    // throws before automatic tracking is there waits for it.
     const win = this.#win
     const early: Event[] = []
     const keep = (event: Event) => early.push(event)
     if (enableAutomaticTracking) {
-      this.#running = [listen(win, 'error', keep), listen(win, 'unhandledrejection', keep)]
+      const keeping = [listen(win, 'error', keep), listen(win, 'unhandledrejection', keep)]
+      this.#running.push(...keeping)
       this.#load(import('./auto'), generation, ({ installAutomaticTracking }) => {
-        for (const undo of this.#running.splice(0)) undo()
-        this.#running = installAutomaticTracking(this.#autoContext(early), automaticTrackingOptions)
+        for (const undo of keeping) undo()
+        const context: AutoContext = { early, ...this.#messages, win, now: () => this.#clock.now(), redaction: this.#redaction, isOwnRequest: (url) => url.startsWith(this.#base.base + '/') }
+        this.#running.push(...installAutomaticTracking(context, automaticTrackingOptions))
       })
     }
     this.#load(import('./record'), generation, ({ startRecording }) => {
       this.#recording = startRecording(this.#redaction, (event, activity) => this.#messages.record(event, activity))
+    })
+    this.#load(import('./presence'), generation, ({ startPresence }) => {
+      this.#running.push(startPresence(win, this.#clock, this.#identity, this.#transport, this.#delivery, this.#messages))
     })
   }
 
@@ -312,7 +312,7 @@ export class ServiceTracker {
   /** Calls the (deprecated) init endpoint once, the only caller of it, and says what happened. */
   async testConnection(): Promise<ConnectionTest> {
     const { testConnection } = await import('./connection')
-    return testConnection(this.#transport, this.#messages, this.#clock, this.#base.base, API)
+    return testConnection(this.#transport, this.#messages, this.#clock, this.#base.base)
   }
 
   getConnectionStatus(): ConnectionStatus {
@@ -363,56 +363,21 @@ export class ServiceTracker {
     module.then((loaded) => generation === this.#generation && started(loaded)).catch((error) => this.#log.error('start: ' + error))
   }
 
-  #autoContext(early: Event[]): AutoContext {
-    return {
-      early,
-      ...this.#messages,
-      win: this.#win,
-      now: () => this.#clock.now(),
-      redaction: this.#redaction,
-      isOwnRequest: (url) => url.startsWith(this.#base.base + '/'),
-    }
-  }
-
-  /** Who is present: this tab's window of the session. */
-  #presence(sessionId: string) {
-    return { sessionId, endUserId: this.#identity.endUserId, windowId: this.#identity.windowId }
-  }
-
-  /**
-   * Presence, while the session is live; none while the service asks for a wait (Retry-After, which
-   * its answer may set too): the next beat is 30 s on. Its answer says whether someone watches
-   * (`liveViewer`), and that the service answers again: what a drain had to leave is sent, on a page
-   * that sends nothing else.
-   */
-  #beat = () => {
-    this.#clock.clearTimeout(this.#heartbeat)
-    const sessionId = this.#identity.current()
-    if (sessionId && this.#delivery.canSend) {
-      void this.#transport.ping(API + '/heartbeat', { ...this.#presence(sessionId), url: this.#messages.here() }).then((answer) => void (this.#delivery.settle(answer) && this.#delivery.drain()))
-    }
-    this.#heartbeat = this.#clock.setTimeout(this.#beat, HEARTBEAT_MS)
-  }
-
   #listen() {
     if (this.#lifecycle.length) return
     const { document } = this.#win
     const drain = () => void this.#delivery.drain()
     const identity = this.#identity
     this.#lifecycle = [
-      listen(this.#win, 'pagehide', () => {
-        identity.releaseTab()
-        this.#hide(true)
-      }),
-      listen(document, 'visibilitychange', () => (document.visibilityState === 'hidden' ? this.#hide(false) : drain())),
+      listen(this.#win, 'pagehide', () => (identity.releaseTab(), this.#hide())),
+      listen(document, 'visibilitychange', () => (document.visibilityState === 'hidden' ? this.#hide() : drain())),
       listen(this.#win, 'online', drain),
       listen<PageTransitionEvent>(this.#win, 'pageshow', (event) => {
         if (!event.persisted) return
         identity.holdTab()
         drain()
-        // Back from the back/forward cache: page hide ended this window's presence, and the tab may
-        // have shown other pages meanwhile, whose snapshots the replay of this window would go on from.
-        if (this.#started) this.#beat()
+        // Back from the back/forward cache: the tab may have shown other pages meanwhile, whose
+        // snapshots the replay of this window would go on from.
         this.#recording?.snapshot()
       }),
     ]
@@ -420,8 +385,8 @@ export class ServiceTracker {
     void this.#delivery.resume()
   }
 
-  /** Hidden or unloading: what is in flight or waiting persists, what is queued goes by beacon, and page hide ends presence. */
-  #hide(pageHide: boolean) {
+  /** Hidden or unloading: what is in flight or waiting persists, what is queued goes by beacon (on page hide, presence ends after it). */
+  #hide() {
     if (this.#delivery.halted) return
     this.#unloading = true
     try {
@@ -429,9 +394,6 @@ export class ServiceTracker {
       // only what they could not hand over.
       this.#delivery.persistPending()
       this.#messages.flush()
-      if (pageHide && this.#started && this.#delivery.canSend) {
-        void this.#transport.send(API + '/session-end', this.#presence(this.#identity.sessionId(false)), true)
-      }
     } finally {
       this.#unloading = false
     }
@@ -443,7 +405,6 @@ export class ServiceTracker {
     this.#recording?.stop()
     this.#recording = undefined
     for (const undo of this.#running.splice(0)) undo()
-    this.#clock.clearTimeout(this.#heartbeat)
   }
 
   /** 429, `monthlyLimitReached` or a refused key: everything stops (delivery says why). */

@@ -197,10 +197,5 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
       blockedAt = clock.now()
       return sendSticky(path, body, read)
     },
-    /**
-     * The heartbeat: a simple request whose answer (`liveViewer`) is read, in sticky mode too (it needs
-     * no preflight; by beacon, `liveViewer` could never turn off again).
-     */
-    ping: (path: string, body: object): Promise<Answer> => post(path, body, true),
   }
 }
