@@ -38,27 +38,36 @@ export function pacedSockets(): (target: Target) => Promise<Socket> {
     socket.once('close', () => {
       if (socket.bytesRead === 0) unanswered++
     })
-    closeAfterPendingWrites(socket)
+    mendEvents(socket)
     previous = socket
     return socket
   }
 }
 
 /**
- * postgres.js (3.4.9) gathers the writes of one turn of the event loop and sends them from a
- * setImmediate. When a connection's socket closes with such a write pending, it cancels the
- * setImmediate but keeps its handle and the bytes (porsager/postgres#1208 and the reports around it,
- * open upstream): the connection's next sockets are never written to again, not even the startup
- * message, so each waits out connect_timeout in silence, for as many rounds as it takes the bytes
- * piled up to pass 1 KB. A Postgres server restarted under load did that: commits waited for 10 s,
- * and the server itself took 5 s to stop while a silent connection held it. So postgres.js hears of
- * a close only once the writes pending when it came were made: they go nowhere (a closed socket takes
- * them and says nothing), and its state is clean when it connects again. Two turns, so that a write
- * gathered in the turn the close came in, after it, is made first too.
+ * Two ways postgres.js (3.4.9) and Bun's sockets come apart when a connection is lost, both mended
+ * here, on the socket's events.
+ *
+ * postgres.js gathers the writes of one turn of the event loop and sends them from a setImmediate.
+ * When a connection's socket closes with such a write pending, it cancels the setImmediate but keeps
+ * its handle and the bytes (porsager/postgres#1208 and the reports around it, open upstream): the
+ * connection's next sockets are never written to again, not even the startup message, so each waits
+ * out connect_timeout in silence, for as many rounds as it takes the bytes piled up to pass 1 KB. A
+ * Postgres server restarted under load did that: commits waited for 10 s, and the server itself took
+ * 5 s to stop while a silent connection held it. So postgres.js hears of a close only once the writes
+ * pending when it came were made: they go nowhere (a closed socket takes them and says nothing), and
+ * its state is clean when it connects again. Two turns, so that a write gathered in the turn the
+ * close came in, after it, is made first too.
+ *
+ * When it hears of the close, postgres.js removes every listener of the socket, its `error` one too.
+ * Bun may still report the connection's end as an error after that (ECONNRESET from its own close),
+ * and an `error` event nobody listens to is thrown: it ended a core process during a server restart.
+ * Such an error says nothing about a connection already handled as closed; it is dropped.
  */
-function closeAfterPendingWrites(socket: Socket): void {
+function mendEvents(socket: Socket): void {
   const emit = socket.emit
   socket.emit = function (this: Socket, event: string | symbol, ...args: unknown[]) {
+    if (event === 'error' && this.listenerCount('error') === 0) return false
     if (event !== 'close') return emit.call(this, event, ...args)
     setImmediate(() => setImmediate(() => emit.call(this, event, ...args)))
     return true

@@ -240,6 +240,7 @@ describe.skipIf(!runs)('the Postgres server restarted under load from two core p
     }
 
     // Both processes are still running and stored writes again within the bound after each start.
+    for (const core of cores) if (core.proc.exitCode !== null) console.error(`a core exited (${core.proc.exitCode}):\n${core.output().slice(-6000)}`)
     expect(cores.map((core) => core.proc.exitCode)).toEqual([null, null])
     for (const times of recoveries) for (const ms of times) expect(ms).toBeLessThan(RECOVERY_BOUND_MS)
     expect(undelivered).toEqual([])

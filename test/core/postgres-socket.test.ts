@@ -91,3 +91,24 @@ describe('a connection whose socket closes while a statement waits to be written
     }
   })
 })
+
+describe('a socket whose connection postgres.js has let go of', () => {
+  test('an error it reports afterwards (ECONNRESET from its close) is dropped, not thrown', async () => {
+    const server = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+    const socket = await pacedSockets()({ host: ['127.0.0.1'], port: [server.port] })
+    try {
+      await new Promise((resolve) => socket.once('connect', resolve))
+      const heard: unknown[] = []
+      socket.on('error', (error) => heard.push(error))
+      // While someone listens, errors reach them.
+      socket.emit('error', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))
+      expect(heard).toHaveLength(1)
+      // postgres.js removes every listener when it hears of the close.
+      socket.removeAllListeners()
+      expect(() => socket.emit('error', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))).not.toThrow()
+    } finally {
+      socket.destroy()
+      server.stop(true)
+    }
+  })
+})
