@@ -1,5 +1,14 @@
+import type { Clock, PageWindow } from './types'
+
 /** An element's id attribute. Not the property: in a form, `form.id` is the form's field named `id`, if it has one. */
 export const idOf = (el: Element) => el.getAttribute('id') || undefined
+
+/** The page's own clock: its timers. */
+export const pageClock = (win: PageWindow): Clock => ({
+  now: () => Date.now(),
+  setTimeout: (callback, ms) => win.setTimeout(callback, ms),
+  clearTimeout: (handle) => win.clearTimeout(handle as number),
+})
 
 /** What undoes something the tracker did to the page: a listener added, a function wrapped. */
 export type Undo = () => void

@@ -2,7 +2,8 @@ import type { AutoContext } from './auto'
 import { API, resolveIngestionBase, type IngestionBase } from './config'
 import { createDelivery, type Delivery } from './delivery'
 import { STORAGE_REFUSED, connectionStatus } from './diagnostics'
-import { listen, type Undo } from './dom'
+import { listen, pageClock, type Undo } from './dom'
+import { guardMethods, strings } from './guard'
 import { createIdentity, type Identity } from './identity'
 import { uuid } from './ids'
 import { createLogger, type Logger } from './log'
@@ -32,17 +33,6 @@ export { SDK_VERSION }
 
 /** The script this code runs from, read while it is evaluated (a classic script has one). */
 const loadedFrom = typeof document === 'object' ? (document.currentScript as HTMLScriptElement | null)?.src : undefined
-
-const pageClock = (win: PageWindow): Clock => ({
-  now: () => Date.now(),
-  setTimeout: (callback, ms) => win.setTimeout(callback, ms),
-  clearTimeout: (handle) => win.clearTimeout(handle as number),
-})
-
-/** A public method's argument of the wrong type: thrown for the guard (see the class's static block) to refuse. */
-const strings = (...values: unknown[]) => {
-  if (values.some((value) => typeof value != 'string')) throw TypeError('not a string')
-}
 
 /** The browser tracker: records sessions, events, logs, errors and traces and sends them safely. */
 export class ServiceTracker {
@@ -95,24 +85,6 @@ export class ServiceTracker {
   #storageRefused = false
 
   private constructor(apiKey: string, options: TrackerOptions, environment: TrackerEnvironment, win: PageWindow) {
-    // Each public method is the instance's own, bound to it: it works detached too (`const { customEvent }
-    // = tracker`, `then(tracker.identifyUser)`), as a page may call it. And none throws into the page:
-    // what a wrong-typed or malformed argument makes fail (an unparseable URL, selectors that are no
-    // list, a number for a name) is refused with a warning, and nothing else happens. (The two that
-    // return a promise, identifyUser and testConnection, check what they are given and catch what they call.)
-    const methods = this as unknown as Record<string, (...args: unknown[]) => unknown>
-    for (const name of Object.getOwnPropertyNames(ServiceTracker.prototype)) {
-      const method = methods[name]
-      if (name != 'constructor') {
-        methods[name] = (...args) => {
-          try {
-            return method.apply(this, args)
-          } catch (error) {
-            this.#log.warn(name + ': ' + error + '; ignored')
-          }
-        }
-      }
-    }
     this.#apiKey = apiKey
     this.#win = win
     this.#options = options
@@ -124,6 +96,7 @@ export class ServiceTracker {
     )
     const tab = webStorage(() => win.sessionStorage)
     const log = (this.#log = createLogger(options.logLevel ?? 'warn', tab, win.console, now))
+    guardMethods(this, ServiceTracker.prototype, log.warn)
     this.#identity = createIdentity({ local, tab, cookie: cookieStorage(win.document) }, now, () => uuid(now()), () =>
       // The first events of a new session need a full snapshot to replay; not from inside rrweb's emit.
       this.#recording && clock.setTimeout(() => this.#recording?.snapshot(), 0),
