@@ -206,10 +206,10 @@ describe('the session changing while the page stays open', () => {
     const switched = Math.min(...sent.filter((item) => item.sessionId === second).map((item) => item.at))
     expect(sent.filter((item) => item.sessionId === first).every((item) => item.at < switched)).toBe(true)
     expect(sent.filter((item) => item.sessionId === second).map((item) => item.path)).toEqual(['/api/ingestion/customEvent/batch', '/api/ingestion/logs'])
-    // The replay: the old session's chunks first, then the new one's, with the click that began it and a full snapshot.
+    // The replay: the old session's chunks first, then the new one's, its meta and full snapshot first, then the click that began it.
     const chunks = service.to('/events').map((r) => r.body.sessionId)
     expect(chunks.indexOf(second)).toBe(chunks.lastIndexOf(first) + 1)
-    expect(service.to('/events').filter((r) => r.body.sessionId === second).flatMap((r) => r.body.events.map((e: { type: number }) => e.type))).toEqual([3, 4, 2])
+    expect(service.to('/events').filter((r) => r.body.sessionId === second).flatMap((r) => r.body.events.map((e: { type: number }) => e.type))).toEqual([4, 2, 3])
   })
 
   test('logout while a flush is on its way: what it carries stays the old user\'s, retried as it was; what comes after is the new one\'s, in its own batches', async () => {

@@ -135,6 +135,7 @@ export class ServiceTracker {
       release: options.release,
       send: (path, body) => this.#send(path, body),
       idle: () => this.#delivery.idle,
+      running: () => this.#started,
     })
     this.#listen()
   }

@@ -14,7 +14,7 @@ import {
   type Owner,
 } from './queue'
 import type { Redaction } from './redaction'
-import type { RecordedEvent } from './replay'
+import { FULL_SNAPSHOT, META, type RecordedEvent } from './replay'
 import { isErrorLike, toText } from './text'
 import type { Clock, PageWindow, Properties } from './types'
 import { URL_IN_TEXT, withoutCredentials } from './urls'
@@ -29,6 +29,8 @@ export interface MessagesDeps {
   send(path: string, body: Record<string, unknown>): void
   /** The tracker is stopped, or sending halted: what is queued goes at once, nothing waits for a timer. */
   idle(): boolean
+  /** The tracker runs, its recorder (loaded or on its way) taking full snapshots. */
+  running(): boolean
 }
 
 export type Messages = ReturnType<typeof createMessages>
@@ -45,6 +47,8 @@ export const ERROR_KEY_CHARS = 1000
 /** What the service keeps of an error's message and stack (in bytes, so never fewer characters). */
 export const ERROR_MESSAGE_MAX_CHARS = 32 * 1024
 export const ERROR_STACK_MAX_CHARS = 64 * 1024
+/** Replay events waiting for their session's full snapshot (see `record`): at most this many, the rest dropped. */
+export const HELD_MAX = 1000
 
 /** What the browser tells the service about its surroundings, once per replay chunk. */
 function automaticProperties(win: PageWindow, redaction: Redaction) {
@@ -64,7 +68,7 @@ function automaticProperties(win: PageWindow, redaction: Redaction) {
  * network errors, spans, error reports and replay chunks. Items get their `uuid` or chunk `seq` here,
  * once, so every retry and every persisted copy carries the same ones.
  */
-export function createMessages({ win, clock, identity, redaction, release, send, idle }: MessagesDeps) {
+export function createMessages({ win, clock, identity, redaction, release, send, idle, running }: MessagesDeps) {
   let live = false
   /** How many error reports and error lines were not sent, being one of a flood. */
   let flooded = 0
@@ -98,6 +102,13 @@ export function createMessages({ win, clock, identity, redaction, release, send,
   )
   /** Replay last: on page hide, what is small goes before the browser's quota for beacons is spent. */
   const all = () => [events, ...Object.values(telemetry), replay]
+  const addReplay = (event: RecordedEvent, who: Owner) => replay.add(event, who, JSON.stringify(event).length)
+  /** The session of the recorder's last full snapshot on this page. */
+  let snapshotOf: string | undefined
+  /** Replay events waiting for their session's full snapshot, each with its owner. */
+  let held: [RecordedEvent, Owner][] = []
+  /** What waits goes, stamped no earlier than `at` (the snapshot's time: players order events by time). */
+  const letGo = (at = 0) => held.splice(0).forEach(([event, who]) => addReplay(event.timestamp < at ? { ...event, timestamp: at } : event, who))
 
   /**
    * Adds a telemetry item to the batch that goes to `path` as `field`; `owned`: with its session and
@@ -139,10 +150,22 @@ export function createMessages({ win, clock, identity, redaction, release, send,
     navigation(type: string, fromUrl: string, toUrl: string) {
       customEvent('$navigation', { type, from: redaction.pageUrl(fromUrl), to: redaction.pageUrl(toUrl) })
     },
-    /** A recorded event; while nobody acts past the session's end, the page's own changes are not kept. */
+    /**
+     * A recorded event; while nobody acts past the session's end, the page's own changes are not kept.
+     * A player starts from a full snapshot and cannot apply what precedes it, so while the tracker
+     * runs, a session's replay on this page begins with its meta and full snapshot: what a person does,
+     * and what is added, before them waits and goes right after them; the page's own changes meanwhile
+     * are dropped, the snapshot shows what they made. Stopped, nothing waits: no snapshot is to come.
+     */
     record(event: RecordedEvent, activity: boolean) {
       if (!activity && identity.current() === null) return
-      replay.add(event, owner(activity), JSON.stringify(event).length)
+      const who = owner(activity)
+      if (event.type === FULL_SNAPSHOT) {
+        addReplay(event, who)
+        snapshotOf = who.sessionId
+        letGo(event.timestamp)
+      } else if (!running() || snapshotOf === who.sessionId || event.type === META) addReplay(event, who)
+      else if (activity && held.length < HELD_MAX) held.push([event, who])
     },
     report,
     floodGate,
@@ -160,8 +183,15 @@ export function createMessages({ win, clock, identity, redaction, release, send,
     },
     /** Error reports and error lines not sent, being one of a flood. */
     flooded: () => flooded,
-    flush: () => all().forEach((batcher) => batcher.flush()),
-    clear: () => all().forEach((batcher) => batcher.clear()),
+    /** Everything queued goes now, what waits for a snapshot too (a page hidden or left keeps nothing in memory). */
+    flush() {
+      letGo()
+      all().forEach((batcher) => batcher.flush())
+    },
+    clear() {
+      held = []
+      all().forEach((batcher) => batcher.clear())
+    },
     /** A 413'd body in two; a replay chunk's second half gets its own `seq`. */
     split(body: Record<string, unknown>) {
       const halves = halve(body)

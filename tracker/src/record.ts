@@ -1,10 +1,8 @@
 import { record } from '@rrweb/record'
 import type { Redaction } from './redaction'
-import type { RecordedEvent } from './replay'
+import { FULL_SNAPSHOT, META, type RecordedEvent } from './replay'
 import { withoutCredentials, withoutQuery } from './urls'
 
-const META = 4 // rrweb's EventType.Meta, which precedes every full snapshot
-const FULL_SNAPSHOT = 2
 const INCREMENTAL = 3
 const MUTATION = 0 // rrweb's IncrementalSource.Mutation
 const INPUT = 5 // rrweb's IncrementalSource.Input

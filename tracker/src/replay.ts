@@ -1,5 +1,8 @@
 /** rrweb's EventType.Custom: what `addEvent` makes of anything that is not an rrweb event. */
 const CUSTOM = 5
+/** rrweb's EventType.Meta, which precedes every full snapshot, and EventType.FullSnapshot. */
+export const META = 4
+export const FULL_SNAPSHOT = 2
 
 export interface RecordedEvent {
   type: number
