@@ -82,17 +82,26 @@ const lockable = async (endUserId: string) => {
   }
 }
 
+/**
+ * Whether another transaction could lock `endUserId` while the commit `write` starts waits on what
+ * `hold` holds in a transaction of its own; the commit then goes on and ends.
+ */
+async function lockableWhileWaiting(hold: ReturnType<typeof sql>, write: () => Promise<void>, endUserId: string): Promise<boolean> {
+  const release = await holding(hold)
+  const written = write()
+  try {
+    await untilAWriteWaitsOnALock()
+    return await lockable(endUserId)
+  } finally {
+    await release()
+    await written
+  }
+}
+
 describe.skipIf(engine !== 'postgres')('the locks a commit of identifies takes', () => {
   test('waiting for the end user it identifies, it holds none of the end users its events touch after it', async () => {
-    const release = await holding(sql`select 1 from end_users where end_user_id = 'lock-a' for update`)
-    const written = commitOf('lock-b', identify('lock-a'))
-    try {
-      await untilAWriteWaitsOnALock()
-      expect(await lockable('lock-b')).toBe(true)
-    } finally {
-      await release()
-    }
-    await written
+    const hold = sql`select 1 from end_users where end_user_id = 'lock-a' for update`
+    expect(await lockableWhileWaiting(hold, () => commitOf('lock-b', identify('lock-a')), 'lock-b')).toBe(true)
     const stored = await core.database.db.rows(sql`select end_user_id, attributes from end_users where end_user_id in ('lock-a', 'lock-b') order by 1`)
     expect(stored).toEqual([
       { end_user_id: 'lock-a', attributes: { identified: true } },
@@ -101,15 +110,8 @@ describe.skipIf(engine !== 'postgres')('the locks a commit of identifies takes',
   })
 
   test('waiting for the identity lock, an auth-aware identify holds no end user', async () => {
-    const release = await holding(sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${core.project.projectId}))`)
-    const written = commitOf('lock-b', identify('lock-c', { email: 'c@locks.test' }))
-    try {
-      await untilAWriteWaitsOnALock()
-      expect(await lockable('lock-b')).toBe(true)
-    } finally {
-      await release()
-    }
-    await written
+    const hold = sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${core.project.projectId}))`
+    expect(await lockableWhileWaiting(hold, () => commitOf('lock-b', identify('lock-c', { email: 'c@locks.test' })), 'lock-b')).toBe(true)
     const [person] = await core.database.db.rows(sql`select attributes from end_users where end_user_id = 'lock-c'`)
     expect(person).toEqual({ attributes: { identified: true, email: 'c@locks.test' } })
   })
