@@ -2,22 +2,13 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { openBrowser, type TestBrowser } from '../e2e/browser'
 import { builtTracker } from './helpers/build'
+import { CLICK, CUSTOM, FULL_SNAPSHOT, INCREMENTAL, META, MOUSE_DOWN, MOUSE_INTERACTION, type RecordedEvent } from './helpers/rrweb'
 
 /**
  * The order rrweb really emits in, in headless Chromium with t.js as built: a session's replay in a
  * window begins with meta and full snapshot, both at the first start and when a person's click after
  * 30 idle minutes begins a new session (the click comes before the snapshot it causes).
  */
-
-const META = 4
-const FULL_SNAPSHOT = 2
-const INCREMENTAL = 3
-const CUSTOM = 5
-const MOUSE_INTERACTION = 2
-const MOUSE_DOWN = 1
-const CLICK = 2
-
-type Event = { type: number; timestamp: number; data: any }
 
 const PAGE = `<!doctype html>
 <html><head><title>Sock shop</title></head>
@@ -31,7 +22,7 @@ const PAGE = `<!doctype html>
 let site: ReturnType<typeof Bun.serve>
 let browser: TestBrowser
 /** Every replay chunk the site received. */
-const chunks: { sessionId: string; seq: number; events: Event[] }[] = []
+const chunks: { sessionId: string; seq: number; events: RecordedEvent[] }[] = []
 
 beforeAll(async () => {
   const script = await Bun.file(join(await builtTracker(), 't.js')).arrayBuffer()

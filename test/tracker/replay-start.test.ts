@@ -4,6 +4,7 @@ import { HELD_MAX } from '@sightline/tracker/messages'
 import { REPLAY_FLUSH_MS } from '@sightline/tracker/queue'
 import { settle } from './helpers/clock'
 import { closeAll, pageHide, replayEvents, tracked, type Tracked } from './helpers/tracker'
+import { CUSTOM, FULL_SNAPSHOT, INCREMENTAL, META, MOUSE_INTERACTION, MUTATION, type RecordedEvent } from './helpers/rrweb'
 
 afterEach(closeAll)
 
@@ -12,17 +13,8 @@ afterEach(closeAll)
  * a window begins with meta and full snapshot, and what happens before they are taken waits for them.
  */
 
-const META = 4
-const FULL_SNAPSHOT = 2
-const INCREMENTAL = 3
-const CUSTOM = 5
-const MUTATION = 0
-const MOUSE_INTERACTION = 2
-
-type Event = { type: number; timestamp: number; data: any }
-
 /** The replay events of one session, chunk by chunk in `seq` order. */
-const sessionReplay = (service: Tracked['service'], sessionId: string): Event[] =>
+const sessionReplay = (service: Tracked['service'], sessionId: string): RecordedEvent[] =>
   service
     .to('/events')
     .filter((r) => r.body.sessionId === sessionId)
@@ -42,7 +34,7 @@ describe('the replay of a window begins with its full snapshot', () => {
     tracker.customEvent('checkout')
     await settle()
     await clock.advance(REPLAY_FLUSH_MS)
-    const events = replayEvents(service) as Event[]
+    const events = replayEvents(service) as RecordedEvent[]
     expect(events.map((e) => e.type)).toEqual([META, FULL_SNAPSHOT, CUSTOM, CUSTOM])
     expect(events[2].data).toEqual({ tag: 'custom', payload: { step: 'cart' } })
     // Stamped before the snapshot, it would be played before it (players order by time): it takes the snapshot's time.
@@ -110,7 +102,7 @@ describe('the replay of a window begins with its full snapshot', () => {
     await clock.advance(REPLAY_FLUSH_MS)
     const after = tracker.getUserInfo()
     expect(after.sessionId).not.toBe(before.sessionId)
-    expect(service.to('/events').filter((r) => r.body.sessionId === before.sessionId).map((r) => [r.body.endUserId, r.body.events.map((e: Event) => e.data.payload)])).toEqual([[before.endUserId, [{ user: 'previous' }]]])
+    expect(service.to('/events').filter((r) => r.body.sessionId === before.sessionId).map((r) => [r.body.endUserId, r.body.events.map((e: RecordedEvent) => e.data.payload)])).toEqual([[before.endUserId, [{ user: 'previous' }]]])
     const events = sessionReplay(service, after.sessionId)
     expect(events.map((e) => e.type)).toEqual([META, FULL_SNAPSHOT, CUSTOM])
     expect(events[2].data.payload).toEqual({ user: 'next' })
@@ -122,7 +114,7 @@ describe('the replay of a window begins with its full snapshot', () => {
     for (let i = 0; i < HELD_MAX + 5; i++) tracker.addEvent({ i })
     await settle()
     await clock.advance(REPLAY_FLUSH_MS)
-    const events = replayEvents(service) as Event[]
+    const events = replayEvents(service) as RecordedEvent[]
     expect(events.slice(0, 2).map((e) => e.type)).toEqual([META, FULL_SNAPSHOT])
     expect(events.slice(2).map((e) => e.data.payload.i)).toEqual(Array.from({ length: HELD_MAX }, (_, i) => i))
   })

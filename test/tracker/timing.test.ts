@@ -4,13 +4,12 @@ import { SLOW_REQUEST_MS } from '@sightline/tracker/auto/network'
 import { RAGE_CLICKS, RAGE_WINDOW_MS } from '@sightline/tracker/auto/clicks'
 import { SESSION_IDLE_MS, SESSION_MAX_MS } from '@sightline/tracker/identity'
 import { fakeClock, settle } from './helpers/clock'
+import { FULL_SNAPSHOT } from './helpers/rrweb'
 import { KEY, closeAll, pageHide, replayEvents, tracked, type Tracked } from './helpers/tracker'
 
 afterEach(closeAll)
 
 /** Every timing constant of the tracker, on an injected clock: nothing here waits for real time. */
-
-const FULL_SNAPSHOT = 2
 
 describe('custom events: 100 ms or 50 events', () => {
   test(`flushed ${EVENT_FLUSH_MS} ms after the first event`, async () => {
