@@ -1,6 +1,5 @@
 import { mkdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { PGlite, type Transaction } from '@electric-sql/pglite'
 import { sql, type SQLWrapper } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
@@ -12,7 +11,7 @@ import { ConfigError, withoutPassword } from './config'
 import { DatabaseInUseError, lockDataDir } from './data-dir-lock'
 import { pacedSockets } from './postgres-socket'
 import { postgresTransactions } from './postgres-transaction'
-import { adoptDrizzleParsers, copyInto, drizzleClient, embeddedStartOptions, preparingClient, StatementCache } from './pglite'
+import { copyIn, drizzleClient, openEmbeddedThread, type EmbeddedThread, type OpenOptions } from './pglite-remote'
 import * as schema from '@sightline/schema'
 
 export type Orm = PgDatabase<PgQueryResultHKT, typeof schema>
@@ -84,8 +83,9 @@ export function affectedRowsOf(result: unknown): number {
   return rows
 }
 
-export function openDatabase(options: { databaseUrl?: string; dataDir: string }): Promise<Database> {
-  return options.databaseUrl ? Promise.resolve(postgresDatabase(options.databaseUrl)) : openEmbeddedDatabase(options.dataDir)
+export function openDatabase(options: { databaseUrl?: string; dataDir: string; onEmbeddedFailure?: OpenOptions['onFailure'] }): Promise<Database> {
+  if (options.databaseUrl) return Promise.resolve(postgresDatabase(options.databaseUrl))
+  return openEmbeddedDatabase(options.dataDir, { guardMemory: true, onFailure: options.onEmbeddedFailure })
 }
 
 export function postgresDatabase(url: string, poolSize = 10): Database {
@@ -166,11 +166,22 @@ export function answerWithin<T>(promise: Promise<T>, ms: number, message: string
   return Promise.race([promise, deadline]).finally(() => clearTimeout(timer))
 }
 
+/**
+ * A postgres.js client whose connections are paced by pacedSockets alone. postgres.js (3.4.9) has a
+ * reconnection backoff of its own, and it is what made core slow to store again after a server
+ * restart: one count for the whole pool of every connection that closed with an error, reset only
+ * once a connection completes its startup, from which each connection closing takes a delay of up to
+ * 20 s (3^count / 100 s, times 0.5 to 1 at random) that it waits before connecting again, whatever
+ * the server does meanwhile. A restart refuses some ten connections a process, enough for delays of
+ * 5 to 20 s: writes handed to those connections waited them out after the server was back (up to
+ * the writer's 10 s commit timeout), while other connections were already answered. pacedSockets
+ * paces the same connections (those closed unanswered), and ends its pauses once one is answered.
+ */
 function connect(url: string, options: postgres.Options<{}>) {
   try {
     // `socket` is documented (postgres.js's README, "Custom socket") but missing from its types.
     const socket = { socket: pacedSockets() } as postgres.Options<{}>
-    return postgres(url, { connect_timeout: 5, onnotice: () => {}, ...socket, ...options })
+    return postgres(url, { connect_timeout: 5, backoff: false, onnotice: () => {}, ...socket, ...options })
   } catch (error) {
     throw new ConfigError(`DATABASE_URL is not a valid connection string (${errorMessage(error)})`)
   }
@@ -191,7 +202,7 @@ export function errorMessage(error: unknown): string {
 export const errorText = (error: unknown): string => errorMessage(error).slice(0, 300)
 
 /** Embedded PGlite, persisted under `dataDir`; one process at a time may open it. */
-export async function openEmbeddedDatabase(dataDir: string): Promise<Database> {
+export async function openEmbeddedDatabase(dataDir: string, options: Pick<OpenOptions, 'guardMemory' | 'onFailure'> = {}): Promise<Database> {
   const unusable = (error: unknown) => new ConfigError(`DATA_DIR: cannot open the embedded database in ${resolve(dataDir)}: ${errorMessage(error)}`)
   let releaseLock: () => void
   try {
@@ -201,41 +212,38 @@ export async function openEmbeddedDatabase(dataDir: string): Promise<Database> {
     throw error instanceof DatabaseInUseError ? error : unusable(error)
   }
   try {
-    const pg = await PGlite.create(join(dataDir, 'pglite'), embeddedStartOptions())
-    // A first start runs initdb in a second PGlite and leaves it as garbage, most of a gigabyte,
-    // which the collector only frees once that instance's last callbacks have run.
-    await Bun.sleep(0)
-    Bun.gc(true)
-    return embeddedDatabase(pg, releaseLock)
+    return embeddedDatabase(await openEmbeddedThread({ ...options, dataDir: join(dataDir, 'pglite') }), releaseLock)
   } catch (error) {
     releaseLock()
     throw unusable(error)
   }
 }
 
-/** Wraps an open PGlite (in memory in tests, on disk in production). See pglite.ts for the clients. */
-export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}): Database {
-  adoptDrizzleParsers(pg)
-  const orm = drizzlePglite({ client: drizzleClient(pg) as unknown as PGlite, schema }) as unknown as Orm
+/** An embedded database in memory, from a `dump` of another (tests start each from a migrated one). */
+export async function openMemoryDatabase(loadDataDir?: Blob): Promise<Database & { dump(): Promise<Blob> }> {
+  const thread = await openEmbeddedThread({ loadDataDir })
+  return Object.assign(embeddedDatabase(thread), { dump: () => thread.dump() })
+}
+
+/** The embedded database on its thread (see pglite-remote.ts; the clients it runs are in pglite.ts). */
+function embeddedDatabase(thread: EmbeddedThread, onClose: () => void = () => {}): Database {
+  const orm = drizzlePglite({ client: drizzleClient(thread, { prepared: false }) as never, schema }) as unknown as Orm
   // The writers' transactions (raw SQL, a few statements again and again) prepare their statements.
-  const statements = new StatementCache()
-  // The PGlite transaction under the drizzle one a writer is handed: drizzle opens it and calls the
-  // writer's callback at once, with nothing in between that could open another (see `transaction`).
-  let opened: Transaction | undefined
-  const writers = drizzlePglite({
-    client: drizzleClient(pg, (tx) => ((opened = tx), preparingClient(pg, tx, statements))) as unknown as PGlite,
-  }) as unknown as Orm
+  // `opened` is the transaction under the drizzle one a writer is handed: drizzle opens it and calls
+  // the writer's callback at once, with nothing in between that could open another.
+  let opened = 0
+  const writers = drizzlePglite({ client: drizzleClient(thread, { prepared: true, onTransaction: (tx) => (opened = tx) }) as never }) as unknown as Orm
   return {
     kind: 'embedded',
     orm,
     rows: async (query, executor = orm) => rowsOf(await executor.execute(query)),
-    transaction: (fn) => writers.transaction((tx) => fn(tx, copyInto(opened!))),
+    transaction: (fn) => writers.transaction((tx) => fn(tx, copyIn(thread, opened))),
     async listen(channel, onMessage, onConnect) {
-      const unlisten = await pg.listen(channel, onMessage)
+      const unlisten = await thread.listen(channel, onMessage)
       onConnect?.()
       return unlisten
     },
-    notify: async (channel, payload) => void (await pg.query('select pg_notify($1, $2)', [channel, payload])),
+    notify: async (channel, payload) => void (await thread.query('select pg_notify($1, $2)', [channel, payload])),
     async migrate(whileLocked) {
       // A single process owns the embedded database (see lockDataDir), so no lock is needed.
       await migratePglite(orm as never, { migrationsFolder: MIGRATIONS_FOLDER }).catch((error) => {
@@ -244,7 +252,7 @@ export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}): Da
       await whileLocked?.(orm)
     },
     async close() {
-      await pg.close()
+      await thread.close()
       onClose()
     },
   }

@@ -20,28 +20,51 @@ const MAX_WAIT_MS = 2_000
  * lasted, on some 40% of a core: enough to use up the host's ephemeral ports within a minute. After
  * such a connection the next waits, from 50 ms doubling to 2 s, until one is answered again.
  *
+ * Answered is any connection of the client's, not only the last one made: the pool opens several at
+ * once, and one answered while others still wait out their pause means the server is back, so those
+ * go at once. Waiting on, they kept reservations that had been handed to them for up to 2 s after
+ * another connection was already in use.
+ *
+ * This is the only pacing the client's connections get: see `connect` in db.ts for postgres.js's own.
+ *
  * The sockets are made as postgres.js makes them (the host list in turn, or the Unix socket); it
  * still negotiates TLS, keepalive and the rest on them.
  */
 export function pacedSockets(): (target: Target) => Promise<Socket> {
   let unanswered = 0
-  let previous: Socket | undefined
   let attempt = 0
+  /** Ends the pauses under way, once a connection is answered. */
+  const pausing = new Set<() => void>()
   return async (target) => {
-    // The server answered the last connection made: it is up, whatever came before.
-    if (previous && previous.bytesRead > 0) unanswered = 0
-    if (unanswered > 0) await Bun.sleep(Math.min(MAX_WAIT_MS, FIRST_WAIT_MS * 2 ** (unanswered - 1)))
+    if (unanswered > 0) await pause(Math.min(MAX_WAIT_MS, FIRST_WAIT_MS * 2 ** (unanswered - 1)), pausing)
     const i = attempt++ % target.host.length
     const socket = target.path ? connect(target.path) : connect(target.port[i], target.host[i])
     // postgres.js names the server from these in its errors, and as TLS's server name.
     Object.assign(socket, { host: target.host[i], port: target.port[i] })
+    // The server answered: it is up, whatever came before.
+    socket.once('data', () => {
+      unanswered = 0
+      for (const end of pausing) end()
+    })
     socket.once('close', () => {
       if (socket.bytesRead === 0) unanswered++
     })
     mendEvents(socket)
-    previous = socket
     return socket
   }
+}
+
+/** Waits `ms`, or less if a connection is answered meanwhile. */
+function pause(ms: number, pausing: Set<() => void>): Promise<void> {
+  return new Promise((resolve) => {
+    const end = () => {
+      clearTimeout(timer)
+      pausing.delete(end)
+      resolve()
+    }
+    const timer = setTimeout(end, ms)
+    pausing.add(end)
+  })
 }
 
 /**

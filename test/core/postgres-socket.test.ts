@@ -46,26 +46,68 @@ describe('a server that closes every connection unanswered', () => {
   })
 })
 
+// A server restarted refuses connections while it is down; core must store again soon after it is back.
+describe('a server that refused connections for a while', () => {
+  test('is connected to again within one pause of its return, not after postgres.js\'s own backoff', async () => {
+    const port = refusingPort()
+    const db = postgresDatabase(`postgres://sightline@127.0.0.1:${port}/sightline`, 1)
+    let server: ReturnType<typeof fakeServer> | undefined
+    try {
+      // Asked again and again while it is down, as the writer and the health checks do: each attempt
+      // is refused, and the connection's next one paced (from 50 ms up to 2 s).
+      const downUntil = performance.now() + 4_000
+      let refused = 0
+      while (performance.now() < downUntil) await db.rows(sql`select 1`).catch(() => refused++)
+      expect(refused).toBeGreaterThan(3)
+      server = fakeServer(port)
+      const back = performance.now()
+      await answerWithin(db.rows(sql`select 1`), 8_000, 'no answer')
+      // At most the pause of a refused connection (2 s). With postgres.js's backoff, whose count of
+      // refused connections is 6 or more by now, it waits 3.6 s and more, up to 20 s.
+      expect(performance.now() - back).toBeLessThan(2_500)
+    } finally {
+      await db.close()
+      server?.stop(true)
+    }
+  }, 15_000)
+
+  test('pauses under way end once one of the connections is answered', async () => {
+    const paced = pacedSockets()
+    const refused = { host: ['127.0.0.1'], port: [refusingPort()] }
+    const sockets: Socket[] = []
+    const server = fakeServer(0)
+    try {
+      // Seven refused at once: the next connection waits 2 s.
+      const closes = await Promise.all(Array.from({ length: 7 }, () => paced(refused)))
+      sockets.push(...closes)
+      await Promise.all(closes.map((socket) => new Promise((resolve) => socket.once('close', resolve))))
+      await Bun.sleep(10)
+      const up = { host: ['127.0.0.1'], port: [server.port] }
+      const asked = performance.now()
+      const first = paced(up)
+      await Bun.sleep(1_000)
+      const second = paced(up)
+      const answeredFirst = await first
+      sockets.push(answeredFirst)
+      // It is answered (the fake server greets whatever it is sent first).
+      answeredFirst.write(Buffer.from([0, 0, 0, 8, 0, 0, 0, 0]))
+      await new Promise((resolve) => answeredFirst.once('data', resolve))
+      sockets.push(await second)
+      // The second began its 2 s pause 1 s after the first: it ends with the first's answer.
+      expect(performance.now() - asked).toBeLessThan(2_600)
+    } finally {
+      for (const socket of sockets) socket.destroy()
+      server.stop(true)
+    }
+  })
+})
+
 // postgres.js gathers a turn's writes and sends them from a setImmediate; a socket closing with one
 // pending left every later socket of that connection unwritten to (see closeAfterPendingWrites).
 describe('a connection whose socket closes while a statement waits to be written', () => {
   test('connects again and is answered, its startup message sent', async () => {
-    // Just enough of a server: authentication ok and ready, then each simple query done and ready.
-    const ready = Buffer.from([0x5a, 0, 0, 0, 5, 0x49])
-    const greeting = Buffer.concat([Buffer.from([0x52, 0, 0, 0, 8, 0, 0, 0, 0]), ready])
-    const done = Buffer.concat([Buffer.from([0x43, 0, 0, 0, 13]), Buffer.from('SELECT 0\0'), ready])
     const received: number[] = []
-    const server = Bun.listen<{ connection: number }>({
-      hostname: '127.0.0.1',
-      port: 0,
-      socket: {
-        open: (socket) => void (socket.data = { connection: received.push(0) - 1 }),
-        data(socket, data) {
-          socket.write(received[socket.data.connection] === 0 ? greeting : done)
-          received[socket.data.connection] += data.length
-        },
-      },
-    })
+    const server = fakeServer(0, received)
     const paced = pacedSockets()
     const sockets: Socket[] = []
     const client = postgres(`postgres://sightline@127.0.0.1:${server.port}/sightline`, {
@@ -112,3 +154,32 @@ describe('a socket whose connection postgres.js has let go of', () => {
     }
   })
 })
+
+/**
+ * Just enough of a Postgres server on `port` (0: any free one): authentication ok and ready, then
+ * whatever comes answered as one statement done and ready. `received` counts each connection's bytes.
+ */
+function fakeServer(port: number, received: number[] = []) {
+  const ready = Buffer.from([0x5a, 0, 0, 0, 5, 0x49])
+  const greeting = Buffer.concat([Buffer.from([0x52, 0, 0, 0, 8, 0, 0, 0, 0]), ready])
+  const done = Buffer.concat([Buffer.from([0x43, 0, 0, 0, 13]), Buffer.from('SELECT 0\0'), ready])
+  return Bun.listen<{ connection: number }>({
+    hostname: '127.0.0.1',
+    port,
+    socket: {
+      open: (socket) => void (socket.data = { connection: received.push(0) - 1 }),
+      data(socket, data) {
+        socket.write(received[socket.data.connection] === 0 ? greeting : done)
+        received[socket.data.connection] += data.length
+      },
+    },
+  })
+}
+
+/** A port nothing listens on: connections to it are refused. */
+function refusingPort(): number {
+  const listener = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const { port } = listener
+  listener.stop(true)
+  return port
+}
