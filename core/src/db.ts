@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import { PGlite, type Transaction } from '@electric-sql/pglite'
 import { sql, type SQLWrapper } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
@@ -11,7 +12,7 @@ import { ConfigError, withoutPassword } from './config'
 import { DatabaseInUseError, lockDataDir } from './data-dir-lock'
 import { pacedSockets } from './postgres-socket'
 import { postgresTransactions } from './postgres-transaction'
-import { copyIn, drizzleClient, openEmbeddedThread, type EmbeddedThread, type OpenOptions } from './pglite-remote'
+import { adoptDrizzleParsers, copyInto, drizzleClient, embeddedStartOptions, preparingClient, StatementCache } from './pglite'
 import * as schema from '@sightline/schema'
 
 export type Orm = PgDatabase<PgQueryResultHKT, typeof schema>
@@ -83,9 +84,8 @@ export function affectedRowsOf(result: unknown): number {
   return rows
 }
 
-export function openDatabase(options: { databaseUrl?: string; dataDir: string; onEmbeddedFailure?: OpenOptions['onFailure'] }): Promise<Database> {
-  if (options.databaseUrl) return Promise.resolve(postgresDatabase(options.databaseUrl))
-  return openEmbeddedDatabase(options.dataDir, { guardMemory: true, onFailure: options.onEmbeddedFailure })
+export function openDatabase(options: { databaseUrl?: string; dataDir: string }): Promise<Database> {
+  return options.databaseUrl ? Promise.resolve(postgresDatabase(options.databaseUrl)) : openEmbeddedDatabase(options.dataDir)
 }
 
 export function postgresDatabase(url: string, poolSize = 10): Database {
@@ -202,7 +202,7 @@ export function errorMessage(error: unknown): string {
 export const errorText = (error: unknown): string => errorMessage(error).slice(0, 300)
 
 /** Embedded PGlite, persisted under `dataDir`; one process at a time may open it. */
-export async function openEmbeddedDatabase(dataDir: string, options: Pick<OpenOptions, 'guardMemory' | 'onFailure'> = {}): Promise<Database> {
+export async function openEmbeddedDatabase(dataDir: string): Promise<Database> {
   const unusable = (error: unknown) => new ConfigError(`DATA_DIR: cannot open the embedded database in ${resolve(dataDir)}: ${errorMessage(error)}`)
   let releaseLock: () => void
   try {
@@ -212,38 +212,41 @@ export async function openEmbeddedDatabase(dataDir: string, options: Pick<OpenOp
     throw error instanceof DatabaseInUseError ? error : unusable(error)
   }
   try {
-    return embeddedDatabase(await openEmbeddedThread({ ...options, dataDir: join(dataDir, 'pglite') }), releaseLock)
+    const pg = await PGlite.create(join(dataDir, 'pglite'), embeddedStartOptions())
+    // A first start runs initdb in a second PGlite and leaves it as garbage, most of a gigabyte,
+    // which the collector only frees once that instance's last callbacks have run.
+    await Bun.sleep(0)
+    Bun.gc(true)
+    return embeddedDatabase(pg, releaseLock)
   } catch (error) {
     releaseLock()
     throw unusable(error)
   }
 }
 
-/** An embedded database in memory, from a `dump` of another (tests start each from a migrated one). */
-export async function openMemoryDatabase(loadDataDir?: Blob): Promise<Database & { dump(): Promise<Blob> }> {
-  const thread = await openEmbeddedThread({ loadDataDir })
-  return Object.assign(embeddedDatabase(thread), { dump: () => thread.dump() })
-}
-
-/** The embedded database on its thread (see pglite-remote.ts; the clients it runs are in pglite.ts). */
-function embeddedDatabase(thread: EmbeddedThread, onClose: () => void = () => {}): Database {
-  const orm = drizzlePglite({ client: drizzleClient(thread, { prepared: false }) as never, schema }) as unknown as Orm
+/** Wraps an open PGlite (in memory in tests, on disk in production). See pglite.ts for the clients. */
+export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}): Database {
+  adoptDrizzleParsers(pg)
+  const orm = drizzlePglite({ client: drizzleClient(pg) as unknown as PGlite, schema }) as unknown as Orm
   // The writers' transactions (raw SQL, a few statements again and again) prepare their statements.
-  // `opened` is the transaction under the drizzle one a writer is handed: drizzle opens it and calls
-  // the writer's callback at once, with nothing in between that could open another.
-  let opened = 0
-  const writers = drizzlePglite({ client: drizzleClient(thread, { prepared: true, onTransaction: (tx) => (opened = tx) }) as never }) as unknown as Orm
+  const statements = new StatementCache()
+  // The PGlite transaction under the drizzle one a writer is handed: drizzle opens it and calls the
+  // writer's callback at once, with nothing in between that could open another (see `transaction`).
+  let opened: Transaction | undefined
+  const writers = drizzlePglite({
+    client: drizzleClient(pg, (tx) => ((opened = tx), preparingClient(pg, tx, statements))) as unknown as PGlite,
+  }) as unknown as Orm
   return {
     kind: 'embedded',
     orm,
     rows: async (query, executor = orm) => rowsOf(await executor.execute(query)),
-    transaction: (fn) => writers.transaction((tx) => fn(tx, copyIn(thread, opened))),
+    transaction: (fn) => writers.transaction((tx) => fn(tx, copyInto(opened!))),
     async listen(channel, onMessage, onConnect) {
-      const unlisten = await thread.listen(channel, onMessage)
+      const unlisten = await pg.listen(channel, onMessage)
       onConnect?.()
       return unlisten
     },
-    notify: async (channel, payload) => void (await thread.query('select pg_notify($1, $2)', [channel, payload])),
+    notify: async (channel, payload) => void (await pg.query('select pg_notify($1, $2)', [channel, payload])),
     async migrate(whileLocked) {
       // A single process owns the embedded database (see lockDataDir), so no lock is needed.
       await migratePglite(orm as never, { migrationsFolder: MIGRATIONS_FOLDER }).catch((error) => {
@@ -252,7 +255,7 @@ function embeddedDatabase(thread: EmbeddedThread, onClose: () => void = () => {}
       await whileLocked?.(orm)
     },
     async close() {
-      await thread.close()
+      await pg.close()
       onClose()
     },
   }
