@@ -11,14 +11,19 @@ interface Target {
 const FIRST_WAIT_MS = 50
 const MAX_WAIT_MS = 2_000
 
+/** The first byte of a Postgres ErrorResponse message. */
+const ERROR_RESPONSE = 0x45
+
 /**
  * The connections of one postgres.js client, made here so that they are paced. postgres.js connects
  * again at once, without end, when a connection being opened for a query closes before the server
  * said anything (porsager/postgres#1193): no backoff, and a connect_timeout that restarts with every
  * attempt. That is what a proxy or a container's published port in front of a Postgres that is down
  * does, and it made core open about a thousand connections a second, for as long as the outage
- * lasted, on some 40% of a core: enough to use up the host's ephemeral ports within a minute. After
- * such a connection the next waits, from 50 ms doubling to 2 s, until one is answered again.
+ * lasted, on some 40% of a core: enough to use up the host's ephemeral ports within a minute. A
+ * server shutting down answers each connection with an error and closes it, and postgres.js opens
+ * a LISTEN connection again at once when it is lost: some 600 connections a second. After such a
+ * connection the next waits, from 50 ms doubling to 2 s, until one is answered again.
  *
  * Answered is any connection of the client's, not only the last one made: the pool opens several at
  * once, and one answered while others still wait out their pause means the server is back, so those
@@ -41,13 +46,18 @@ export function pacedSockets(): (target: Target) => Promise<Socket> {
     const socket = target.path ? connect(target.path) : connect(target.port[i], target.host[i])
     // postgres.js names the server from these in its errors, and as TLS's server name.
     Object.assign(socket, { host: target.host[i], port: target.port[i] })
-    // The server answered: it is up, whatever came before.
-    socket.once('data', () => {
+    // The server answered: it is up, whatever came before. Unless its answer is an error, which
+    // is how Postgres turns connections away while it shuts down or starts up (57P03) and when it
+    // has too many (53300): such a connection counts as unanswered, and the next waits its pause.
+    let answered = false
+    socket.once('data', (chunk: Buffer) => {
+      if (chunk[0] === ERROR_RESPONSE) return
+      answered = true
       unanswered = 0
       for (const end of pausing) end()
     })
     socket.once('close', () => {
-      if (socket.bytesRead === 0) unanswered++
+      if (!answered) unanswered++
     })
     mendEvents(socket)
     return socket

@@ -46,6 +46,27 @@ describe('a server that closes every connection unanswered', () => {
   })
 })
 
+describe('a server that answers every connection with an error', () => {
+  test('(shutting down, starting up, too many clients) is connected to again at a pace too', async () => {
+    // What Postgres says while it shuts down: FATAL 57P03, then it closes the connection. A LISTEN
+    // connection (the key cache's) is one postgres.js opens again by itself as soon as it is lost.
+    let accepted = 0
+    const fatal = errorResponse('FATAL', '57P03', 'the database system is shutting down')
+    const refusing = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { open: () => void accepted++, data: (socket) => void socket.end(fatal) } })
+    const db = postgresDatabase(`postgres://sightline@127.0.0.1:${refusing.port}/sightline`)
+    try {
+      void db.listen('changes', () => {}).catch(() => {})
+      await Bun.sleep(2_000)
+      // Paced as connections closed unanswered (50 ms doubling): a handful in 2 s. Unpaced, hundreds.
+      expect(accepted).toBeGreaterThan(1)
+      expect(accepted).toBeLessThanOrEqual(10)
+    } finally {
+      refusing.stop(true)
+      await db.close()
+    }
+  })
+})
+
 // A server restarted refuses connections while it is down; core must store again soon after it is back.
 describe('a server that refused connections for a while', () => {
   test('is connected to again within one pause of its return, not after postgres.js\'s own backoff', async () => {
@@ -174,6 +195,14 @@ function fakeServer(port: number, received: number[] = []) {
       },
     },
   })
+}
+
+/** A Postgres ErrorResponse message with its severity, SQLSTATE and message fields. */
+function errorResponse(severity: string, code: string, message: string): Buffer {
+  const fields = Buffer.from(`S${severity}\0C${code}\0M${message}\0\0`)
+  const length = Buffer.alloc(4)
+  length.writeUInt32BE(fields.length + 4)
+  return Buffer.concat([Buffer.from('E'), length, fields])
 }
 
 /** A port nothing listens on: connections to it are refused. */
