@@ -124,7 +124,7 @@ describe('a server that refused connections for a while', () => {
 })
 
 // postgres.js gathers a turn's writes and sends them from a setImmediate; a socket closing with one
-// pending left every later socket of that connection unwritten to (see closeAfterPendingWrites).
+// pending left every later socket of that connection unwritten to (see mendEvents in core/src/postgres-socket.ts).
 describe('a connection whose socket closes while a statement waits to be written', () => {
   test('connects again and is answered, its startup message sent', async () => {
     const received: number[] = []
