@@ -5,6 +5,7 @@ import { startPostgres, type PostgresServer } from './lib/postgres'
 import { fmt, medianOf, table, type Row } from './lib/report'
 import { readRecording, replayChunkBodies } from './lib/replay'
 import { freePort, peakRssMb, removeDir, resetPeakRss, tempDir, waitForHttp } from './lib/system'
+import { describeShares, sampleWaits } from './lib/waits'
 import { runWrk, type LoadOptions, type LoadResult } from './lib/wrk'
 
 /**
@@ -168,7 +169,13 @@ interface Context {
   log(message: string): void
 }
 
-async function singles(ctx: Context, core: CoreProcess): Promise<Row[]> {
+/** Where the server's backends spend P1's or P2's load, in one more run of it (the sampling adds its own queries). */
+async function waitsRow(phase: string, url: string, options: LoadOptions & { seconds: number }): Promise<Row> {
+  const { shares } = await sampleWaits(url, load(options))
+  return { name: `${phase}: where Postgres's backends spend a transaction (sampled in one more run)`, value: describeShares(shares) }
+}
+
+async function singles(ctx: Context, core: CoreProcess, pg: PostgresServer): Promise<Row[]> {
   const { runs, seconds, warmup, rawUrl } = ctx
   ctx.log('P1 single customEvent vs raw Bun.serve')
   const bodies = Array.from({ length: 64 }, (_, i) => customEvent(i))
@@ -191,6 +198,7 @@ async function singles(ctx: Context, core: CoreProcess): Promise<Row[]> {
     { name: 'P1 raw Bun.serve, parse only', value: `${fmt(single.raw)} req/s` },
     { name: 'P1 ratio to raw', value: fmt(single.rps / single.raw, 2), target: '≥ 0.50', met: single.rps / single.raw >= 0.5 },
     { name: 'P1 at 256 connections', value: `${fmt(wide.rps)} req/s, p99 ${fmt(wide.p99, 2)} ms; raw ${fmt(wide.raw)} req/s; ratio ${fmt(wide.rps / wide.raw, 2)}` },
+    await waitsRow('P1', pg.url, p1),
   ]
 }
 
@@ -210,6 +218,7 @@ async function batches(ctx: Context, core: CoreProcess, pg: PostgresServer): Pro
     { name: 'P2 customEvent/batch ×20, durable', value: `${fmt(batch.eventsPerSecond)} events/s, p99 ${fmt(batch.p99, 2)} ms` },
     { name: 'P2 COPY of the same rows', value: `${fmt(batch.copy)} rows/s` },
     { name: 'P2 ratio to COPY', value: fmt(batch.eventsPerSecond / batch.copy, 2), target: '≥ 0.75', met: batch.eventsPerSecond / batch.copy >= 0.75 },
+    await waitsRow('P2', pg.url, p2),
   ]
 }
 
@@ -279,7 +288,7 @@ export async function main(args: string[]): Promise<void> {
       pg = await startPostgres()
       core = await startCoreProcess({ DATABASE_URL: pg.url })
       resetPeakRss(core.proc.pid)
-      if (measures('P1')) rows.push(...(await singles(ctx, core)))
+      if (measures('P1')) rows.push(...(await singles(ctx, core, pg)))
       if (measures('P2')) rows.push(...(await batches(ctx, core, pg)))
       const peakRssP12 = (await peakRssMb(core.proc.pid)) ?? NaN
       resetPeakRss(core.proc.pid)
