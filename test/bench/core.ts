@@ -171,7 +171,7 @@ interface Context {
 
 /** Where the server's backends spend P1's or P2's load, in one more run of it (the sampling adds its own queries). */
 async function waitsRow(phase: string, url: string, options: LoadOptions & { seconds: number }): Promise<Row> {
-  const { shares } = await sampleWaits(url, load(options))
+  const shares = await sampleWaits(url, load(options))
   return { name: `${phase}: where Postgres's backends spend a transaction (sampled in one more run)`, value: describeShares(shares) }
 }
 
