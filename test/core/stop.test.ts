@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import { createTestDatabase, engine, migratedSnapshot, type TestDatabase } from '../helpers/database'
-import { spawnCore, type CoreProcess } from '../helpers/process'
+import { requestByHand, spawnCore, type CoreProcess } from '../helpers/process'
 import { proxiedTestDatabase } from '../helpers/breakable-database'
 
 // How a core process stops when it is asked to while something keeps it busy: a client that never
@@ -34,25 +34,15 @@ const keyOf = (core: CoreProcess) => core.output().match(/shown this once: +(sl_
 
 /** A request whose body is announced but only trickles in: the connection stays busy until cut. */
 async function tricklingRequest(core: CoreProcess, key: string) {
-  const { hostname, port } = new URL(core.url)
-  let answer = ''
-  let closed = false
-  const socket = await Bun.connect({
-    hostname,
-    port: Number(port),
-    socket: {
-      data: (_socket, data) => void (answer += new TextDecoder().decode(data)),
-      close: () => void (closed = true),
-    },
-  })
-  socket.write(`POST /api/ingestion/customEvent HTTP/1.1\r\nHost: core\r\nAuthorization: Bearer ${key}\r\nContent-Length: 1000\r\n\r\n{"sessionId":"s",`)
-  const trickle = setInterval(() => socket.write(' '), 200)
+  const head = `POST /api/ingestion/customEvent HTTP/1.1\r\nHost: core\r\nAuthorization: Bearer ${key}\r\nContent-Length: 1000\r\n\r\n`
+  const request = await requestByHand(core.url, `${head}{"sessionId":"s",`)
+  const trickle = setInterval(() => request.send(' '), 200)
   return {
-    answer: () => answer,
-    closed: () => closed,
+    answer: request.answer,
+    closed: request.closed,
     end() {
       clearInterval(trickle)
-      socket.end()
+      request.end()
     },
   }
 }

@@ -70,3 +70,37 @@ export async function runAdmin(args: string[], env: Record<string, string>) {
   const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   return { exitCode, stdout, stderr }
 }
+
+/**
+ * An HTTP/1.1 request written by hand on a connection of its own, so that a test decides when each part
+ * of it reaches core: `firstPart` at once, the rest with `send`.
+ */
+export async function requestByHand(url: string, firstPart: string) {
+  const { hostname, port } = new URL(url)
+  let answer = ''
+  let closed = false
+  let onClose = () => {}
+  const finished = new Promise<void>((resolve) => (onClose = resolve))
+  const decoder = new TextDecoder()
+  const socket = await Bun.connect({
+    hostname,
+    port: Number(port),
+    socket: {
+      data: (_socket, data) => void (answer += decoder.decode(data, { stream: true })),
+      close: () => {
+        closed = true
+        onClose()
+      },
+    },
+  })
+  socket.write(firstPart)
+  return {
+    send: (text: string) => void socket.write(text),
+    end: () => void socket.end(),
+    /** What core answered so far. */
+    answer: () => answer,
+    closed: () => closed,
+    /** Settles once the connection is closed: by core after answering a request sent with `Connection: close`. */
+    finished,
+  }
+}
