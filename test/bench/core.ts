@@ -294,10 +294,13 @@ export async function main(args: string[]): Promise<void> {
       resetPeakRss(core.proc.pid)
       if (measures('P3')) rows.push(...(await replayChunks(ctx, core, pg)))
       const peakRssP3 = (await peakRssMb(core.proc.pid)) ?? NaN
-      if (measures('P1') && measures('P2') && measures('P3')) {
-        const peakRss = Math.max(peakRssP12, peakRssP3)
-        rows.push({ name: 'core peak RSS under P1–P3 load', value: `${fmt(peakRss)} MB (P1–P2 ${fmt(peakRssP12)} MB, P3 ${fmt(peakRssP3)} MB)`, target: '≤ 200 MB', met: peakRss <= 200 })
-      }
+      // Under the phases measured: the target is for all three.
+      const phases = (['P1', 'P2', 'P3'] as const).filter(measures)
+      const peaks = [peakRssP12, peakRssP3].filter(Number.isFinite)
+      const peakRss = peaks.length > 0 ? Math.max(...peaks) : NaN
+      const under = phases.length === 3 ? 'P1–P3' : phases.join(', ')
+      const detail = phases.length === 3 ? ` (P1–P2 ${fmt(peakRssP12)} MB, P3 ${fmt(peakRssP3)} MB)` : ''
+      rows.push({ name: `core peak RSS under ${under} load`, value: `${fmt(peakRss)} MB${detail}`, target: '≤ 200 MB', met: peakRss <= 200 })
       await core.stop()
       core = undefined
       // The embedded phase runs with no Postgres, as an embedded deployment does: a server left up
