@@ -8,7 +8,9 @@
  *
  * This asks for a full collection once the resident size is past `floorBytes` and has grown
  * `headroomBytes` past what the last collection left, looking every `intervalMs`. Each costs a pause
- * of 15 to 25 ms; a process that holds steady, or stays under the floor, is never paused.
+ * of 15 to 60 ms; a process that holds steady, or stays under the floor, is never paused. Cheaper
+ * collections leave the memory behind (README, Memory): `edenGC` what dies old, JavaScriptCore's
+ * `fullGC` the pages `Bun.gc(true)` hands back to the system with the allocator's clean-up.
  */
 export interface MemoryGuardOptions {
   floorBytes: number
