@@ -35,7 +35,7 @@ const REQUEST_DROPPED = new Set([
   // RFC 9110 §10.1.1: Expect is answered by the server that received it; the relay reads the body.
   'expect',
   // RFC 9110 §12.5.3: the relay passes response bytes through untouched; a fetch implementation
-  // would inflate an encoded answer behind our back, so core is asked for identity.
+  // would inflate an encoded answer behind our back, so core is asked for identity (below).
   'accept-encoding',
   // Never forwarded: the site's cookies are not core's business (and may be sessions).
   'cookie',
@@ -140,8 +140,17 @@ export function upstreamHeaders(incoming: Headers, client: ClientInfo, url: { pr
   const connectionNamed = connectionOptions(connection)
   if (connectionNamed) list = list.filter(([name]) => !connectionNamed.has(name))
   for (const field of forwardingHeaders(forwardedFor, client.address, url.proto, host ?? (url.host || null))) list.push(field)
+  list.push(IDENTITY_ONLY)
   return list
 }
+
+/**
+ * Said, not only left out: with no Accept-Encoding, fetch (Bun's, undici's) asks for gzip, br and
+ * zstd itself and inflates what comes back, keeping Content-Encoding (and undici Content-Length):
+ * behind a compressing proxy the client got plain bytes labelled gzip. RFC 9110 §12.5.3: a coding
+ * not listed is not acceptable, so the answer comes as it is stored.
+ */
+const IDENTITY_ONLY: [string, string] = ['accept-encoding', 'identity']
 
 /** The token of `Authorization: Bearer <token>`, else null. */
 export function bearerToken(authorization: string | null): string | null {

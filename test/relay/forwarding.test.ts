@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { gzipSync } from 'node:zlib'
+import { gunzipSync, gzipSync } from 'node:zlib'
 import { sql } from 'drizzle-orm'
 import { createRelay, fetchClient, type RelayOptions } from '@sightline/relay'
 import { socketClient } from '@sightline/relay/upstream/socket'
@@ -178,6 +178,42 @@ describe('Set-Cookie from upstream', () => {
       }
     } finally {
       cookieTap.close()
+    }
+  })
+})
+
+describe('core behind a proxy that compresses what the request accepts', () => {
+  test("the client's bytes are what their Content-Encoding says, on either client", async () => {
+    // nginx's `gzip on` or Caddy's `encode` in front of core: gzip whenever Accept-Encoding admits it.
+    const gzipping = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      async fetch(request) {
+        const url = new URL(request.url)
+        const answer = await fetch(coreUrl + url.pathname + url.search)
+        const body = new Uint8Array(await answer.arrayBuffer())
+        if (!/\bgzip\b/.test(request.headers.get('accept-encoding') ?? '')) return new Response(body, { status: answer.status, headers: { 'content-type': 'application/json' } })
+        return new Response(gzipSync(body), { status: answer.status, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } })
+      },
+    })
+    try {
+      for (const [clientName, makeClient] of Object.entries(CLIENTS)) {
+        const relay = createRelay({ upstream: `http://127.0.0.1:${gzipping.port}`, prefix: '/_sl', client: makeClient() })
+        const res = await relay(new Request('http://shop.test/_sl/health/simple', { headers: { 'accept-encoding': 'gzip, deflate, br' } }))
+        const bytes = new Uint8Array(await res.arrayBuffer())
+        const encoding = res.headers.get('content-encoding')
+        // What a browser does with the answer: inflate it as labelled (a fetch client inflated it before, label kept).
+        const decoded = (() => {
+          try {
+            return text(encoding === 'gzip' ? gunzipSync(bytes) : bytes)
+          } catch (error) {
+            return `not ${encoding}: ${(error as Error).message}`
+          }
+        })()
+        expect({ clientName, status: res.status, decoded }).toEqual({ clientName, status: 200, decoded: '{"status":"ok"}' })
+      }
+    } finally {
+      gzipping.stop(true)
     }
   })
 })
