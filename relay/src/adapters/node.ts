@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { pipeline, Readable } from 'node:stream'
+import { errorResponse } from '../errors.ts'
 import { createRelay, type RelayOptions } from '../index.ts'
 
 type Next = (error?: unknown) => void
@@ -21,8 +22,10 @@ export function nodeRelay(options: RelayOptions) {
       return void res.end()
     }
     const aborted = new AbortController()
+    const request = toRequest(req, url, aborted.signal)
+    if (request === null) return void send(refusedMethod(req.method, url.pathname), res)
     res.once('close', () => res.writableFinished || aborted.abort())
-    relay(toRequest(req, url, aborted.signal), { address: req.socket.remoteAddress ?? null }).then(
+    relay(request, { address: req.socket.remoteAddress ?? null }).then(
       (response) => send(response, res),
       (error) => (next ? next(error) : res.destroy(error as Error)),
     )
@@ -43,8 +46,16 @@ function parseTarget(req: IncomingMessage & { originalUrl?: string }): URL | nul
   }
 }
 
-/** Node's request as a Web Request. */
-function toRequest(req: IncomingMessage, url: URL, signal: AbortSignal): Request {
+/**
+ * The methods a Web Request cannot carry (Fetch standard, "forbidden method"; CONNECT never reaches a
+ * request listener). node:http parses TRACE, and undici's `new Request` throws on it: thrown in the
+ * listener, one `TRACE /_sl/health` took the whole Node process down.
+ */
+const FORBIDDEN_METHODS = new Set(['CONNECT', 'TRACE', 'TRACK'])
+
+/** Node's request as a Web Request; null for a method one cannot have. */
+function toRequest(req: IncomingMessage, url: URL, signal: AbortSignal): Request | null {
+  if (FORBIDDEN_METHODS.has(req.method!)) return null
   const hasBody = req.method !== 'GET' && req.method !== 'HEAD'
   const headers: [string, string][] = []
   for (const [name, value] of Object.entries(req.headers)) {
@@ -59,6 +70,9 @@ function toRequest(req: IncomingMessage, url: URL, signal: AbortSignal): Request
     duplex: 'half',
   } as RequestInit)
 }
+
+/** None of them is forwarded: 405 with the methods that are, as the relay answers them on a public path (RFC 9110 §15.5.6). */
+const refusedMethod = (method: string | undefined, path: string) => errorResponse('method_not_allowed', `${method} is not allowed on ${path}`, { allow: 'GET, HEAD, POST, OPTIONS' })
 
 /** Writes a Web Response to Node's, streaming the body with backpressure. */
 async function send(response: Response, res: ServerResponse): Promise<void> {
