@@ -210,6 +210,15 @@ describe('POST /api/ingestion/spans/batch', () => {
     expect(await rows(sql`select session_id from spans where trace_id = ${'a'.repeat(32)}`)).toEqual([{ session_id: null }])
   })
 
+  test('an end user named without a session is created, as on every route that names one', async () => {
+    const res = await core.post('/api/ingestion/spans/batch', { endUserId: 'span-only-user', spans: [span('5555555555555555', { traceId: 'f'.repeat(32) })] })
+    expect(await res.json()).toEqual({ success: true, accepted: 1 })
+    expect(await rows(sql`select session_id, end_user_id from spans where trace_id = ${'f'.repeat(32)}`)).toEqual([{ session_id: null, end_user_id: 'span-only-user' }])
+    expect(
+      await rows(sql`select (extract(epoch from last_seen_at) * 1000)::bigint::text as seen from end_users where end_user_id = 'span-only-user'`),
+    ).toEqual([{ seen: '1700000000000' }])
+  })
+
   test.each([
     [{ spans: [span('00f067aa0ba902b7', { traceId: 'xyz' })] }, '/spans/0/traceId'],
     [{ spans: [span('00f067aa0ba902b7', { traceId: '0'.repeat(32) })] }, '/spans/0/traceId'],

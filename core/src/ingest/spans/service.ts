@@ -57,7 +57,9 @@ export function spanRows(body: SpanBatchBody, caller: Caller, receivedAt: number
       events: span.events?.length ? span.events.map((e, j) => ({ ...e, name: truncateUtf8(e.name, NAME_LIMIT_BYTES), timeMs: times.eventTimes[j] })) : null,
     }
   })
-  const sightings = sessionId ? spans.map((s) => ({ sessionId, endUserId, at: s.startTime })) : []
+  // Without a session the spans still name their end user, who is created like on every other route
+  // (sessionTouches then touches the end user only).
+  const sightings = spans.map((s) => ({ sessionId, endUserId, at: s.startTime }))
   return { spans, ...sessionTouches(caller, sightings) }
 }
 
