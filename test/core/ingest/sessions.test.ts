@@ -79,4 +79,24 @@ describe('session activity as stored', () => {
     const [start] = await core.database.db.rows<{ started: string }>(sql`select (extract(epoch from started_at) * 1000)::bigint::text as started from sessions where session_id = 'act'`)
     expect(Number(start.started)).toBe(t0 - 10)
   })
+
+  test("an end user's first and last seen are the earliest and latest times of what names them, as their session's start and last activity", async () => {
+    const seen = async (endUserId: string) =>
+      (
+        await core.database.db.rows<{ first: string; last: string }>(sql`
+          select (extract(epoch from first_seen_at) * 1000)::bigint::text as first, (extract(epoch from last_seen_at) * 1000)::bigint::text as last
+          from end_users where end_user_id = ${endUserId}`)
+      )[0]
+    const t0 = Date.now() - 60_000
+    const events = [{ eventName: 'a', timestamp: t0 }, { eventName: 'b', timestamp: t0 + 30_000 }]
+    await core.post('/api/ingestion/customEvent/batch', { sessionId: 'seen-1', endUserId: 'seen-user', events })
+    expect(await seen('seen-user')).toEqual({ first: String(t0), last: String(t0 + 30_000) })
+    const logs = [{ level: 'info', message: 'earlier', timestampMs: t0 - 5_000 }, { level: 'info', message: 'later', timestampMs: t0 + 40_000 }]
+    await core.post('/api/ingestion/logs', { sessionId: 'seen-1', endUserId: 'seen-user', logs })
+    expect(await seen('seen-user')).toEqual({ first: String(t0 - 5_000), last: String(t0 + 40_000) })
+
+    const chunk = [{ type: 4, timestamp: t0, data: { href: 'https://shop.example/' } }, { type: 2, timestamp: t0 + 2_000, data: {} }]
+    await core.post('/api/ingestion/events', { sessionId: 'seen-2', endUserId: 'seen-replay', events: chunk })
+    expect(await seen('seen-replay')).toEqual({ first: String(t0), last: String(t0 + 2_000) })
+  })
 })

@@ -41,7 +41,7 @@ export function customEventRows(body: CustomEventBatchBody, caller: Caller, rece
   return {
     events,
     sessions: [{ projectId: caller.projectId, sessionId: body.sessionId, environment: caller.environment, endUserId, firstAt, lastAt }],
-    endUsers: endUserId ? [{ projectId: caller.projectId, endUserId, at: lastAt }] : [],
+    endUsers: endUserId ? [{ projectId: caller.projectId, endUserId, firstAt, at: lastAt }] : [],
   }
 }
 

@@ -214,6 +214,6 @@ export function replayRows(body: ReplayBody, chunk: ReceivedChunk, caller: Calle
           ]
         : [],
     sessions: [session],
-    endUsers: endUserId ? [{ projectId: caller.projectId, endUserId, at: session.lastAt, geo: session.geo }] : [],
+    endUsers: endUserId ? [{ projectId: caller.projectId, endUserId, firstAt: session.firstAt, at: session.lastAt, geo: session.geo }] : [],
   }
 }

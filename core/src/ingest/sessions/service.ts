@@ -34,7 +34,10 @@ export interface SessionTouch {
 export interface EndUserTouch {
   projectId: string
   endUserId: string
+  /** Latest activity this touch shows, epoch ms. */
   at: number
+  /** Earliest activity, when the request shows more than one moment (a batch, a replay chunk); else `at`. */
+  firstAt?: number
   /** Merged into what is stored (identify). */
   attributes?: Record<string, unknown> | null
   geo?: Geo | null
@@ -43,6 +46,9 @@ export interface EndUserTouch {
 /** A session and an end user are known by their project and id: keys for the maps that merge and cache them. */
 export const sessionKey = (t: { projectId: string; sessionId: string }) => `${t.projectId}\n${t.sessionId}`
 export const endUserKey = (t: { projectId: string; endUserId: string }) => `${t.projectId}\n${t.endUserId}`
+
+/** When an end user touch first saw them: what `first_seen_at` takes for a new end user. */
+export const firstSeenOf = (touch: EndUserTouch): number => touch.firstAt ?? touch.at
 
 /**
  * One touch per session, so a multi-row upsert never meets the same row twice; sorted, so that
@@ -85,6 +91,7 @@ export function mergeEndUserTouches(touches: readonly EndUserTouch[]): EndUserTo
         ? {
             ...seen,
             at: Math.max(seen.at, touch.at),
+            firstAt: Math.min(firstSeenOf(seen), firstSeenOf(touch)),
             attributes: seen.attributes || touch.attributes ? { ...seen.attributes, ...touch.attributes } : null,
             geo: touch.geo ?? seen.geo,
           }
@@ -135,7 +142,7 @@ export function sessionTouchIsKnown(touch: SessionTouch, known: KnownRow | undef
 
 export function endUserTouchIsKnown(touch: EndUserTouch, known: KnownRow | undefined): boolean {
   if (!known) return false
-  if (touch.at < known.firstAt || touch.at > known.lastAt + ACTIVITY_RESOLUTION_MS) return false
+  if (firstSeenOf(touch) < known.firstAt || touch.at > known.lastAt + ACTIVITY_RESOLUTION_MS) return false
   return nothing(touch.geo) && (nothing(touch.attributes) || Object.keys(touch.attributes!).length === 0)
 }
 

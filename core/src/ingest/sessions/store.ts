@@ -5,6 +5,7 @@ import { jsonParam } from '../shared/values'
 import {
   endUserKey,
   endUserTouchIsKnown,
+  firstSeenOf,
   knownAfter,
   mergeEndUserTouches,
   mergeSessionTouches,
@@ -140,15 +141,15 @@ export const endUsersSink: Sink<EndUserTouch> = {
     if (touches.length === 0) return
     await tx.execute(sql`
       insert into end_users as u (project_id, end_user_id, attributes, geo, first_seen_at, last_seen_at)
-      select t."projectId", t."endUserId", coalesce(t.attributes, '{}'::jsonb), t.geo, to_timestamp(t.at / 1000.0), to_timestamp(t.at / 1000.0)
-      from jsonb_to_recordset(${jsonParam(touches)}::jsonb) as t("projectId" uuid, "endUserId" text, at float8, attributes jsonb, geo jsonb)
+      select t."projectId", t."endUserId", coalesce(t.attributes, '{}'::jsonb), t.geo, to_timestamp(coalesce(t."firstAt", t.at) / 1000.0), to_timestamp(t.at / 1000.0)
+      from jsonb_to_recordset(${jsonParam(touches)}::jsonb) as t("projectId" uuid, "endUserId" text, at float8, "firstAt" float8, attributes jsonb, geo jsonb)
       on conflict (project_id, end_user_id) do update set
         attributes = case when excluded.attributes = '{}'::jsonb then u.attributes else u.attributes || excluded.attributes end,
         geo = coalesce(excluded.geo, u.geo),
         first_seen_at = least(u.first_seen_at, excluded.first_seen_at),
         last_seen_at = greatest(u.last_seen_at, excluded.last_seen_at)`)
   },
-  committed: (rows) => knownEndUsers.committed(rows, endUserKey, (t, before) => knownAfter(before, { firstAt: t.at, lastAt: t.at })),
+  committed: (rows) => knownEndUsers.committed(rows, endUserKey, (t, before) => knownAfter(before, { firstAt: firstSeenOf(t), lastAt: t.at })),
 }
 
 /** The writes of a request's session and end-user touches, beside those of its own rows. */

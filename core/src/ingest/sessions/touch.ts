@@ -1,5 +1,5 @@
 import type { Caller } from '../../http/auth'
-import type { EndUserTouch, SessionTouch } from './service'
+import { firstSeenOf, type EndUserTouch, type SessionTouch } from './service'
 
 /** One item of a request seen in a session (a log line, an error report, a heartbeat...). */
 export interface Sighting {
@@ -46,7 +46,10 @@ export function sessionTouches(caller: Caller, sightings: readonly Sighting[]): 
     if (endUserId) {
       const user = endUsers.get(endUserId)
       if (!user) endUsers.set(endUserId, { projectId: caller.projectId, endUserId, at })
-      else user.at = Math.max(user.at, at)
+      else {
+        user.firstAt = Math.min(firstSeenOf(user), at)
+        user.at = Math.max(user.at, at)
+      }
     }
   }
   return { sessions: [...sessions.values()], endUsers: [...endUsers.values()] }
