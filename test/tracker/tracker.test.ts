@@ -88,6 +88,43 @@ describe('properties that are not a JSON object', () => {
     expect(tracker.viewLogs()).toHaveLength(5)
   })
 
+  test('properties go as they were at the call: an object the page changes before its batch goes (a later value, a cycle) changes nothing sent', async () => {
+    const { tracker, service, clock } = tracked({ logLevel: 'warn' })
+    tracker.configureLogging({ enableConsole: false })
+    const rejections: unknown[] = []
+    const onRejection = (reason: unknown) => rejections.push(reason)
+    process.on('unhandledRejection', onRejection)
+    try {
+      // One object reused for each step of a checkout, which later holds a cycle (a parent, a DOM node).
+      const step: Record<string, unknown> = { step: 1 }
+      tracker.customEvent('checkout', step)
+      step.step = 2
+      tracker.customEvent('checkout', step)
+      const context: Record<string, unknown> = { cart: 3 }
+      tracker.captureError(new Error('declined'), context)
+      const group: Record<string, unknown> = { plan: 'pro' }
+      tracker.groupIdentify('company', 'acme', group)
+      const event = { type: 5, timestamp: 123, data: { tag: 'step', payload: { step: 1 } } }
+      tracker.addEvent(event)
+      step.self = step
+      context.self = context
+      group.self = group
+      event.data.payload.step = 2
+      await clock.advance(REPLAY_FLUSH_MS)
+      await settle()
+      expect(service.to('/customEvent/batch').flatMap((r) => r.body.events.map((e: { eventProperties: unknown }) => e.eventProperties))).toEqual([{ step: 1 }, { step: 2 }])
+      expect(service.to('/errors').map((r) => r.body.errors[0].context)).toEqual([{ cart: 3 }])
+      expect(service.to('/groupidentify').map((r) => r.body.groupProperties)).toEqual([{ plan: 'pro' }])
+      expect(replayEvents(service).map((e) => e.data)).toEqual([{ tag: 'step', payload: { step: 1 } }])
+      // Each went once: nothing failed, nothing was retried or kept, fetch was not taken for blocked.
+      expect(service.sent.map((r) => r.path.replace('/api/ingestion', '')).sort()).toEqual(['/customEvent/batch', '/errors', '/events', '/groupidentify'])
+      expect(tracker.getConnectionStatus()).toMatchObject({ blocked: false, queued: 0 })
+      expect([tracker.viewLogs(), rejections]).toEqual([[], []])
+    } finally {
+      process.off('unhandledRejection', onRejection)
+    }
+  })
+
   test('properties that are not an object (a string, an array, a number) are refused the same way: the service would refuse the whole batch', async () => {
     const { tracker, service, clock } = tracked({ logLevel: 'warn' })
     tracker.configureLogging({ enableConsole: false })

@@ -12,7 +12,7 @@ import type { Recording } from './record'
 import { createRedaction, isSelector, type Redaction } from './redaction'
 import { asRecordedEvent } from './replay'
 import { cookieStorage, createOutbox, webStorage, type Outbox } from './storage'
-import { isProperties } from './text'
+import { asProperties } from './text'
 import { createTransport, type Transport } from './transport'
 import type {
   Clock,
@@ -183,19 +183,20 @@ export class ServiceTracker {
 
   customEvent(eventName: string, properties?: Properties): void {
     if (typeof eventName !== 'string' || !eventName) return this.#log.warn('customEvent needs an event name')
-    if (this.#isProperties(properties, eventName)) this.#messages.customEvent(eventName, properties)
+    const copy = this.#properties(properties, eventName)
+    if (copy !== false) this.#messages.customEvent(eventName, copy)
   }
 
   /** A raw event into the recording: an rrweb event as it is, anything else as an rrweb custom event. */
   addEvent(event: unknown): void {
-    const recorded = asRecordedEvent(event, this.#clock.now())
-    if (this.#isProperties(recorded, 'addEvent')) this.#messages.record(recorded, true)
+    const recorded = this.#properties(asRecordedEvent(event, this.#clock.now()), 'addEvent')
+    if (recorded) this.#messages.record(recorded, true)
   }
 
   /** Merges the properties into the end user's attributes; the `endUserId` stays the same. */
   async identifyUser(user: { userProperties: UserAttributes }): Promise<string> {
-    const userProperties = user?.userProperties
-    if (!this.#isProperties(userProperties ?? 0, 'identifyUser')) return this.#identity.endUserId
+    const userProperties = this.#properties(user?.userProperties ?? 0, 'identifyUser')
+    if (!userProperties) return this.#identity.endUserId
     const userAttributes = { ...this.#identity.attributes(), ...userProperties }
     this.#identity.setAttributes(userAttributes)
     const { sessionId, endUserId } = this.#messages.owner(true)
@@ -216,12 +217,13 @@ export class ServiceTracker {
 
   groupIdentify(groupType: string, groupKey: string, groupProperties?: Properties): void {
     strings(groupType, groupKey)
-    if (this.#isProperties(groupProperties, 'groupIdentify')) void this.#send('/groupidentify', { ...this.#messages.owner(true), groupType, groupKey, groupProperties })
+    const copy = this.#properties(groupProperties, 'groupIdentify')
+    if (copy !== false) void this.#send('/groupidentify', { ...this.#messages.owner(true), groupType, groupKey, groupProperties: copy })
   }
 
   /** Reports a handled error (with `release`, so the server can map its stack through source maps). */
   captureError(error: unknown, context?: Properties): void {
-    this.#messages.error(error, true, this.#isProperties(context, 'captureError') ? context : undefined)
+    this.#messages.error(error, true, this.#properties(context, 'captureError') || undefined)
   }
 
   /** A page view of `url` (default: the current URL). */
@@ -313,13 +315,14 @@ export class ServiceTracker {
   }
 
   /**
-   * What cannot be sent (a cycle, a BigInt, not an object) is refused at the call, with a warning:
-   * sent, it would sink the whole batch it travels in (and measuring it would throw into the page).
+   * Properties as they are at the call (see asProperties); false, with a warning, for what cannot be
+   * sent (a cycle, a BigInt, not an object): sent, it would sink the whole batch it travels in (and
+   * measuring it would throw into the page).
    */
-  #isProperties(value: unknown, what: string): boolean {
-    const ok = isProperties(value)
-    if (!ok) this.#log.warn(`${what}: not a JSON object (a cycle, a BigInt, an array?); not sent`)
-    return ok
+  #properties<T>(value: T, what: string) {
+    const copy = asProperties(value)
+    if (copy === false) this.#log.warn(`${what}: not a JSON object (a cycle, a BigInt, an array?); not sent`)
+    return copy
   }
 
   #send(path: string, body: Record<string, unknown>): Promise<unknown> {

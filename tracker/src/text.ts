@@ -19,12 +19,15 @@ export function toText(value: unknown): string {
 }
 
 /**
- * Whether `value` can be sent as properties: nothing, or a value that is an object in JSON (a cycle
- * or a BigInt cannot be sent; the service refuses a string, an array or a number).
+ * `value` as it can be sent as properties, copied at the call: a batch goes later, and the page may
+ * change its object meanwhile (the event would carry a later value, or a cycle that fails its whole
+ * batch and every retry of it). Undefined for nothing; false for what cannot be sent: a cycle or a
+ * BigInt, or what is no object in JSON (the service refuses a string, an array or a number).
  */
-export function isProperties(value: unknown): boolean {
+export function asProperties<T>(value: T): T | undefined | false {
   try {
-    return value == null || JSON.stringify(value)[0] === '{'
+    const json = JSON.stringify(value)
+    return value == null ? undefined : json[0] === '{' && JSON.parse(json)
   } catch {
     return false
   }
