@@ -257,6 +257,20 @@ describe('POST /api/ingestion/errors', () => {
     expect(await setIssueStatus(core.database.db, core.project.projectId, '00000000-0000-4000-8000-000000000000', 'resolved')).toBe(false)
   })
 
+  test('an occurrence from before the Issue was resolved, delivered late (an outbox drained), is counted without reopening it', async () => {
+    const body = report({ sessionId: 'err-8b', stack: CHROME.replaceAll('renderTotal', 'renderGiftCard'), timestampMs: Date.now() - 20_000 })
+    const [issueId] = (await send(body)).issues
+    expect(await setIssueStatus(core.database.db, core.project.projectId, issueId, 'resolved')).toBe(true)
+
+    // Another occurrence (not a resend), made before the resolution and sent only now.
+    await send({ ...body, timestampMs: Date.now() - 10_000 })
+    expect(await issue(issueId)).toMatchObject({ status: 'resolved', resolved: true, is_regression: false, occurrences: 2 })
+
+    await Bun.sleep(5)
+    await send({ ...body, timestampMs: Date.now() })
+    expect(await issue(issueId)).toMatchObject({ status: 'open', resolved: false, is_regression: true, occurrences: 3 })
+  })
+
   test('affected end users stay exact when occurrences commit concurrently through two cores', async () => {
     const second = await startCore({ database: core.database })
     try {

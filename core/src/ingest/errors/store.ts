@@ -48,7 +48,8 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
       }
     }
 
-    // An occurrence of a resolved Issue reopens it as a regression; an ignored one stays ignored.
+    // An occurrence of a resolved Issue made after the resolution reopens it as a regression; one
+    // made before it (sent late, from a tracker's outbox) only counts. An ignored Issue stays ignored.
     await tx.execute(sql`
       insert into issues as i (project_id, issue_id, fingerprint, title, culprit, level, status, is_regression,
         first_seen_at, last_seen_at, occurrences, affected_users, first_release, last_release)
@@ -68,12 +69,18 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
         first_release = case when i.first_release is null or excluded.first_seen_at < i.first_seen_at
                              then coalesce(excluded.first_release, i.first_release) else i.first_release end,
         last_release = case when excluded.last_seen_at >= i.last_seen_at then coalesce(excluded.last_release, i.last_release) else i.last_release end,
-        status = case when i.status = 'resolved' then 'open' else i.status end,
-        is_regression = i.is_regression or i.status = 'resolved',
-        resolved_at = case when i.status = 'resolved' then null else i.resolved_at end`)
+        status = case when ${recurs} then 'open' else i.status end,
+        is_regression = i.is_regression or ${recurs},
+        resolved_at = case when ${recurs} then null else i.resolved_at end`)
     return alreadyStored
   },
 }
+
+/**
+ * In the Issue upsert: the resolved Issue `i` occurred again after it was resolved. Occurrence times
+ * are whole milliseconds, so the resolution is compared at that precision.
+ */
+const recurs = sql`(i.status = 'resolved' and (i.resolved_at is null or excluded.last_seen_at >= date_trunc('milliseconds', i.resolved_at)))`
 
 export type IssueStatus = 'open' | 'resolved' | 'ignored'
 
