@@ -237,6 +237,13 @@ describe('grouping', () => {
     expect(isInApp('https://shop.example/assets/app.js')).toBe(true)
   })
 
+  test("in app: a source map's dependency source written relative to the map, node_modules first, is not the app's", () => {
+    // esbuild, Bun or Rollup writing the map beside node_modules: the sources start with the folder itself.
+    expect(isInApp('node_modules/react-dom/cjs/react-dom.development.js')).toBe(false)
+    expect(isInApp('src/node_modules.ts')).toBe(true)
+    expect(isInApp('src/my_node_modules/x.ts')).toBe(true)
+  })
+
   const group = (stack: string, name = 'RangeError', message = 'bad total') =>
     fingerprintOf(
       fingerprintParts({

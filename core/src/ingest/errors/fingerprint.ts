@@ -19,7 +19,8 @@ export interface GroupingFrame {
 }
 
 const NOT_APP = [
-  /\/node_modules\//,
+  // Also at the start: a map beside node_modules names its dependencies' sources `node_modules/...`.
+  /(?:^|\/)node_modules\//,
   /^(?:chrome|moz|safari|safari-web|ms-browser)-extension:/,
   /^webkit-masked-url:/,
   /^(?:node|bun|native|internal)(?::|\/|$)/,
