@@ -239,6 +239,17 @@ describe('POST /api/ingestion/errors', () => {
     expect((await issue(single.issues[0])).level).toBe('error')
   })
 
+  test('an empty release is no release: the report is stored without one, its batch with it', async () => {
+    // A page whose release comes from an unset variable sends "" (`release: process.env.RELEASE ?? ''`).
+    const answer = await send({ sessionId: 'err-empty-release', errors: [report({ sessionId: undefined, message: 'empty release', release: '' }), report({ sessionId: undefined, message: 'with release' })] })
+    expect(answer.accepted).toBe(2)
+    const stored = await rows(sql`select message, release from error_events where session_id = 'err-empty-release' order by message`)
+    expect(stored).toEqual([
+      { message: 'empty release', release: null },
+      { message: 'with release', release: 'web@1.0.0' },
+    ])
+  })
+
   test('a resolved Issue that recurs is reopened as a regression; an old resend does not reopen it; ignored stays ignored', async () => {
     const body = report({ sessionId: 'err-8', stack: CHROME.replaceAll('renderTotal', 'renderShipping'), timestampMs: Date.now() - 10_000 })
     const [issueId] = (await send(body)).issues
@@ -324,7 +335,8 @@ describe('POST /api/ingestion/errors', () => {
     [{ ...report(), fingerprint: [''] }, '/fingerprint/0'],
     [{ ...report(), frames: [{ function: 'x' }] }, '/frames/0/filename'],
     [{ ...report(), frames: [{ filename: 'a.js', lineno: -1 }] }, '/frames/0/lineno'],
-    [{ ...report(), release: '' }, '/release'],
+    [{ ...report(), release: 'web\n1.0' }, '/release'],
+    [{ ...report(), release: 'r'.repeat(257) }, '/release'],
     [{ ...report(), context: [1] }, '/context'],
     [{ sessionId: 's', errors: [] }, '/errors'],
     [{ sessionId: 's', errors: [report(), { ...report(), message: undefined }] }, '/errors/1/message'],

@@ -1,8 +1,14 @@
 import { t } from 'elysia'
 import { EpochMs, Integer, itemOrBatch, Nullish, OptionalEndUserId, OptionalText, Properties } from '../shared/model'
-import { Release } from '../sourcemaps/model'
 
 const Position = Nullish(Integer({ minimum: 0, maximum: 2 ** 31 - 1 }))
+
+/**
+ * A report's release, as an upload's (see sourcemaps/model.ts) but for the empty text: a page whose
+ * release is configured from an unset variable sends "", and refusing that would cost every error
+ * report of the batch. Empty is no release (see the service).
+ */
+const ReportRelease = t.String({ maxLength: 256, pattern: '^[^\\u0000-\\u001f]*$' })
 
 /**
  * A field this model adds to WIRE.md's report: any value is taken, and the service keeps it only
@@ -33,7 +39,7 @@ const reportFields = {
   frames: Nullish(t.Array(ReportFrame)),
   url: OptionalText,
   timestampMs: EpochMs,
-  release: Nullish(Release),
+  release: Nullish(ReportRelease),
   level: Nullish(t.Union([t.Literal('error'), t.Literal('warning'), t.Literal('fatal')])),
   handled: Nullish(t.Boolean()),
   /** Any number of entries of any length, all of it grouped by (see fingerprintParts). */

@@ -120,7 +120,7 @@ export function errorRows(body: ErrorBatchBody, frames: readonly Frame[][], call
       url: optionalText(report.url, URL_LIMIT_BYTES),
       level: report.level ?? 'error',
       handled: report.handled ?? null,
-      release: report.release ?? null,
+      release: report.release || null,
       context: report.context ?? null,
       timestamp: clampTimestamp(report.timestampMs, receivedAt),
     }

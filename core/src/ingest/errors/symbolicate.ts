@@ -59,7 +59,7 @@ export async function symbolicateReports(
   reports: readonly ErrorReport[],
   lookupFor: (release: string | null, files: readonly FrameFile[]) => Promise<SourceMapLookup>,
 ): Promise<Frame[][]> {
-  const reported = reports.map((report) => ({ release: report.release ?? null, frames: reportedFrames(report) }))
+  const reported = reports.map((report) => ({ release: report.release || null, frames: reportedFrames(report) }))
   const filesByRelease = new Map<string | null, ReportedFrame[]>()
   for (const { release, frames } of reported) {
     if (!filesByRelease.has(release)) filesByRelease.set(release, [])
