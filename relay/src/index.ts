@@ -1,7 +1,7 @@
 import { cappedStream, readUpTo } from './body.ts'
 import { errorResponse, UpstreamError } from './errors.ts'
 import { bearerToken, canCarryKey, KEY_IN_BODY_MAX_BYTES, shouldMoveKey, upstreamHeaders, writeKeyIntoBody, type ClientInfo, type KeyInBody } from './headers.ts'
-import { isForwardedPath, normalizePrefix, splitUrl, underPrefix, type SplitUrl } from './paths.ts'
+import { ALLOW, FORWARDED_METHODS, isForwardedPath, normalizePrefix, splitUrl, underPrefix, type SplitUrl } from './paths.ts'
 import { serveScript, type ScriptOptions } from './script.ts'
 import { fetchClient } from './upstream/fetch.ts'
 import type { UpstreamClient } from './upstream/types.ts'
@@ -45,9 +45,6 @@ export interface Relay {
   readonly ready: Promise<void>
 }
 
-/** What core answers to these methods on its public paths; anything else is refused here. */
-const FORWARDED_METHODS = new Set(['GET', 'HEAD', 'POST', 'OPTIONS'])
-const ALLOW = 'GET, HEAD, POST, OPTIONS'
 
 interface PreparedBody {
   body: Uint8Array | ReadableStream<Uint8Array> | null

@@ -15,6 +15,10 @@ const HEALTH = new Set(['/health', '/health/simple'])
 
 export const isForwardedPath = (path: string): boolean => HEALTH.has(path) || INGESTION.test(path)
 
+/** What core answers to these methods on its public paths; anything else is refused by the relay (405, with ALLOW). */
+export const FORWARDED_METHODS = new Set(['GET', 'HEAD', 'POST', 'OPTIONS'])
+export const ALLOW = 'GET, HEAD, POST, OPTIONS'
+
 /** A prefix as configured ("_sl", "/_sl/") in the one form the matcher uses ("/_sl"). */
 export function normalizePrefix(prefix: string): string {
   const trimmed = prefix.trim().replace(/^\/+|\/+$/g, '')

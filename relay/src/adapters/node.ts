@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { pipeline, Readable } from 'node:stream'
 import { errorResponse } from '../errors.ts'
 import { createRelay, type RelayOptions } from '../index.ts'
+import { ALLOW } from '../paths.ts'
 
 type Next = (error?: unknown) => void
 
@@ -72,7 +73,7 @@ function toRequest(req: IncomingMessage, url: URL, signal: AbortSignal): Request
 }
 
 /** None of them is forwarded: 405 with the methods that are, as the relay answers them on a public path (RFC 9110 §15.5.6). */
-const refusedMethod = (method: string | undefined, path: string) => errorResponse('method_not_allowed', `${method} is not allowed on ${path}`, { allow: 'GET, HEAD, POST, OPTIONS' })
+const refusedMethod = (method: string | undefined, path: string) => errorResponse('method_not_allowed', `${method} is not allowed on ${path}`, { allow: ALLOW })
 
 /** Writes a Web Response to Node's, streaming the body with backpressure. */
 async function send(response: Response, res: ServerResponse): Promise<void> {
