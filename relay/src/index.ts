@@ -45,7 +45,6 @@ export interface Relay {
   readonly ready: Promise<void>
 }
 
-
 interface PreparedBody {
   body: Uint8Array | ReadableStream<Uint8Array> | null
   keyMoved: boolean
