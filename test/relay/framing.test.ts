@@ -149,3 +149,36 @@ describe('socket client: a streamed body is sent as long as its Content-Length s
     }
   })
 })
+
+describe('socket client: a request target that could split the head', () => {
+  // The relay's own targets come from a parsed URL, which escapes whitespace; the client is exported,
+  // though, and must refuse such a target whether or not a kept connection is at hand.
+  for (const target of ['/health simple', '/health\r\nx-injected: 1', '/health\0']) {
+    test(`${JSON.stringify(target)} is refused at once, and nothing reaches core`, async () => {
+      const upstream = startScripted(() => ['HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n'])
+      const unhandled: unknown[] = []
+      const onUnhandled = (reason: unknown) => void unhandled.push(reason)
+      process.on('unhandledRejection', onUnhandled)
+      try {
+        const send = socketClient()
+        const request = { origin: upstream.url, method: 'GET', headers: [] as [string, string][], body: null, contentLength: null, timeoutMs: 5000 }
+        const started = Date.now()
+        const failure = await send({ ...request, target }).then(() => null, (error) => error)
+        expect(failure?.reason).toBe('refused')
+        expect(Date.now() - started).toBeLessThan(1000)
+        // With a kept connection in the pool, too: it stays usable.
+        expect((await send({ ...request, target: '/health' })).status).toBe(200)
+        expect((await send({ ...request, target }).then(() => null, (error) => error))?.reason).toBe('refused')
+        expect((await send({ ...request, target: '/health' })).status).toBe(200)
+        await Bun.sleep(50)
+        expect(upstream.received.join('')).not.toContain('simple')
+        expect(upstream.received.join('')).not.toContain('injected')
+        expect(upstream.connections.length).toBe(2)
+        expect(unhandled).toEqual([])
+      } finally {
+        process.off('unhandledRejection', onUnhandled)
+        upstream.close()
+      }
+    })
+  }
+})

@@ -63,6 +63,8 @@ interface Pool {
 }
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS'])
+/** A target with these would end the request line early or smuggle a line of its own into the head. */
+const UNSAFE_TARGET = /[\s\x00-\x1f\x7f]/
 const CRLF = '\r\n'
 
 export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOptions = {}): UpstreamClient {
@@ -165,7 +167,6 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
   }
 
   function headOf(request: UpstreamRequest, pool: Pool, framing: string): string {
-    if (/[\s\x00-\x1f\x7f]/.test(request.target)) throw new UpstreamError('refused', 'refusing a request target with control characters')
     let head = `${request.method} ${request.target} HTTP/1.1${CRLF}host: ${pool.host}${CRLF}`
     for (const [name, value] of request.headers) head += `${name}: ${value}${CRLF}`
     return head + framing + CRLF
@@ -370,6 +371,9 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
       const exchange: Exchange = { request, resolve, reject, conn: null, answered: false, sent: false, timer: undefined, idle: null, onAbort: undefined, body: null }
       const { signal } = request
       if (signal?.aborted) return reject(new UpstreamError('aborted', 'the client went away'))
+      // Refused before a connection is taken: the head is written once a connection is there, and a
+      // throw from that callback (after a connect) would reach no one while the client waited.
+      if (UNSAFE_TARGET.test(request.target)) return reject(new UpstreamError('refused', 'refusing a request target with whitespace or control characters'))
       clock.arm(exchange)
       if (signal) {
         exchange.onAbort = () => giveUp(exchange, new UpstreamError('aborted', 'the client went away'))
