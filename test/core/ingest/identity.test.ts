@@ -261,6 +261,35 @@ describe('auth-aware identify under concurrency', () => {
     }
   })
 
+  test('in one commit, plain and auth-aware identifies take effect in the order they came, as one commit after another', async () => {
+    const core = await startCore()
+    try {
+      const row = (endUserId: string, attributes: Record<string, unknown>, authFields: string[] | null): IdentifyRow => ({
+        projectId: core.project.projectId,
+        endUserId,
+        sessionOfMadeId: null,
+        attributes,
+        auth: authFields ? authValues(attributes, authFields) : null,
+        at: Date.now(),
+      })
+      const rows = [
+        // A plain identify, then a later auth-aware one of the same end user: the later name stays.
+        row('renamed', { name: 'Old' }, null),
+        row('renamed', { name: 'New', email: 'renamed@shop.test' }, ['email']),
+        // A plain identify gives an email; a second device signing in with it is that person.
+        row('desktop', { email: 'plain@shop.test' }, null),
+        row('mobile', { email: 'plain@shop.test' }, ['email']),
+      ]
+      await core.services.writer.write({ projectId: core.project.projectId, monthlyLimit: null, items: rows.length, bytes: 100, writes: [{ sink: identitySink, rows }] })
+      expect(rows.map((r) => r.canonical)).toEqual(['renamed', 'renamed', 'desktop', 'desktop'])
+      expect(await attributesOf(core, 'renamed')).toEqual({ name: 'New', email: 'renamed@shop.test' })
+      expect(await attributesOf(core, 'mobile')).toBeUndefined()
+      expect(await aliases(core)).toEqual([{ alias_id: 'mobile', end_user_id: 'desktop' }])
+    } finally {
+      await core.close()
+    }
+  })
+
   test('devices signing in at once end as one person', async () => {
     const core = await startCore({ writer: { lingerMs: 2 } })
     try {

@@ -49,13 +49,15 @@ export const identitySink: Sink<IdentifyRow> = {
     const endUserOf = (row: IdentifyRow) => sessionOf(row)?.endUserId ?? row.endUserId
     const personOf = (projectId: string, endUserId: string) => canonical.get(key(projectId, endUserId)) ?? endUserId
 
-    // What this commit writes to each person, in order: an auth-aware identify after another finds
-    // people as the one before left them.
+    // What this commit writes to each person, in arrival order, plain identifies among the auth-aware
+    // ones: an auth-aware identify finds people as every identify before it left them (an email a
+    // plain identify just gave), and attributes merge in the order they were sent, as they would
+    // have one commit after another.
     const people: EndUserTouch[] = []
-    for (const row of rows.filter((r) => r.auth)) {
+    for (const row of rows) {
       const endUserId = endUserOf(row)
       const current = personOf(row.projectId, endUserId)
-      const person = (await findPerson(tx, row.projectId, row.auth!, people)) ?? current
+      const person = (row.auth && (await findPerson(tx, row.projectId, row.auth, people))) ?? current
       if (person !== current) {
         await alias(tx, row.projectId, [...new Set([endUserId, current])], current, person)
         for (const [k, v] of canonical) if (v === current && k.startsWith(`${row.projectId}\n`)) canonical.set(k, person)
@@ -64,10 +66,6 @@ export const identitySink: Sink<IdentifyRow> = {
       canonical.set(key(row.projectId, endUserId), person)
       row.canonical = person
       people.push({ projectId: row.projectId, endUserId: person, at: row.at, attributes: row.attributes })
-    }
-    for (const row of rows.filter((r) => !r.auth)) {
-      row.canonical = personOf(row.projectId, endUserOf(row))
-      people.push({ projectId: row.projectId, endUserId: row.canonical, at: row.at, attributes: row.attributes })
     }
     hand!(endUsersSink, people)
   },
