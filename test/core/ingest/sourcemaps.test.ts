@@ -241,6 +241,20 @@ describe('which frames a stored map serves', () => {
     expect(await mappedSource('m@3', 'https://shop.example/query.js?v=4')).toBe('src/query.ts')
   })
 
+  test('a file named with spaces or non-ASCII letters maps the frames browsers write its URL in, percent-encoded', async () => {
+    // Named as the build wrote it to disk (as upload-sourcemaps sends it); Chrome's stack names
+    // `assets/Über uns-1a2b.js` as `assets/%C3%9Cber%20uns-1a2b.js`.
+    await uploadJson('m@6', [
+      { name: 'assets/Über uns-1a2b.js.map', content: mapOf('src/pages/Über uns.vue') },
+      { name: 'assets/a%20b.js.map', content: mapOf('src/literal.ts') },
+    ])
+    expect(await mappedSource('m@6', 'https://shop.example/assets/%C3%9Cber%20uns-1a2b.js')).toBe('src/pages/Über uns.vue')
+    expect(await mappedSource('m@6', 'https://shop.example/assets/%C3%9Cber%20uns-1a2b.js?v=2')).toBe('src/pages/Über uns.vue')
+    // A name with a literal `%20` in it is served as `%2520`; a malformed escape is matched as it came.
+    expect(await mappedSource('m@6', 'https://shop.example/assets/a%2520b.js')).toBe('src/literal.ts')
+    expect(await mappedSource('m@6', 'https://shop.example/assets/%E0%A4%A.js')).toBeNull()
+  })
+
   test('the same map twice is one map; concurrent uploads of one name leave one of them, whole', async () => {
     await uploadJson('m@4', [{ name: 'twice.js.map', content: mapOf('src/twice.ts') }])
     await uploadJson('m@4', [{ name: 'twice.js.map', content: mapOf('src/twice.ts') }])

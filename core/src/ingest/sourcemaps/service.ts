@@ -191,6 +191,21 @@ function matchScore(served: string, url: string, path: string): number {
     : 0
 }
 
+/**
+ * A frame's file as browsers write it in a stack, percent-encoded (`assets/%C3%9Cber%20uns.js`), and
+ * decoded, as the build named it on disk and its map was uploaded (`assets/Über uns.js`). Both are
+ * tried: a URL given with a map may be encoded too. `decodeURI` keeps `/`, `?` and `#` escaped, so
+ * the path keeps its segments; a malformed escape leaves the file as it came.
+ */
+function frameFileForms(filename: string): string[] {
+  const url = stripQuery(filename)
+  let decoded = url
+  try {
+    decoded = decodeURI(url)
+  } catch {}
+  return decoded === url ? [url] : [url, decoded]
+}
+
 /** The two names a map gives its served file: its own name without `.map`, and its URL. */
 const servedNames = (candidate: SourceMapCandidate) => [candidate.name.replace(/\.map$/i, ''), ...(candidate.url ? [candidate.url] : [])]
 
@@ -216,14 +231,15 @@ export function sourceMapPicker<C extends SourceMapCandidate>(candidates: readon
   return (filename: string, release: string | null, debugId: string | null): C | undefined => {
     const byId = debugId ? byDebugId.get(debugId) : undefined
     if (byId || !release) return byId
-    const url = stripQuery(filename)
-    const path = pathOf(filename)
     let best: C | undefined
     let bestScore = 0
-    for (const candidate of byFileName.get(baseOf(path)) ?? []) {
-      if (candidate.release !== release) continue
-      const score = Math.max(...servedNames(candidate).map((served) => matchScore(served, url, path)))
-      if (score > bestScore) [best, bestScore] = [candidate, score]
+    for (const url of frameFileForms(filename)) {
+      const path = pathOf(url)
+      for (const candidate of byFileName.get(baseOf(path)) ?? []) {
+        if (candidate.release !== release) continue
+        const score = Math.max(...servedNames(candidate).map((served) => matchScore(served, url, path)))
+        if (score > bestScore) [best, bestScore] = [candidate, score]
+      }
     }
     return best
   }
