@@ -140,6 +140,17 @@ describe('POST /api/ingestion/events', () => {
     expect(await sessionOf('rp-late-2')).toMatchObject({ entry_url: 'https://late.test/page-1', referrer: 'https://search.test/' })
   })
 
+  test("the referrer stays the entry page's when an earlier chunk without a meta event shares its commit, as when they come one after the other", async () => {
+    // Page 1's later chunk (no meta event; its meta chunk still waits offline) and page 2's first chunk.
+    const pageOne = { windowId: 'w', events: [move(t0 + 50, 1)], automaticProperties: { referrer: 'https://search.test/' } }
+    const pageTwo = { windowId: 'w', events: [meta(t0 + 5000, 'https://late.test/page-2'), move(t0 + 5001, 2)], automaticProperties: { referrer: 'https://late.test/page-1' } }
+    for (const body of [pageOne, pageTwo]) expect((await core.post('/api/ingestion/events', { sessionId: 'rp-ref-1', ...body })).status).toBe(200)
+    const together = await Promise.all([pageOne, pageTwo].map((body) => core.post('/api/ingestion/events', { sessionId: 'rp-ref-2', ...body })))
+    expect(together.map((res) => res.status)).toEqual([200, 200])
+    for (const sessionId of ['rp-ref-1', 'rp-ref-2'])
+      expect(await sessionOf(sessionId)).toMatchObject({ started_ms: String(t0 + 50), entry_url: 'https://late.test/page-2', referrer: 'https://late.test/page-1' })
+  })
+
   test('invalid items are dropped and counted; the rest is stored', async () => {
     const good = [meta(t0, 'https://b.test/'), move(t0 + 10, 1)]
     const bad = [null, 'text', 42, [], {}, { type: 3, timestamp: 'now', data: {} }, { type: 9, timestamp: t0, data: {} }, { type: 1.5, timestamp: t0, data: {} },

@@ -101,10 +101,14 @@ export function mergeEndUserTouches(touches: readonly EndUserTouch[]): EndUserTo
   return [...merged.values()].sort((a, b) => (endUserKey(a) < endUserKey(b) ? -1 : 1))
 }
 
-/** The entry URL, its time and its page's referrer of whichever touch has the earlier entry. */
+/**
+ * The entry URL, its time and its page's referrer of whichever touch has the earlier entry, or of the
+ * only one with an entry: its referrer, not that of an earlier touch without one, as the sessions
+ * sink decides when the two come in two commits.
+ */
 function earliestEntry(a: SessionTouch, b: SessionTouch): Pick<SessionTouch, 'entryUrl' | 'entryAt' | 'referrer'> | undefined {
-  if (!a.entryUrl || !b.entryUrl) return undefined // the spread of the earlier touch decided
-  const first = (b.entryAt ?? b.firstAt) < (a.entryAt ?? a.firstAt) ? b : a
+  if (!a.entryUrl && !b.entryUrl) return undefined // the spread of the earlier touch decided
+  const first = !b.entryUrl ? a : !a.entryUrl ? b : (b.entryAt ?? b.firstAt) < (a.entryAt ?? a.firstAt) ? b : a
   return { entryUrl: first.entryUrl, entryAt: first.entryAt, referrer: first.referrer }
 }
 
