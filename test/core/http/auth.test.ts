@@ -42,6 +42,28 @@ describe('where the key comes from', () => {
     expect(res.status).toBe(200)
   })
 
+  test('a key in the body or query is taken without the spaces around it, as HTTP takes the header\'s', async () => {
+    // A key configured with a trailing newline or space works in the header (HTTP strips it there), so
+    // beacons, heartbeats and session-ends, which carry the same key in the body, must work too.
+    expect(extractKey(undefined, { apiKey: ' b\n' }, 'q')).toBe('b')
+    expect(extractKey(undefined, { apiKey: '  ' }, ' q ')).toBe('q')
+    expect(extractKey(undefined, undefined, ' ')).toBeUndefined()
+    const beacon = await core.request('/api/ingestion/customEvent', {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain;charset=UTF-8' },
+      body: JSON.stringify(event({ apiKey: `${core.key}\n` })),
+    })
+    expect(beacon.status).toBe(200)
+    const replay = await core.request('/api/ingestion/events', {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain;charset=UTF-8' },
+      body: JSON.stringify({ sessionId: 'auth-session', events: [{ type: 3, timestamp: Date.now(), data: {} }], apiKey: ` ${core.key}\r\n` }),
+    })
+    expect(replay.status).toBe(200)
+    const queried = await core.request(`/api/ingestion/customEvent?apiKey=%20${core.key}%20`, { method: 'POST', body: JSON.stringify(event()) })
+    expect(queried.status).toBe(200)
+  })
+
   test('the header wins over a wrong body key', async () => {
     const res = await core.post('/api/ingestion/customEvent', event({ apiKey: 'sl_dev_wrongwrongwrongwrongwrongwrongwr' }))
     expect(res.status).toBe(200)
