@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
+import type { RedactionStrategy } from '@sightline/tracker'
 import { HEARTBEAT_MS } from '@sightline/tracker/queue'
 import { settle } from './helpers/clock'
 import { closeAll, pageHide, replayEvents, tracked, type Tracked } from './helpers/tracker'
@@ -173,6 +174,36 @@ describe('visibility-first', () => {
     expect(everything).not.toContain('HIDDEN-AMOUNT')
     expect(everything).toContain('"tag":"button"')
   })
+})
+
+describe('a password shown by its "show password" button', () => {
+  for (const strategy of [{ mode: 'visibility-first' }, { mode: 'privacy-first', unredactSelectors: ['form'] }] satisfies RedactionStrategy[]) {
+    test(`${strategy.mode}: still masked once the page made it a text field, typed into then and in later snapshots`, async () => {
+      const t = tracked({ enableAutomaticTracking: false, redactionStrategy: strategy }, { html: '<form><input id="pw" type="password" value=""><input id="name" value=""></form>' })
+      const { win } = t
+      const type = (id: string, value: string) => {
+        const input = win.document.getElementById(id) as HTMLInputElement
+        input.value = value
+        input.dispatchEvent(new win.Event('input', { bubbles: true }))
+      }
+      t.tracker.start()
+      await settle()
+      type('pw', 'SECRET-HIDDEN-PASSWORD')
+      ;(win.document.getElementById('pw') as HTMLInputElement).type = 'text'
+      await settle()
+      type('pw', 'SECRET-SHOWN-PASSWORD')
+      type('name', 'VISIBLE-NAME')
+      await settle()
+      // A new snapshot (changed selectors) serializes the field as it is now.
+      t.tracker.setUnredactedFields(['form'])
+      await settle()
+      await t.clock.advance(3000)
+      const replay = JSON.stringify(replayEvents(t.service))
+      expect(replay.match(/SECRET-[A-Z-]+/g)).toBeNull()
+      expect(replay).toContain('VISIBLE-NAME')
+      expect(replay).toContain('*'.repeat('SECRET-SHOWN-PASSWORD'.length))
+    })
+  }
 })
 
 describe('shadow roots and comments', () => {

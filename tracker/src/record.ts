@@ -95,7 +95,9 @@ export interface Recording {
  */
 export function startRecording(redaction: Redaction, emit: (event: RecordedEvent, activity: boolean) => void): Recording {
   const hide = (text: string) => text.replace(/\S/g, '*')
-  const mask = (text: string, el: HTMLElement | null) => (redaction.masked(el) ? hide(text) : text)
+  // A password field that a "show password" button made a text field is still one. rrweb marks it
+  // (and asks maskInputFn about it as a password); the selectors, which look at its type, do not see it.
+  const mask = (text: string, el: HTMLElement | null) => (redaction.masked(el) || el?.hasAttribute('data-rr-is-password') ? hide(text) : text)
   const element = (id: number) => record.mirror.getNode(id) as HTMLElement | null
   const maskAttributes = (attributes: Record<string, unknown> | undefined, id: number, tag = element(id)?.localName) => {
     for (const name in attributes) {
