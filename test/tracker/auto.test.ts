@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import type { AutomaticTrackingOptions } from '@sightline/tracker'
+import { RAGE_CLICKS, RAGE_WINDOW_MS } from '@sightline/tracker/auto/clicks'
 import { ERROR_KEY_CHARS, ERROR_MESSAGE_MAX_CHARS, ERROR_STACK_MAX_CHARS, ERROR_WINDOW_MS, ERRORS_PER_WINDOW } from '@sightline/tracker/messages'
 import { TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
 import { MESSAGE_LIMIT_BYTES, STACK_LIMIT_BYTES } from '@sightline/core/ingest/shared/text'
@@ -125,6 +126,38 @@ describe('clicks and forms', () => {
       'data:',
     ])
     expect(t.service.sent.map((r) => r.text).join('\n')).not.toContain('SECRET')
+  })
+
+  test('a rage click is reported once per burst, however long it goes on; a pause begins the next', async () => {
+    const t = await started(only({ rageClicks: true }), '<button id="pay">Pay</button>')
+    const click = () => t.win.document.getElementById('pay')!.dispatchEvent(new t.win.MouseEvent('click', { bubbles: true, clientX: 10, clientY: 10 }))
+    // About 3 a second: at every click from the third, the last three are within the window.
+    for (let i = 0; i < 8; i++) {
+      click()
+      await t.clock.advance(RAGE_WINDOW_MS / RAGE_CLICKS + 20)
+    }
+    await t.clock.advance(RAGE_WINDOW_MS)
+    for (let i = 0; i < RAGE_CLICKS; i++) click()
+    await t.clock.advance(100)
+    expect(customEvents(t).map((e) => e.eventName)).toEqual(['$rageclick', '$rageclick'])
+  })
+
+  test("a click on a label is one click, not also the click the label passes on to its control; two are no rage click", async () => {
+    const t = await started(only({ clicks: true, rageClicks: true }), '<label id="terms">I agree <input type="checkbox"></label><label id="news" for="n">News</label><input id="n" type="checkbox">')
+    // The browser clicks the control at the same place, in the same task.
+    const click = (id: string) => t.win.document.getElementById(id)!.dispatchEvent(new t.win.MouseEvent('click', { bubbles: true, cancelable: true }))
+    click('terms')
+    await t.clock.advance(200)
+    click('terms')
+    await t.clock.advance(RAGE_WINDOW_MS)
+    click('news')
+    await t.clock.advance(100)
+    expect((t.win.document.getElementById('n') as HTMLInputElement).checked).toBe(true)
+    expect(customEvents(t).map((e) => [e.eventName, e.eventProperties.id])).toEqual([
+      ['$click', 'terms'],
+      ['$click', 'terms'],
+      ['$click', 'news'],
+    ])
   })
 
   test('a submit reports the form, never its values', async () => {
@@ -296,6 +329,22 @@ describe('network and spans', () => {
       ['GET /fail', { code: 'unset' }],
     ])
     expect(t.service.to('/network')).toEqual([])
+  })
+
+  test('what the browser takes, a fetch of undefined or an open with a method of another type, throws nothing into the page', async () => {
+    const t = tracked({ automaticTrackingOptions: only({ network: true }) })
+    // As a browser does: `fetch(undefined)` fetches ./undefined, which is not there.
+    t.win.fetch = (async (input: unknown) => new Response(String(input), { status: 404 })) as typeof fetch
+    t.tracker.start()
+    await settle()
+    let answer: Promise<Response> | undefined
+    expect(() => (answer = t.win.fetch(undefined as never))).not.toThrow()
+    expect((await answer!).status).toBe(404)
+    expect(() => new t.win.XMLHttpRequest().open(undefined as never, `${apiBase}/ok`)).not.toThrow()
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(t.service.to('/network').flatMap((r) => r.body.errors).map((e: { method: string; url: string; status: number }) => [e.method, e.url, e.status])).toEqual([
+      ['GET', 'http://shop.test/undefined', 404],
+    ])
   })
 
   test('stop puts fetch and XMLHttpRequest back', async () => {

@@ -36,12 +36,21 @@ export function describeElement(el: Element, context: AutoContext): Properties {
 
 export function trackClicks(context: AutoContext, clicks: boolean, rageClicks: boolean): Undo[] {
   let recent: { x: number; y: number; at: number }[] = []
+  /** The burst under way was reported. */
+  let raged = false
+  /** The control a clicked label passes the click on to, until the end of this task. */
+  let passedTo: Element | null | undefined
   return [listen<MouseEvent>(
     context.win.document,
     'click',
     (event) => {
       const target = event.target as Element | null
       if (!target?.tagName) return
+      // A label's click goes on to its control as a click of its own, at the same place and in the same
+      // task: a person's one click, not two (nor, twice, a rage click).
+      if (target === passedTo) return
+      passedTo = (target.closest('label') as HTMLLabelElement | null)?.control
+      if (passedTo) context.win.setTimeout(() => (passedTo = undefined))
       const el = target.closest('a,button,input,select,textarea,label,[role=button],[onclick]') ?? target
       const properties = describeElement(el, context)
       if (clicks) context.customEvent('$click', properties)
@@ -49,8 +58,14 @@ export function trackClicks(context: AutoContext, clicks: boolean, rageClicks: b
       const at = context.now()
       const { clientX: x, clientY: y } = event
       recent = recent.filter((c) => at - c.at < RAGE_WINDOW_MS && Math.hypot(c.x - x, c.y - y) <= RAGE_RADIUS_PX)
+      // A burst goes on while each click joins one before it (clicking at about 3 a second keeps three
+      // in the window at every click); one that joins none (a pause, another place) begins the next.
+      if (!recent.length) raged = false
       recent.push({ x, y, at })
-      if (recent.length === RAGE_CLICKS) context.customEvent('$rageclick', { ...properties, clicks: RAGE_CLICKS })
+      if (recent.length === RAGE_CLICKS && !raged) {
+        raged = true
+        context.customEvent('$rageclick', { ...properties, clicks: RAGE_CLICKS })
+      }
     },
     true,
   )]

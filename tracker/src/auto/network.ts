@@ -99,9 +99,10 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
   const undo = [
     patch(win, 'fetch', (original) =>
       function (this: unknown, input: RequestInfo | URL, init?: RequestInit) {
-        const request = input as Partial<Request>
-        const url = request.url ?? String(input)
-        const method = (init?.method ?? request.method ?? 'GET').toUpperCase()
+        // What the browser takes, too: `fetch(undefined)` fetches ./undefined (it never throws, it rejects).
+        const request = input as Partial<Request> | undefined
+        const url = request?.url ?? String(input)
+        const method = String(init?.method ?? request?.method ?? 'GET').toUpperCase()
         const start = context.now()
         return original.call(this, input, init).then(
           (response) => {
@@ -124,7 +125,7 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
         function (this: TrackedXhr, method: string, url: string | URL, ...rest: unknown[]) {
           // Opened again, a request under way ends with no event: its listeners go now.
           this[REQUEST]?.[2]?.()
-          this[REQUEST] = [method.toUpperCase(), String(url)]
+          this[REQUEST] = [String(method).toUpperCase(), String(url)]
           return (original as (...args: unknown[]) => void).call(this, method, url, ...rest)
         } as XMLHttpRequest['open'],
       ),
