@@ -280,6 +280,24 @@ describe('URLs in the replay', () => {
     })
   }
 
+  test("privacy-first: metas that repeat the page's text (description, social, author) are not recorded, added later neither", async () => {
+    const html = `<!doctype html><html><head><title>SECRET-TITLE</title><meta name="description" content="SECRET-DESCRIPTION">
+      <meta property="og:title" content="SECRET-OG-TITLE"><meta name="twitter:description" content="SECRET-TWITTER">
+      <meta name="author" content="SECRET-AUTHOR"><meta name="viewport" content="width=device-width"></head><body><p>SECRET-TEXT</p></body></html>`
+    const t = tracked({ enableAutomaticTracking: false }, { html })
+    const doc = t.win.document
+    t.tracker.start()
+    await settle()
+    doc.head.insertAdjacentHTML('beforeend', '<meta property="og:description" content="SECRET-ADDED">')
+    doc.querySelector('meta[name=description]')!.setAttribute('content', 'SECRET-CHANGED')
+    await settle()
+    await t.clock.advance(3000)
+    const replay = JSON.stringify(replayEvents(t.service))
+    for (const secret of ['SECRET-TITLE', 'SECRET-DESCRIPTION', 'SECRET-OG-TITLE', 'SECRET-TWITTER', 'SECRET-AUTHOR', 'SECRET-TEXT', 'SECRET-ADDED', 'SECRET-CHANGED'])
+      expect(replay).not.toContain(secret)
+    expect(replay).toContain('"content":"width=device-width"')
+  })
+
   for (const mode of ['privacy-first', 'visibility-first'] as const) {
     test(`${mode}: hidden values (a hidden input, a token's meta) are masked, set later too; other metas stay`, async () => {
       const html = `<!doctype html><html><head><meta name="csrf-token" content="META-SECRET"><meta name="viewport" content="width=device-width">

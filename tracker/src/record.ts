@@ -147,8 +147,10 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
     maskTextFn: mask,
     maskInputFn: mask,
     checkoutEveryNms: CHECKOUT_MS,
-    // Comments are never shown, and may hold anything the page's author left there.
-    slimDOMOptions: { comment: true },
+    // Comments are never shown, and may hold anything the page's author left there. Nor are a page's
+    // description, keywords, author and social metas (og:title, twitter:description, product:price):
+    // they repeat the title and text that privacy-first masks, and some name the person the page is of.
+    slimDOMOptions: { comment: true, headMetaDescKeywords: true, headMetaSocial: true, headMetaAuthorship: true },
     recordCanvas: false,
     collectFonts: false,
   })
