@@ -351,6 +351,25 @@ describe('delivery', () => {
     expect([service.sent.length, outbox.all().map((p) => p.id)]).toEqual([3, ['1']])
   })
 
+  test('a kept parcel refused for its own sake (500, 408) is not sent again by this page, whose every success drains (every 150 ms with a live viewer); it stays kept, and the next page tries it once', async () => {
+    for (const status of [500, 408]) {
+      const own = (request: Sent) => request.body.events[0].n === 'bad'
+      const { service, delivery, outbox, parcel, clock, log } = setup((request) => (own(request) ? { status } : { status: 200, body: { success: true } }))
+      outbox.put(parcel('bad'))
+      await delivery.drain()
+      for (let i = 0; i < 20; i++) await delivery.deliver(parcel('new' + i))
+      await settle()
+      expect([service.sent.filter(own).length, service.sent.length, outbox.all().map((p) => p.id)]).toEqual([1, 21, ['bad']])
+
+      // The next page load.
+      const next = createDelivery({ transport: createTransport({ base: SERVICE_BASE, apiKey: 'k', fetch: service.fetch, win: page.win, log, clock }), outbox, clock, log, answered: () => {}, stopped: () => {} })
+      await next.drain()
+      await next.drain()
+      expect([service.sent.filter(own).length, outbox.all().map((p) => p.id)]).toEqual([2, ['bad']])
+      await page.close()
+    }
+  })
+
   test('a drain runs alone: where another tab of the origin holds the drain, this one sends nothing and keeps everything', async () => {
     let held = true
     const { service, delivery, outbox, parcel } = setup(undefined, (drain) => (held ? Promise.resolve(null) : drain()))

@@ -67,7 +67,12 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
   let paused = false
   const inFlight = new Map<string, Parcel>()
   const waiting = new Map<string, { parcel: Parcel; timer: unknown }>()
-  /** In flight when the page was hidden: the outbox holds a copy, so a failure is left to it. */
+  /**
+   * Kept in the outbox, a failure left to it: in flight when the page was hidden (the outbox holds a
+   * copy); or drained and answered 500 or 408, its own failure (see deliver), which a drain of this
+   * page goes past: every success drains, and would send it again and again (every 150 ms with a live
+   * viewer), for as long as the page is open. The next page tries it again.
+   */
   const persisted = new Set<string>()
   const drops: Omit<Dropped, 'outbox' | 'error_flood'> = {}
 
@@ -140,8 +145,9 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     }
     if (status && status < 500 && status !== 408) return drop(`rejected_${status}`, parcel)
     // No answer, or a service that cannot take anything now (502 to 504, 503 with Retry-After): a
-    // drain goes no further. A 500 is this request's own failure; the ones after it may go.
-    return retry(retryDelay(attempt, random(), retryAfter), attempt + 1) && (!status || status > 500)
+    // drain goes no further. A 500 (or 408) is this request's own failure; the ones after it may go,
+    // and a drained one stays kept, not sent again by this page (see persisted).
+    return retry(retryDelay(attempt, random(), retryAfter), attempt + 1) && (!status || status > 500 || !persisted.add(parcel.id))
   }
 
   /**
@@ -177,13 +183,15 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
    * service did not take it (no answer, 502 to 504, Retry-After) the drain stops there: the next
    * success, heartbeat or `online` drains again. The tabs of an origin share the outbox, and all of
    * them drain when the browser is back online: one at a time (`alone`), or each would send every parcel.
+   * It goes past what is `persisted`: parcels refused for their own sake, and those in flight when the
+   * page was hidden (the only kept parcels ever in flight when a drain begins: drains never overlap).
    */
   async function drain() {
     if (draining || paused || !transport.online()) return
     draining = true
     try {
       await alone(async () => {
-        for (const parcel of outbox.all()) if (paused || (!inFlight.has(parcel.id) && (await deliver(parcel, false, MAX_ATTEMPTS)))) break
+        for (const parcel of outbox.all()) if (paused || (!persisted.has(parcel.id) && (await deliver(parcel, false, MAX_ATTEMPTS)))) break
       })
     } finally {
       draining = false
