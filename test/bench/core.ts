@@ -214,10 +214,17 @@ async function batches(ctx: Context, core: CoreProcess, pg: PostgresServer): Pro
     const copy = await copyRowsPerSecond(pg.url, projectId, 200_000)
     return { eventsPerSecond: durable.requestsPerSecond * 20, p99: durable.p99Ms, copy }
   })
+  // P2 waits on commits, not on the CPU: at 32 connections part of the machine stays idle, and more
+  // batches waiting make each commit carry more. Past 64, events/s rise no further.
+  const wide = await medianOf(runs, async () => {
+    const durable = await load({ ...p2, connections: 64 })
+    return { eventsPerSecond: durable.requestsPerSecond * 20, p99: durable.p99Ms }
+  })
   return [
-    { name: 'P2 customEvent/batch ×20, durable', value: `${fmt(batch.eventsPerSecond)} events/s, p99 ${fmt(batch.p99, 2)} ms` },
+    { name: 'P2 customEvent/batch ×20, durable, 32 connections', value: `${fmt(batch.eventsPerSecond)} events/s, p99 ${fmt(batch.p99, 2)} ms` },
     { name: 'P2 COPY of the same rows', value: `${fmt(batch.copy)} rows/s` },
     { name: 'P2 ratio to COPY', value: fmt(batch.eventsPerSecond / batch.copy, 2), target: '≥ 0.75', met: batch.eventsPerSecond / batch.copy >= 0.75 },
+    { name: 'P2 at 64 connections', value: `${fmt(wide.eventsPerSecond)} events/s, p99 ${fmt(wide.p99, 2)} ms; ratio to COPY ${fmt(wide.eventsPerSecond / batch.copy, 2)}` },
     await waitsRow('P2', pg.url, p2),
   ]
 }
