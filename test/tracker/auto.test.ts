@@ -553,6 +553,18 @@ describe('a module start() loads', () => {
     expect(reports.map((r: { message: string }) => r.message)).toEqual(['during load', 'rejected during load', 'after load'])
   })
 
+  test('what it keeps meanwhile is bounded, should the module be long in coming or never come: the first 50', async () => {
+    const t = tracked({ automaticTrackingOptions: only({ errors: true }) })
+    t.tracker.start()
+    for (let i = 0; i < 80; i++) t.win.dispatchEvent(new t.win.ErrorEvent('error', { error: new Error(`early ${i}`), message: `early ${i}` }))
+    await settle()
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    const reports = t.service.to('/errors').flatMap((r) => r.body.errors)
+    // Those kept go as any burst of errors does: the first of a window, the rest counted as a flood.
+    expect(reports.map((r: { message: string }) => r.message)).toEqual(Array.from({ length: ERRORS_PER_WINDOW }, (_, i) => `early ${i}`))
+    expect(t.tracker.getConnectionStatus().dropped.error_flood).toBe(50 - ERRORS_PER_WINDOW)
+  })
+
   test('stopped before it loaded: nothing is installed, and nothing kept meanwhile is reported', async () => {
     const t = tracked()
     const { fetch, history } = t.win

@@ -150,10 +150,11 @@ export class ServiceTracker {
     // The recorder (rrweb), automatic tracking and presence are modules of their own: the script-tag
     // build has them inside, and an app's bundler keeps them out of the first load. Each starts as it
     // arrives, in any order; not if the tracker was stopped (or restarted) meanwhile. What the page
-    // throws before automatic tracking is there waits for it.
+    // throws before automatic tracking is there waits for it: the first 50 (at most 20 a minute are
+    // sent), so that a module that never arrives (a chunk gone after a deploy) holds no more.
     const win = this.#win
     const early: Event[] = []
-    const keep = (event: Event) => early.push(event)
+    const keep = (event: Event) => early.length < 50 && early.push(event)
     if (enableAutomaticTracking) {
       const keeping = [listen(win, 'error', keep), listen(win, 'unhandledrejection', keep)]
       this.#running.push(...keeping)
