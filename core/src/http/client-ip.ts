@@ -11,6 +11,12 @@ export type ClientAddress = (socketAddress: string | null | undefined, forwarded
 
 type Family = 'ipv4' | 'ipv6'
 
+/**
+ * An IPv4 address written as IPv6 (`::ffff:8.8.8.8`), also in hex (`::ffff:808:808`, as a client may
+ * send it in /ip-info's `ip`) and spelled out (`0:0:0:0:0:ffff:...`): the IPv4 part, dotted or as two hex groups.
+ */
+const IPV4_MAPPED = /^(?:::|(?:0{1,4}:){5})ffff:(?:(\d+\.\d+\.\d+\.\d+)|([0-9a-f]{1,4}):([0-9a-f]{1,4}))$/i
+
 /** A bare address in canonical form: IPv4-mapped IPv6 becomes IPv4, zone ids go; null when invalid. */
 export function normalizeAddress(raw: string | null | undefined): string | null {
   if (!raw) return null
@@ -21,8 +27,8 @@ export function normalizeAddress(raw: string | null | undefined): string | null 
   else if (/^[\d.]+:\d+$/.test(address)) address = address.slice(0, address.indexOf(':'))
   const zone = address.indexOf('%')
   if (zone !== -1) address = address.slice(0, zone)
-  const mapped = address.match(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/i)
-  if (mapped) address = mapped[1]
+  const mapped = address.match(IPV4_MAPPED)
+  if (mapped) address = mapped[1] ?? [mapped[2], mapped[3]].flatMap((hex) => [parseInt(hex, 16) >> 8, parseInt(hex, 16) & 255]).join('.')
   const version = isIP(address)
   if (version === 0) return null
   return version === 6 ? address.toLowerCase() : address

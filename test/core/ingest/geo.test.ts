@@ -82,6 +82,12 @@ describe('POST /api/ingestion/ip-info', () => {
     expect(user.geo).toEqual(US)
   })
 
+  test('an IPv4 address written as IPv6, dotted or in hex, is located as that IPv4 address', async () => {
+    for (const ip of ['::ffff:8.8.8.8', '::ffff:808:808']) {
+      expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-mapped', ip })).json()).toEqual({ success: true, geo: US })
+    }
+  })
+
   test('a private or invalid ip in the body is not taken; with no socket address the answer is null and nothing is erased', async () => {
     for (const ip of ['10.0.0.1', '127.0.0.1', 'garbage', null]) {
       expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-1', ip })).json()).toEqual({ success: true, geo: null })
