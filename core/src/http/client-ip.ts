@@ -75,15 +75,16 @@ export function clientAddress(trustedProxies: readonly string[]): ClientAddress 
 
 /**
  * Special-purpose ranges (IANA IPv4/IPv6 special-purpose registries, RFC 6890): private, loopback,
- * link-local, shared, documentation, benchmarking, multicast, reserved. None of them says where a
- * person is, so they never reach the GeoIP lookup.
+ * link-local, shared, documentation (3fff::/20 too, RFC 9637), benchmarking, SRv6 segment ids
+ * (5f00::/16, RFC 9602), multicast, reserved. None of them says where a person is, so they never
+ * reach the GeoIP lookup.
  */
 const NOT_PUBLIC = parseCidrsUnchecked([
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
   ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
   ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-  ['::', 128], ['::1', 128], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32], ['fc00::', 7],
-  ['fe80::', 10], ['ff00::', 8],
+  ['::', 128], ['::1', 128], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32], ['3fff::', 20], ['5f00::', 16],
+  ['fc00::', 7], ['fe80::', 10], ['ff00::', 8],
 ])
 
 function parseCidrsUnchecked(ranges: [string, number][]): BlockList {

@@ -36,6 +36,8 @@ describe('addresses', () => {
     ['fe80::1', false],
     ['192.0.2.1', false],
     ['2001:db8::1', false],
+    ['3fff:abc::1', false],
+    ['5f00:1::1', false],
     ['224.0.0.1', false],
     ['not an ip', false],
   ])('%s is public: %p', (address, expected) => {
