@@ -17,6 +17,10 @@ describe('auth values', () => {
     expect(authValues({ email: 'a@x', id: 7, name: 'A' }, ['id', 'email', 'email'])).toEqual({ email: 'a@x', id: 7 })
     expect(authValues({ email: 'a@x' }, ['email', 'id'])).toBeNull()
     expect(authValues({ email: '' }, ['email'])).toBeNull()
+    expect(authValues({ email: [] }, ['email'])).toBeNull()
+    expect(authValues({ email: {} }, ['email'])).toBeNull()
+    expect(authValues({ email: [''] }, ['email'])).toEqual({ email: [''] })
+    expect(authValues({ id: 0, admin: false }, ['id', 'admin'])).toEqual({ id: 0, admin: false })
     expect(authValues({ email: 'a@x' }, [])).toBeNull()
   })
 
@@ -184,6 +188,15 @@ describe('POST /api/ingestion/user/auth', () => {
     expect((await auth('nul-1', { email: '\u0000' })).endUserId).toBe('nul-1')
     expect((await auth('nul-2', { email: '\u0000\u0000' })).endUserId).toBe('nul-2')
     expect((await aliases(core)).map((a) => a.alias_id)).not.toContain('nul-2')
+  })
+
+  test('an empty list or object identifies no one: signed-out visitors stay apart', async () => {
+    expect((await auth('empty-list-1', { emails: [] }, ['emails'])).endUserId).toBe('empty-list-1')
+    expect((await auth('empty-list-2', { emails: [] }, ['emails'])).endUserId).toBe('empty-list-2')
+    expect((await auth('empty-obj-1', { account: {} }, ['account'])).endUserId).toBe('empty-obj-1')
+    expect((await auth('empty-obj-2', { account: {} }, ['account'])).endUserId).toBe('empty-obj-2')
+    expect((await aliases(core)).map((a) => a.alias_id)).not.toContain('empty-list-2')
+    expect((await aliases(core)).map((a) => a.alias_id)).not.toContain('empty-obj-2')
   })
 
   test('without a userId, the end user of the session is the one identified', async () => {

@@ -30,6 +30,8 @@ export interface IdentifyRow {
  * read through the prototype (a function, which JSON drops) or `__proto__` assigned as a key (which sets
  * the prototype instead) would leave `{}`, which every person's attributes contain. Texts are taken as
  * they are stored, without NUL (see stripNul): one of only NUL is stored empty, and is no value either.
+ * An empty list or object is no value as an empty text is none: `emails: []` from every signed-out
+ * visitor would otherwise make them all one person.
  */
 export function authValues(attributes: Record<string, unknown>, authFields: readonly string[]): Record<string, unknown> | null {
   const fields = [...new Set(authFields)].sort()
@@ -38,10 +40,15 @@ export function authValues(attributes: Record<string, unknown>, authFields: read
   for (const field of fields) {
     const sent = Object.hasOwn(attributes, field) ? attributes[field] : undefined
     const value = typeof sent === 'string' ? stripNul(sent) : sent
-    if (value === undefined || value === null || value === '') return null
+    if (isEmptyValue(value)) return null
     values.push([field, value])
   }
   return Object.fromEntries(values)
+}
+
+function isEmptyValue(value: unknown): boolean {
+  if (value === undefined || value === null || value === '') return true
+  return typeof value === 'object' && Object.keys(value).length === 0
 }
 
 export function identifyRows(
