@@ -77,8 +77,24 @@ describe('POST /api/ingestion/network', () => {
     ])
   })
 
+  test('a method of any length a page may give fetch is stored, not the reason to refuse the batch', async () => {
+    const long = 'x-custom-method-for-a-legacy-rpc-endpoint'
+    const batch = { sessionId: 'net-method', errors: [failure('m-1', { sessionId: undefined, method: long }), failure('m-2', { sessionId: undefined })] }
+    expect(await (await core.post('/api/ingestion/network', batch)).json()).toEqual({ success: true, accepted: 2 })
+    const stored = await rows<{ request_id: string; method: string }>(sql`select request_id, method from network_errors where session_id = 'net-method' order by request_id`)
+    expect(stored).toEqual([
+      { request_id: 'm-1', method: long.toUpperCase() },
+      { request_id: 'm-2', method: 'POST' },
+    ])
+    const huge = { ...failure('m-3', { sessionId: 'net-method-huge' }), method: 'M'.repeat(5000) }
+    expect((await core.post('/api/ingestion/network', huge)).status).toBe(200)
+    const [{ length }] = await rows<{ length: number }>(sql`select octet_length(method) as length from network_errors where session_id = 'net-method-huge'`)
+    expect(length).toBe(1024)
+  })
+
   test.each([
     [{ ...failure('x'), requestId: undefined }, '/requestId'],
+    [{ ...failure('x'), method: '' }, '/method'],
     [{ ...failure('x'), url: undefined }, '/url'],
     [{ ...failure('x'), status: 'bad' }, '/status'],
     [{ ...failure('x'), status: 99999 }, '/status'],

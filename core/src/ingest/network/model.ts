@@ -5,7 +5,8 @@ const entryFields = {
   /** The client's id of the request: with the session it makes a resend a no-op. */
   requestId: t.String({ minLength: 1, maxLength: 256 }),
   url: t.String(),
-  method: t.String({ minLength: 1, maxLength: 32 }),
+  /** Any token a page may pass to fetch or XHR (the standard sets no length): a long one is shortened, not refused. */
+  method: t.String({ minLength: 1 }),
   /** 0 or null when no response came (network failure, CORS, abort). */
   status: t.Optional(t.Union([Integer({ minimum: 0, maximum: 999 }), t.Null()])),
   statusText: OptionalText,

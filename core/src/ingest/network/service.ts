@@ -37,7 +37,7 @@ export function networkRows(body: NetworkBatchBody, caller: Caller, receivedAt: 
       requestId: entry.requestId,
       endUserId: entry.endUserId ?? body.endUserId ?? null,
       url: truncateUtf8(entry.url, URL_LIMIT_BYTES),
-      method: entry.method.toUpperCase(),
+      method: truncateUtf8(entry.method.toUpperCase(), SHORT_LIMIT_BYTES),
       status: entry.status ?? null,
       statusText: optionalText(entry.statusText, SHORT_LIMIT_BYTES),
       durationMs: entry.duration ?? null,
