@@ -130,6 +130,16 @@ describe('POST /api/ingestion/sourcemaps', () => {
     await refused(await core.post('/api/ingestion/sourcemaps', body), 400, 'validation_failed', path)
   })
 
+  test('multipart: a file name longer than the JSON form allows is refused where it is, and nothing stored', async () => {
+    const form = new FormData()
+    form.append('release', 'long-name@1')
+    form.append('ok', new File([JSON.stringify(map('ok.js'))], 'ok.js.map'))
+    form.append('map', new File([JSON.stringify(map('x.js'))], `${'n'.repeat(1025)}.js.map`))
+    const body = await refused(await upload(form), 400, 'validation_failed', '/map')
+    expect(body.error.message).toContain('1024')
+    expect(await stored('long-name@1')).toEqual([])
+  })
+
   test('multipart without a release, without a map, with only scripts', async () => {
     const noRelease = new FormData()
     noRelease.append('file', new File([JSON.stringify(map('a.js'))], 'a.js.map'))

@@ -1,9 +1,10 @@
 import { Elysia } from 'elysia'
+import { ApiError } from '../../errors'
 import type { Writer } from '../../writer'
 import { validator } from '../shared/validate'
 import { commit } from '../shared/write'
 import type { IngestionPlugin } from '../plugin'
-import { SourceMapFormBody, SourceMapJsonBody } from './model'
+import { FILE_NAME_MAX_CHARS, SourceMapFormBody, SourceMapJsonBody } from './model'
 import { sourceMapUploads, type UploadedFile } from './service'
 import { sourceMapRows, sourceMapsSink } from './store'
 
@@ -24,6 +25,7 @@ async function uploadOf(body: unknown, contentType: string): Promise<{ release: 
     for (const part of Array.isArray(value) ? value : [value]) {
       if (!(part instanceof Blob)) continue
       const name = part instanceof File && part.name && part.name !== 'blob' ? part.name : field
+      if (name.length > FILE_NAME_MAX_CHARS) throw new ApiError('validation_failed', `/${field}: a file name is at most ${FILE_NAME_MAX_CHARS} characters`, { path: `/${field}` })
       files.push({ name, content: await part.text(), path: `/${field}` })
     }
   }

@@ -1,5 +1,8 @@
 import { t } from 'elysia'
 
+/** A file's name, in either form: (release, name) is the stored map's key. */
+export const FILE_NAME_MAX_CHARS = 1024
+
 export const Release = t.String({ minLength: 1, maxLength: 256, pattern: '^[^\\u0000-\\u001f]+$' })
 
 /** POST /sourcemaps, JSON form; `content` is the source map, as JSON text or as the object itself. */
@@ -7,7 +10,7 @@ export const SourceMapJsonBody = t.Object({
   release: Release,
   files: t.Array(
     t.Object({
-      name: t.String({ minLength: 1, maxLength: 1024 }),
+      name: t.String({ minLength: 1, maxLength: FILE_NAME_MAX_CHARS }),
       url: t.Optional(t.Union([t.String({ minLength: 1, maxLength: 2048 }), t.Null()])),
       content: t.Union([t.String(), t.Record(t.String(), t.Unknown())]),
     }),
