@@ -39,6 +39,23 @@ describe('POST /api/ingestion/groupidentify', () => {
     expect((await members()).filter((m) => m.group_key === '42')).toHaveLength(0)
   })
 
+  test('with a session but no end user, the end user of the session is linked; a session without one links no one', async () => {
+    await core.post('/api/ingestion/customEvent', { sessionId: 'g-by-session', endUserId: 'g-session-user', eventName: 'signed_in' })
+    expect((await core.post('/api/ingestion/groupidentify', { sessionId: 'g-by-session', groupType: 'company', groupKey: 'by-session' })).status).toBe(200)
+    expect((await core.post('/api/ingestion/groupidentify', { sessionId: 'g-anonymous', groupType: 'company', groupKey: 'by-anonymous' })).status).toBe(200)
+    // Both forms in one commit, for the same person, are one link.
+    await Promise.all([
+      core.post('/api/ingestion/groupidentify', { sessionId: 'g-by-session', groupType: 'company', groupKey: 'both' }),
+      core.post('/api/ingestion/groupidentify', { endUserId: 'g-session-user', groupType: 'company', groupKey: 'both' }),
+    ])
+    const linked = (await members()).filter((m) => ['by-session', 'by-anonymous', 'both'].includes(m.group_key))
+    expect(linked).toEqual([
+      { group_key: 'both', end_user_id: 'g-session-user' },
+      { group_key: 'by-session', end_user_id: 'g-session-user' },
+    ])
+    expect(await groups()).toContainEqual({ group_type: 'company', group_key: 'by-anonymous', properties: {} })
+  })
+
   test('concurrent identifies of one group in one commit merge, each link once', async () => {
     const statuses = await Promise.all(
       Array.from({ length: 40 }, (_, i) =>

@@ -11,11 +11,13 @@ export interface GroupRow {
   at: number
 }
 
+/** A link to make: to the end user named, or else to the one the session has by the time it commits. */
 export interface GroupMemberRow {
   projectId: string
   groupType: string
   groupKey: string
-  endUserId: string
+  endUserId: string | null
+  sessionId: string | null
 }
 
 export interface GroupIdentifyRows extends SessionTouches {
@@ -28,9 +30,12 @@ export function groupIdentifyRows(body: GroupIdentifyBody, caller: Caller, now: 
   const groupType = stripNul(body.groupType)
   const groupKey = stripNul(String(body.groupKey))
   const endUserId = body.endUserId ?? null
+  const sessionId = body.sessionId ?? null
   return {
     groups: [{ projectId, groupType, groupKey, properties: body.groupProperties ?? {}, at: now }],
-    members: endUserId ? [{ projectId, groupType, groupKey, endUserId }] : [],
+    // WIRE.md: the end user is linked; a client that names only the session means the session's, as
+    // an identify without a userId identifies the session's end user.
+    members: endUserId || sessionId ? [{ projectId, groupType, groupKey, endUserId, sessionId: endUserId ? null : sessionId }] : [],
     ...sessionTouches(caller, [{ sessionId: body.sessionId ?? null, endUserId, at: now }]),
   }
 }
@@ -48,6 +53,6 @@ export function mergeGroups(rows: readonly GroupRow[]): GroupRow[] {
 }
 
 export function uniqueMembers(rows: readonly GroupMemberRow[]): GroupMemberRow[] {
-  const byKey = new Map(rows.map((m) => [`${groupKeyOf(m)}\n${m.endUserId}`, m]))
+  const byKey = new Map(rows.map((m) => [`${groupKeyOf(m)}\n${m.endUserId === null ? `session ${m.sessionId}` : `user ${m.endUserId}`}`, m]))
   return [...byKey.keys()].sort().map((k) => byKey.get(k)!)
 }

@@ -17,14 +17,21 @@ export const groupsSink: Sink<GroupRow> = {
   },
 }
 
-/** Links end users to groups; a link that exists stays as it is. */
+/**
+ * Links end users to groups; a link that exists stays as it is. A link by session takes the session's
+ * end user as the commit leaves it (sessions are written first, see SinkPhase), and none if it has none.
+ * Inserted in the order of the links themselves, so that concurrent commits lock them in one order.
+ */
 export const groupMembersSink: Sink<GroupMemberRow> = {
   name: 'group_members',
   async write(tx, rows) {
     await tx.execute(sql`
       insert into group_members (project_id, group_type, group_key, end_user_id)
-      select m."projectId", m."groupType", m."groupKey", m."endUserId"
-      from jsonb_to_recordset(${jsonParam(uniqueMembers(rows))}::jsonb) as m("projectId" uuid, "groupType" text, "groupKey" text, "endUserId" text)
+      select m."projectId", m."groupType", m."groupKey", coalesce(m."endUserId", s.end_user_id)
+      from jsonb_to_recordset(${jsonParam(uniqueMembers(rows))}::jsonb) as m("projectId" uuid, "groupType" text, "groupKey" text, "endUserId" text, "sessionId" text)
+      left join sessions s on m."endUserId" is null and s.project_id = m."projectId" and s.session_id = m."sessionId"
+      where coalesce(m."endUserId", s.end_user_id) is not null
+      order by 1, 2, 3, 4
       on conflict do nothing`)
   },
 }
