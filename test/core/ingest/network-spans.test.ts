@@ -195,13 +195,18 @@ describe('POST /api/ingestion/spans/batch', () => {
     expect([received(tooLong.start), tooLong.duration_ms]).toEqual([true, 0])
   })
 
-  test('null in every optional field is taken as absent', async () => {
+  test('null in every optional field is taken as absent; an all-zero parent is no parent (a root span)', async () => {
     const body = {
       sessionId: null,
       endUserId: null,
       spans: [
         span('6666666666666601', { traceId: 'e'.repeat(32), parentSpanId: null, kind: null, status: null, attributes: null, events: null }),
-        span('6666666666666602', { traceId: 'e'.repeat(32), status: { code: 'ok', message: null }, events: [{ name: 'x', timeMs: 1_700_000_000_010, attributes: null }] }),
+        span('6666666666666602', {
+          traceId: 'e'.repeat(32),
+          parentSpanId: '0000000000000000',
+          status: { code: 'ok', message: null },
+          events: [{ name: 'x', timeMs: 1_700_000_000_010, attributes: null }],
+        }),
       ],
     }
     expect(await (await core.post('/api/ingestion/spans/batch', body)).json()).toEqual({ success: true, accepted: 2 })

@@ -3,7 +3,7 @@ import { ApiError } from '../../errors'
 import { MESSAGE_LIMIT_BYTES, NAME_LIMIT_BYTES, optionalText, truncateUtf8 } from '../shared/text'
 import { sessionTouches, type SessionTouches } from '../sessions/touch'
 import { clampTimestamp } from '../shared/values'
-import type { SpanBatchBody } from './model'
+import { NO_SPAN_ID, type SpanBatchBody } from './model'
 
 export interface SpanRow {
   projectId: string
@@ -43,7 +43,7 @@ export function spanRows(body: SpanBatchBody, caller: Caller, receivedAt: number
       projectId: caller.projectId,
       traceId: span.traceId.toLowerCase(),
       spanId: span.spanId.toLowerCase(),
-      parentSpanId: span.parentSpanId ? span.parentSpanId.toLowerCase() : null,
+      parentSpanId: span.parentSpanId && span.parentSpanId !== NO_SPAN_ID ? span.parentSpanId.toLowerCase() : null,
       sessionId,
       endUserId,
       name: truncateUtf8(span.name, NAME_LIMIT_BYTES),
