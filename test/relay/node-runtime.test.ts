@@ -88,6 +88,22 @@ test("a method a Web Request cannot carry (TRACE) is 405 in the error shape, and
   expect(tap.seen.slice(before).map((r) => `${r.method} ${r.target}`)).toEqual(['GET /health/simple'])
 })
 
+test("a target or Host with user info (which undici's Request refuses) is 400, and Node's relay keeps serving", async () => {
+  // A server of its own: before, either request ended the Node process that served it.
+  const own = await startNode(tap.url)
+  const before = tap.seen.length
+  for (const head of [
+    'GET /_sl/health/simple HTTP/1.1\r\nHost: user@shop.test\r\nConnection: close\r\n\r\n',
+    'GET http://user:secret@shop.test/_sl/health/simple HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n',
+  ]) {
+    const { status } = await rawRequest(own, head)
+    expect({ head, status }).toEqual({ head, status: 400 })
+  }
+  const next = await fetch(`${own}/_sl/health/simple`)
+  expect({ status: next.status, body: await next.json() }).toEqual({ status: 200, body: { status: 'ok' } })
+  expect(tap.seen.slice(before).map((r) => `${r.method} ${r.target}`)).toEqual(['GET /health/simple'])
+})
+
 test("a client gone while the answer streams: Node's relay gives up core's answer and its connection", async () => {
   const upstream = startEndlessUpstream()
   try {

@@ -36,12 +36,15 @@ export function nodeRelay(options: RelayOptions) {
 
 /**
  * The request target as a URL, parsed as the WHATWG URL parser parses what Bun and Deno receive.
- * Only its path matters to the relay: an absolute-form target's authority decides nothing.
+ * Only its path matters to the relay: an absolute-form target's authority decides nothing. User
+ * info, in the target or the Host, is an error (RFC 9110 §4.2.4), and one a Web Request cannot
+ * carry: undici's `new Request` throws on it, and thrown in the listener it took Node down.
  */
 function parseTarget(req: IncomingMessage & { originalUrl?: string }): URL | null {
   const proto = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'
   try {
-    return new URL(req.originalUrl ?? req.url ?? '/', `${proto}://${req.headers.host ?? 'localhost'}`)
+    const url = new URL(req.originalUrl ?? req.url ?? '/', `${proto}://${req.headers.host ?? 'localhost'}`)
+    return url.username || url.password ? null : url
   } catch {
     return null
   }
