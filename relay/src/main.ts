@@ -16,6 +16,9 @@ const USAGE = `usage: npm run relay -- --upstream URL [--prefix /_sl] [--port 80
        [--script FILE] [--script-name t.js] [--key-in-body auto|always|never]
        [--max-body-bytes N] [--timeout-ms N] [--client socket|fetch]`
 
+/** How long a stop waits for the requests under way (a deploy, `docker stop`) before it cuts them. */
+const STOP_GRACE_MS = 10_000
+
 function fail(message: string): never {
   process.stderr.write(`relay: ${message}\n${USAGE}\n`)
   process.exit(2)
@@ -84,10 +87,33 @@ try {
   const script = scriptPath ? `, script ${values.prefix}/${values['script-name']} from ${scriptPath}` : ', no script'
   process.stdout.write(`relay: listening on ${server.url} -> ${values.upstream}, prefix ${values.prefix}${script}\n`)
   if (!scriptPath) process.stderr.write(`relay: ${values.prefix}/${values['script-name']} answers 404: the tracker is not built (npm run build) and no --script was given\n`)
+  stopOnSignals(server)
 } catch (error) {
   // A setting the relay refuses (upstream, prefix) is the command line's fault; anything else, such
   // as a port already taken, is not, and the usage would only mislead.
   if (error instanceof TypeError) fail(error.message)
   process.stderr.write(`relay: cannot listen on ${values.host}:${values.port}: ${(error as Error).message}\n`)
   process.exit(1)
+}
+
+/**
+ * SIGTERM or SIGINT: no new connections, and the requests under way are answered (core may already
+ * have stored what they carry; cut, the tracker would send it again) for up to STOP_GRACE_MS, then
+ * the process exits. Without this, Bun's default ended it at once, resetting every one of them.
+ * Asked again: exit now.
+ */
+function stopOnSignals(server: { stop(closeActiveConnections?: boolean): Promise<void> }): void {
+  let stopping = false
+  const onSignal = () => {
+    if (stopping) process.exit(1)
+    stopping = true
+    Promise.race([server.stop(), Bun.sleep(STOP_GRACE_MS)])
+      .then(() => server.stop(true))
+      .then(
+        () => process.exit(0),
+        () => process.exit(1),
+      )
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
 }

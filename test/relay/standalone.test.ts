@@ -99,3 +99,33 @@ test("run from another directory, it still serves the checkout's built tracker a
     await proc.exited
   }
 })
+
+test('SIGTERM lets the requests under way finish before it exits 0; it takes no new ones', async () => {
+  let reached = 0
+  const slow = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    async fetch() {
+      reached++
+      await Bun.sleep(500)
+      return Response.json({ status: 'ok' })
+    },
+  })
+  const proc = startStandalone(['--upstream', `http://127.0.0.1:${slow.port}`, '--port', '0', '--host', '127.0.0.1'])
+  try {
+    const url = (await firstLine(proc.stdout)).match(/listening on (http:\/\/\S+?)\/? /)![1]
+    const pending = fetch(`${url}/_sl/health`).then(
+      async (res) => ({ status: res.status, body: await res.text() }),
+      (error: Error) => ({ failed: error.message }),
+    )
+    while (reached === 0) await Bun.sleep(5)
+    proc.kill('SIGTERM')
+    expect(await pending).toEqual({ status: 200, body: '{"status":"ok"}' })
+    expect(await proc.exited).toBe(0)
+    expect(await fetch(`${url}/_sl/health`).then(() => 'answered', () => 'refused')).toBe('refused')
+  } finally {
+    proc.kill()
+    await proc.exited
+    slow.stop(true)
+  }
+})
