@@ -1,6 +1,8 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { startCore } from '../helpers/core'
+import { elysiaRelay } from '@sightline/relay/adapters/elysia'
+import { Elysia } from 'elysia'
 import { ENDPOINTS, serves } from './endpoints'
 import { rawRequest, startRelay, startTap, type AdapterName } from './helpers'
 
@@ -130,3 +132,23 @@ for (const adapter of ADAPTERS) {
     })
   })
 }
+
+describe('elysia adapter inside a prefixed instance', () => {
+  // Elysia puts a parent's prefix (or group) before the routes of a plugin it uses; the relay's
+  // prefix is the path the browser asks for, wherever in the app the plugin is used.
+  const relay = () => elysiaRelay({ upstream: coreUrl, prefix: PREFIX, script: { source: 'window.__sl=1' } })
+  const apps = {
+    'an app with a prefix': () => new Elysia({ prefix: '/site' }).get('/', () => 'the site').use(relay()),
+    'a group': () => new Elysia().group('/site', (app) => app.get('/', () => 'the site').use(relay())),
+  }
+  for (const [name, make] of Object.entries(apps)) {
+    test(`used in ${name}, it still answers ${PREFIX}/...; the site's routes are the site's`, async () => {
+      const app = make()
+      const ask = (path: string) => app.handle(new Request(`http://shop.test${path}`)).then(async (res) => ({ status: res.status, text: await res.text() }))
+      expect(await ask(`${PREFIX}/t.js`)).toEqual({ status: 200, text: 'window.__sl=1' })
+      expect(await ask(`${PREFIX}/health/simple`)).toEqual({ status: 200, text: '{"status":"ok"}' })
+      expect((await ask(`${PREFIX}/api/projects/1`)).status).toBe(404)
+      expect(await ask('/site')).toEqual({ status: 200, text: 'the site' })
+    })
+  }
+})
