@@ -22,6 +22,12 @@ import type { CopyIn, Orm, PendingCopy } from './db'
  *   reconnection and dropped there, never to be answered (porsager/postgres#1195). So while one
  *   waits, another is asked for every REASK_MS; the first connection to come is taken, and any later
  *   one handed back.
+ * - A reservation is not settled at all while the server only closes connections unanswered (a proxy or
+ *   a container's published port in front of a Postgres that is down): postgres.js connects again for
+ *   it without end. So a reservation not served within `reserveTimeoutMs` gives up, as a connection
+ *   failure: the writer has given its commit up by then (commitTimeoutMs) and answered 503, and one
+ *   left waiting would ask again every REASK_MS, hold the batch it was given for as long as the outage
+ *   lasts, and run it once the server is back.
  */
 export interface PostgresTransactions {
   /** The pool's `onclose`. */
@@ -33,21 +39,28 @@ export interface PostgresTransactions {
 
 /** A reservation still waiting this long asks for another connection (and again after as long). */
 const REASK_MS = 200
+/** A reservation still waiting this long gives up: as long as the writer waits for a commit (commitTimeoutMs). */
+const RESERVE_TIMEOUT_MS = 10_000
 
-export function postgresTransactions(): PostgresTransactions {
+/** A reservation still waiting: its way to ask again, and to give up. */
+interface Waiting {
+  ask(): void
+  giveUp(): void
+}
+
+export function postgresTransactions({ reserveTimeoutMs = RESERVE_TIMEOUT_MS }: { reserveTimeoutMs?: number } = {}): PostgresTransactions {
   const running = new Map<number, Slot>()
   /**
-   * Reservations still waiting, by their way to ask again, with when they last asked. One timer
-   * for all of them: a timer made and cleared for every transaction grew core's resident size about
-   * twice as fast (measured over 20,000 transactions), and with it the memory guard's collections.
+   * Reservations still waiting, with when they first asked. One timer for all of them: a timer made
+   * and cleared for every transaction grew core's resident size about twice as fast (measured over
+   * 20,000 transactions), and with it the memory guard's collections.
    */
-  const waiting = new Map<() => void, number>()
+  const waiting = new Map<Waiting, number>()
   const reasking = setInterval(() => {
     const now = performance.now()
-    for (const [ask, since] of waiting) {
-      if (now - since < REASK_MS) continue
-      waiting.set(ask, now)
-      ask()
+    for (const [reservation, since] of waiting) {
+      if (now - since >= reserveTimeoutMs) reservation.giveUp()
+      else if (now - since >= REASK_MS) reservation.ask()
     }
   }, REASK_MS)
   reasking.unref()
@@ -55,17 +68,24 @@ export function postgresTransactions(): PostgresTransactions {
   function reserve(client: Sql): Promise<ReservedSql> {
     return new Promise((resolve, reject) => {
       let settled = false
-      const ask = () =>
-        client.reserve().then(
-          (reserved) => (settled ? reserved.release() : (settle(), resolve(reserved))),
-          (error: unknown) => settled || (settle(), reject(error)),
-        )
       const settle = () => {
         settled = true
-        waiting.delete(ask)
+        waiting.delete(reservation)
       }
-      waiting.set(ask, performance.now())
-      ask()
+      const reservation: Waiting = {
+        // Asks still pending when it settled are handed back as they come.
+        ask: () =>
+          void client.reserve().then(
+            (reserved) => (settled ? reserved.release() : (settle(), resolve(reserved))),
+            (error: unknown) => settled || (settle(), reject(error)),
+          ),
+        giveUp: () => {
+          settle()
+          reject(noConnection(reserveTimeoutMs))
+        },
+      }
+      waiting.set(reservation, performance.now())
+      reservation.ask()
     })
   }
 
@@ -180,6 +200,9 @@ function isConnectionLost(error: unknown): boolean {
   const { errno, severity } = error as { errno?: unknown; severity?: unknown }
   return errno !== undefined || severity === 'FATAL' || severity === 'PANIC'
 }
+
+const noConnection = (ms: number) =>
+  Object.assign(new Error(`no database connection within ${ms} ms`), { code: 'CONNECT_TIMEOUT', errno: 'CONNECT_TIMEOUT' })
 
 const connectionLost = () =>
   Object.assign(new Error('the database connection was lost during the transaction'), { code: 'CONNECTION_CLOSED', errno: 'CONNECTION_CLOSED' })

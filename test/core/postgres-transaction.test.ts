@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
-import { postgresDatabase, type Database } from '@sightline/core/db'
+import { answerWithin, postgresDatabase, type Database } from '@sightline/core/db'
+import { pacedSockets } from '@sightline/core/postgres-socket'
+import { postgresTransactions } from '@sightline/core/postgres-transaction'
 import { faultOf } from '@sightline/core/storage-errors'
 import { COPY_STATEMENT, copyInContract } from '../helpers/copy-in'
 import { createTestDatabase, engine, type TestDatabase } from '../helpers/database'
@@ -76,6 +78,39 @@ describe.skipIf(engine !== 'postgres')('Postgres transactions losing their conne
     await Promise.all(clients)
     expect(settled).toBeGreaterThan(100)
     expect(await answer()).toEqual([{ x: 42 }])
+  })
+})
+
+// A proxy, or a container's published port, in front of a Postgres that is down takes each connection
+// and closes it unanswered: postgres.js never settles a reservation then. The writer gives its commit
+// up after commitTimeoutMs and answers 503; the transaction must give up too, not ask the pool for a
+// connection again and again for as long as the outage lasts, keeping the batch it was given, and run
+// it once the server is back.
+describe('a transaction that gets no connection', () => {
+  test('gives up after its deadline, as a storage failure, asks the pool no more and never runs', async () => {
+    const closing = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data: (socket) => void socket.end() } })
+    const transactions = postgresTransactions({ reserveTimeoutMs: 500 })
+    const socket = { socket: pacedSockets() } as postgres.Options<{}>
+    const client = postgres(`postgres://sightline@127.0.0.1:${closing.port}/sightline`, { max: 2, backoff: false, onnotice: () => {}, ...socket, onclose: transactions.connectionClosed })
+    let asks = 0
+    const reserve = client.reserve
+    client.reserve = () => (asks++, reserve())
+    let ran = false
+    try {
+      const outcome = transactions.run(client, async () => void (ran = true))
+      const error = await answerWithin(outcome, 2_000, 'still waiting').catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(Error)
+      expect((error as Error).message).not.toBe('still waiting')
+      expect(faultOf(error)).toBe('storage')
+      const asked = asks
+      await Bun.sleep(1_000)
+      expect(asks).toBe(asked)
+      expect(ran).toBe(false)
+    } finally {
+      transactions.close()
+      closing.stop(true)
+      await client.end({ timeout: 0 })
+    }
   })
 })
 
