@@ -28,6 +28,11 @@ export const isRetryable = (error: unknown) => ['40001', '40P01'].includes(sqlSt
  * configuration, XX internal error. Retrying later is the client's right answer.
  */
 const STORAGE_CLASSES = new Set(['08', '28', '3D', '53', '55', '57', '58', 'F0', 'XX'])
+/**
+ * The same of single SQLSTATEs in other classes: 25006, a database that takes no writes now (a hot
+ * standby after a failover, a server set read-only), whatever the rows; retried later, they are stored.
+ */
+const STORAGE_STATES = new Set(['25006'])
 
 /** What the driver says of a statement it refused to send, before the database saw it. */
 const DRIVER_STATEMENT_ERRORS = new Set(['MAX_PARAMETERS_EXCEEDED', 'UNDEFINED_VALUE'])
@@ -39,12 +44,16 @@ const DRIVER_STATEMENT_ERRORS = new Set(['MAX_PARAMETERS_EXCEEDED', 'UNDEFINED_V
  *   class, a driver refusing it, our own code throwing on a value); a fault of the service that the
  *   same rows meet again, so its request gets 500, and only it.
  * - `storage`: the database or the way to it (any other error: connections, timeouts, the SQLSTATE
- *   classes above); every request gets 503 and the writer fails fast for a while.
+ *   classes above, an error that ended the session); every request gets 503 and the writer fails fast
+ *   for a while.
  */
 export function faultOf(error: unknown): 'rows' | 'statement' | 'storage' {
   if (isDataError(error)) return 'rows'
   const code = sqlState(error)
-  if (code !== undefined) return STORAGE_CLASSES.has(code.slice(0, 2)) || isRetryable(error) ? 'storage' : 'statement'
+  if (code !== undefined) {
+    const storage = STORAGE_CLASSES.has(code.slice(0, 2)) || STORAGE_STATES.has(code) || isRetryable(error) || endsSession(error)
+    return storage ? 'storage' : 'statement'
+  }
   for (let e = error as { code?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
     if (typeof e.code === 'string' && DRIVER_STATEMENT_ERRORS.has(e.code)) return 'statement'
   }
@@ -52,6 +61,17 @@ export function faultOf(error: unknown): 'rows' | 'statement' | 'storage' {
   // drivers report their own troubles with errors of their own, carrying a code.
   const plain = error instanceof TypeError || error instanceof RangeError
   return plain && (error as { code?: unknown }).code === undefined ? 'statement' : 'storage'
+}
+
+/**
+ * FATAL or PANIC: the server ended the session (an idle transaction's timeout, 25P03, among others),
+ * which says nothing of the statement it came to, whatever its SQLSTATE.
+ */
+function endsSession(error: unknown): boolean {
+  for (let e = error as { severity?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (e.severity === 'FATAL' || e.severity === 'PANIC') return true
+  }
+  return false
 }
 
 export function sqlState(error: unknown): string | undefined {

@@ -180,6 +180,8 @@ describe('bounds and failures', () => {
         if (row.id === 'bad-statement') await tx.execute(sql`select no_such_column from writer_probe`)
         if (row.id === 'bad-code') (row.value as unknown as { length: number } | undefined)!.length // a TypeError, as a bug would throw
         if (row.id === 'disk-full') await tx.execute(sql.raw(`do $$ begin raise exception 'could not extend file' using errcode = '53100'; end $$`))
+        // What a hot standby answers every write with, as a server does after a failover or when set read-only.
+        if (row.id === 'read-only') await tx.execute(sql.raw(`do $$ begin raise exception 'cannot execute INSERT in a read-only transaction' using errcode = '25006'; end $$`))
       }
       await probeSink().write(tx, rows)
     },
@@ -209,18 +211,36 @@ describe('bounds and failures', () => {
     })
   }
 
-  test('a database in trouble (disk full) fails the whole batch with storage_unavailable and fails fast: no request is singled out', async () => {
-    let now = 1_000_000
-    const w = writer({ lingerMs: 20, failFastMs: 1000, now: () => now })
-    let commits = 0
-    const counting: Sink<ProbeRow> = { name: 'writer_probe', write: (tx, rows) => (commits++, faultySink.write(tx, rows)) }
-    const results = await Promise.allSettled(['t1', 'disk-full', 't2', 't3'].map((id) => w.write(request(counting, { id }))))
-    expect(results.map((r) => (r.status === 'rejected' ? r.reason.code : 'ok'))).toEqual(Array(4).fill('storage_unavailable'))
-    expect(commits).toBe(1)
-    await expect(w.write(request(counting, { id: 't4' }))).rejects.toMatchObject({ code: 'storage_unavailable', details: { retryAfterSeconds: 2 } })
-    now += 1001
-    await w.write(request(counting, { id: 't4' }))
-    expect((await stored()).map((r) => r.id)).toEqual(['t4'])
+  for (const [id, what] of [
+    ['disk-full', 'disk full'],
+    ['read-only', 'read-only: a standby after a failover'],
+  ] as const) {
+    test(`a database in trouble (${what}) fails the whole batch with storage_unavailable and fails fast: no request is singled out`, async () => {
+      let now = 1_000_000
+      const w = writer({ lingerMs: 20, failFastMs: 1000, now: () => now })
+      let commits = 0
+      const counting: Sink<ProbeRow> = { name: 'writer_probe', write: (tx, rows) => (commits++, faultySink.write(tx, rows)) }
+      const results = await Promise.allSettled(['t1', id, 't2', 't3'].map((rowId) => w.write(request(counting, { id: rowId }))))
+      expect(results.map((r) => (r.status === 'rejected' ? r.reason.code : 'ok'))).toEqual(Array(4).fill('storage_unavailable'))
+      expect(commits).toBe(1)
+      await expect(w.write(request(counting, { id: 't4' }))).rejects.toMatchObject({ code: 'storage_unavailable', details: { retryAfterSeconds: 2 } })
+      now += 1001
+      await w.write(request(counting, { id: 't4' }))
+      expect((await stored()).map((r) => r.id)).toEqual(['t4'])
+    })
+  }
+
+  test('an error that ends the session (FATAL, whatever its SQLSTATE) is the connection\'s trouble, not the request\'s', async () => {
+    // The server ending an idle transaction's session: postgres.js hands its FATAL to the statement under way.
+    const ended: Sink<ProbeRow> = {
+      name: 'writer_probe',
+      write: async () => {
+        throw Object.assign(new Error('terminating connection due to idle-in-transaction timeout'), { code: '25P03', severity: 'FATAL' })
+      },
+    }
+    const w = writer({ lingerMs: 20, now: () => 1_000_000 })
+    const results = await Promise.allSettled(['i1', 'i2'].map((id) => w.write(request(ended, { id }))))
+    expect(results.map((r) => (r.status === 'rejected' ? r.reason.code : 'ok'))).toEqual(['storage_unavailable', 'storage_unavailable'])
   })
 
   test('a system error whose code looks like an SQLSTATE (EPIPE) is the connection\'s trouble, not the request\'s', async () => {
