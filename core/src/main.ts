@@ -49,6 +49,9 @@ function listen(app: ReturnType<typeof createApp>, config: Config) {
 async function main(): Promise<void> {
   const config = loadConfig()
   const log = createLogger(config.logLevel)
+  // Before anything is opened: a signal while core starts waits for the start to finish, then stops
+  // it (see stopOnSignals).
+  const signals = stopOnSignals(log)
   // Whatever the configuration names is checked before the database is touched: a first start that
   // failed after creating the default project would have made a key that is never shown.
   const locator = createClientLocator({ ...config, log })
@@ -79,7 +82,7 @@ async function main(): Promise<void> {
   startMemoryGuard()
 
   const server = app.server!
-  stopOnSignals(log, async () => {
+  signals.stopWith(async () => {
     // Stop taking connections and answer the requests under way, then commit what was accepted and
     // close the database.
     await Promise.race([app.stop(), Bun.sleep(REQUEST_GRACE_MS)])
@@ -89,8 +92,26 @@ async function main(): Promise<void> {
   })
 }
 
-function stopOnSignals(log: Logger, stop: () => Promise<void>): void {
+/**
+ * Stops core on SIGTERM or SIGINT with what `stopWith` is given once core is up. A signal while core
+ * starts lets the start finish first, then stops it as any other: the default action (the process
+ * killed, exit 143) would cut short whatever step was under way, and a first start's initdb cut short
+ * (seconds of it, on the embedded database) leaves a DATA_DIR that no later start can open; a new
+ * default project's key would never be shown. A second signal exits at once, as documented.
+ */
+function stopOnSignals(log: Logger): { stopWith(stop: () => Promise<void>): void } {
   let stopping = false
+  let stop: (() => Promise<void>) | undefined
+  const run = (given: () => Promise<void>) =>
+    given().then(
+      // A request's log line is written a turn after its answer (Elysia's afterResponse): the answers
+      // given while the stop committed get theirs before the process ends.
+      () => setImmediate(() => process.exit(0)),
+      (error) => {
+        log.error('shutdown failed', { error: errorMessage(error) })
+        process.exit(1)
+      },
+    )
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
       // Asked again: exit now. A request not answered yet was never acknowledged, so nothing acknowledged is lost.
@@ -103,18 +124,17 @@ function stopOnSignals(log: Logger, stop: () => Promise<void>): void {
       log.error('shutdown took too long; exiting', { afterMs: STOP_DEADLINE_MS })
       process.exit(1)
     }, STOP_DEADLINE_MS).unref()
-    stop().then(
-      // A request's log line is written a turn after its answer (Elysia's afterResponse): the answers
-      // given while the stop committed get theirs before the process ends.
-      () => setImmediate(() => process.exit(0)),
-      (error) => {
-        log.error('shutdown failed', { error: errorMessage(error) })
-        process.exit(1)
-      },
-    )
+    // Still starting: stopWith runs the stop once the start is done.
+    if (stop) run(stop)
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
+  return {
+    stopWith(given) {
+      stop = given
+      if (stopping) run(stop)
+    },
+  }
 }
 
 main().catch((error) => {

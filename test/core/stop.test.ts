@@ -1,10 +1,12 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
+import postgres from 'postgres'
+import { MIGRATION_LOCK } from '@sightline/core/db'
 import { createTestDatabase, engine, migratedSnapshot, type TestDatabase } from '../helpers/database'
-import { requestByHand, spawnCore, type CoreProcess } from '../helpers/process'
+import { requestByHand, ROOT, spawnCore, type CoreProcess } from '../helpers/process'
 import { proxiedTestDatabase } from '../helpers/breakable-database'
 
 // How a core process stops when it is asked to while something keeps it busy: a client that never
@@ -115,4 +117,65 @@ describe.skipIf(engine !== 'postgres')('stopping while the database does not ans
       proxy.close()
     }
   })
+})
+
+describe('stopping while core starts', () => {
+  // A signal's default action would kill core wherever its start is: a first start's initdb cut
+  // short leaves a DATA_DIR no later start can open, and a default project made would never have its
+  // key shown. The start finishes, then core stops as it does once up.
+  test('SIGTERM during the start: the start finishes and shows its key, then core exits 0; the next start serves that key', async () => {
+    let output = ''
+    let env: Record<string, string>
+    let startIsUnderWay: () => boolean
+    let other: postgres.Sql | undefined
+    if (engine === 'postgres') {
+      env = await ownEnv()
+      // What another core holds while it migrates: this one waits for it, and says so.
+      other = postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} })
+      await other`select pg_advisory_lock(${MIGRATION_LOCK})`
+      startIsUnderWay = () => output.includes('waiting for another core process')
+    } else {
+      // An empty DATA_DIR: the start runs initdb, which takes seconds, in DATA_DIR/pglite.
+      const dir = mkdtempSync(join(tmpdir(), 'sightline-stop-start-'))
+      dataDirs.push(dir)
+      env = { DATA_DIR: dir }
+      startIsUnderWay = () => existsSync(join(dir, 'pglite'))
+    }
+    const proc = Bun.spawn([process.execPath, join(ROOT, 'core/src/main.ts')], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const printed = Promise.all([proc.stdout, proc.stderr].map(async (stream) => {
+      for await (const chunk of stream) output += new TextDecoder().decode(chunk)
+    }))
+    try {
+      while (!startIsUnderWay() && proc.exitCode === null) await Bun.sleep(5)
+      proc.kill('SIGTERM')
+      await Bun.sleep(200)
+      if (other) await other`select pg_advisory_unlock(${MIGRATION_LOCK})`
+      const exitCode = await Promise.race([proc.exited, Bun.sleep(25_000).then(() => 'still running')])
+      await printed
+      expect(exitCode, output).toBe(0)
+      const key = output.match(/shown this once: +(sl_dev_\S+)/)?.[1]
+      expect(key, output).toBeDefined()
+      expect(output).toContain('"msg":"shutting down","signal":"SIGTERM"')
+      const again = await spawnCore(env)
+      try {
+        expect(again.output()).not.toContain('shown this once')
+        const sent = await fetch(`${again.url}/api/ingestion/customEvent`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}` },
+          body: JSON.stringify({ sessionId: 'after-stop', eventName: 'hello' }),
+        })
+        expect(sent.status).toBe(200)
+      } finally {
+        await again.stop()
+      }
+    } finally {
+      proc.kill('SIGKILL')
+      await other?.end()
+    }
+  }, 60_000)
 })
