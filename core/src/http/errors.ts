@@ -1,5 +1,6 @@
 import type { ValueError } from '@sinclair/typebox/errors'
 import { Elysia, mapValueError } from 'elysia'
+import { errorText } from '../db'
 import { ApiError, errorBody } from '../errors'
 import { mostSpecific } from '../ingest/shared/validate'
 import type { Logger } from '../log'
@@ -41,6 +42,17 @@ export function unserved(method: string, path: string, routes: RouteTable): ApiE
 }
 
 /**
+ * Where an error was thrown, without its message: a stack begins with the message, and a failed
+ * query's message holds its parameters (what a request sent: emails, properties, megabytes of them).
+ * The message is logged as errorText gives it, one line, the query's cause instead of the query.
+ */
+function stackFrames(error: unknown): string | undefined {
+  const stack = error instanceof Error ? error.stack : undefined
+  const first = stack?.indexOf('\n    at ') ?? -1
+  return first === -1 ? undefined : stack!.slice(first + 1)
+}
+
+/**
  * Every failure answers in WIRE.md's shape. Stack traces are logged, never sent.
  */
 export function errorHandler(log: Logger, routes: () => RouteTable) {
@@ -48,7 +60,7 @@ export function errorHandler(log: Logger, routes: () => RouteTable) {
     const apiError = toApiError(code, error, request, routes())
     // An ApiError of its own was logged where it was decided, with what caused it.
     if (apiError.code === 'internal_error' && !(error instanceof ApiError)) {
-      log.error('unhandled error', { path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) })
+      log.error('unhandled error', { path: new URL(request.url).pathname, error: errorText(error), stack: stackFrames(error) })
     }
     set.status = apiError.status
     if (apiError.details.retryAfterSeconds !== undefined) set.headers['retry-after'] = String(apiError.details.retryAfterSeconds)

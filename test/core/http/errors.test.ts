@@ -58,6 +58,21 @@ describe('errors', () => {
     expect(lines.join('')).toContain('secret internals')
   })
 
+  test('a failed query that escaped is logged by its cause and where it was thrown, not with the values it was given', async () => {
+    const { log, lines } = memoryLogger()
+    const app = new Elysia()
+      .use(errorHandler(log, () => new Map()))
+      .get('/query', () => {
+        // Drizzle's error: the statement and its parameters (what a request sent), the database's reason as the cause.
+        throw new Error('Failed query: insert into end_users values ($1)\nparams: ada@private.example', { cause: new Error('relation "end_users" does not exist') })
+      })
+    await expectErrorShape(await app.handle(new Request('http://localhost/query')), 500, 'internal_error')
+    const logged = lines.join('')
+    expect(logged).not.toContain('ada@private.example')
+    expect(logged).toContain('relation \\"end_users\\" does not exist')
+    expect(logged).toContain('errors.test.ts')
+  })
+
   test('ApiError details become Retry-After, path and extra members', async () => {
     const app = new Elysia()
       .use(errorHandler(memoryLogger().log, () => new Map()))
