@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { CHUNK_MAX_CHARS, createBatcher, halve, type Owner } from '@sightline/tracker/queue'
+import { CHUNK_MAX_BYTES, createBatcher, halve, type Owner } from '@sightline/tracker/queue'
 import { chunkBySize } from '../bench/lib/chunks'
 import { fakeClock } from './helpers/clock'
 
@@ -102,9 +102,9 @@ describe("the replay bench's chunkBySize", () => {
   test('replay payloads split at about 1 MB of encoded JSON', () => {
     const event = { type: 3, timestamp: 1, data: { text: 'x'.repeat(300_000) } }
     const events = Array.from({ length: 7 }, () => event)
-    const chunks = chunkBySize(events, (e) => JSON.stringify(e).length, CHUNK_MAX_CHARS)
+    const chunks = chunkBySize(events, (e) => JSON.stringify(e).length, CHUNK_MAX_BYTES)
     expect(chunks.map((c) => c.length)).toEqual([3, 3, 1])
-    for (const chunk of chunks) expect(JSON.stringify(chunk).length).toBeLessThan(CHUNK_MAX_CHARS + 100)
+    for (const chunk of chunks) expect(JSON.stringify(chunk).length).toBeLessThan(CHUNK_MAX_BYTES + 100)
   })
 })
 

@@ -3,7 +3,7 @@ import { SDK_VERSION, ServiceTracker } from '@sightline/tracker'
 import { RETRY_MAX_MS } from '@sightline/tracker/delivery'
 import { STORAGE_REFUSED } from '@sightline/tracker/diagnostics'
 import { SESSION_IDLE_MS } from '@sightline/tracker/identity'
-import { CHUNK_MAX_CHARS, EVENT_FLUSH_MS, REPLAY_FLUSH_MS } from '@sightline/tracker/queue'
+import { CHUNK_MAX_BYTES, EVENT_FLUSH_MS, REPLAY_FLUSH_MS } from '@sightline/tracker/queue'
 import { REQUEST_TIMEOUT_MS } from '@sightline/tracker/transport'
 import trackerPackage from '../../tracker/package.json'
 import { settle } from './helpers/clock'
@@ -14,6 +14,9 @@ import { KEY, closeAll, pageHide, replayEvents, tracked } from './helpers/tracke
 afterEach(closeAll)
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+/** Bytes of UTF-8. */
+const utf8 = (text: string) => new TextEncoder().encode(text).length
 
 describe('init', () => {
   test('one tracker per page: the same key returns the same instance; another key stops the first', async () => {
@@ -178,7 +181,18 @@ describe('addEvent', () => {
       [0, [0, 1]],
       [1, [2]],
     ])
-    for (const chunk of chunks) expect(JSON.stringify(chunk.body.events).length).toBeLessThanOrEqual(CHUNK_MAX_CHARS)
+    for (const chunk of chunks) expect(utf8(JSON.stringify(chunk.body.events))).toBeLessThanOrEqual(CHUNK_MAX_BYTES)
+  })
+
+  test('chunks are sized in bytes of UTF-8, as the body limits count them: text of other scripts (2 to 3 bytes a character) makes no chunk over 1 MB', async () => {
+    const { tracker, service, clock } = tracked()
+    // 200,000 characters, 400 KB each.
+    const text = 'é'.repeat(200_000)
+    for (let i = 0; i < 3; i++) tracker.addEvent({ i, text })
+    await clock.advance(REPLAY_FLUSH_MS)
+    const chunks = service.to('/events')
+    expect(chunks.map((r) => r.body.events.map((e: { data: { payload: { i: number } } }) => e.data.payload.i))).toEqual([[0, 1], [2]])
+    for (const chunk of chunks) expect(utf8(JSON.stringify(chunk.body.events))).toBeLessThanOrEqual(CHUNK_MAX_BYTES)
   })
 })
 

@@ -1,7 +1,7 @@
 import type { Identity } from './identity'
 import { uuid } from './ids'
 import {
-  CHUNK_MAX_CHARS,
+  CHUNK_MAX_BYTES,
   EVENT_BATCH_MAX,
   EVENT_FLUSH_MS,
   LIVE_REPLAY_FLUSH_MS,
@@ -98,11 +98,16 @@ export function createMessages({ win, clock, identity, redaction, release, send,
     (items, who) =>
       send('/events', { ...who, windowId: identity.windowId, seq: identity.nextSeq(), events: items, automaticProperties: environment, sdkVersion: SDK_VERSION }),
     Infinity,
-    CHUNK_MAX_CHARS,
+    CHUNK_MAX_BYTES,
   )
   /** Replay last: on page hide, what is small goes before the browser's quota for beacons is spent. */
   const all = () => [events, ...Object.values(telemetry), replay]
-  const addReplay = (event: RecordedEvent, who: Owner) => replay.add(event, who, JSON.stringify(event).length)
+  /**
+   * Sized in bytes of UTF-8, as it goes: a character of JSON is up to 3 of them. By a TextEncoder, not
+   * a Blob's size: Chromium registers every Blob with its browser process, some 200 µs an event.
+   */
+  const utf8 = new TextEncoder()
+  const addReplay = (event: RecordedEvent, who: Owner) => replay.add(event, who, utf8.encode(JSON.stringify(event)).length)
   /** The session of the recorder's last full snapshot on this page. */
   let snapshotOf: string | undefined
   /** Replay events waiting for their session's full snapshot, each with its owner. */

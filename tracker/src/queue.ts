@@ -11,8 +11,11 @@ export const REPLAY_FLUSH_MS = 3000
 export const LIVE_REPLAY_FLUSH_MS = 150
 /** Presence: a heartbeat every 30 s while the tracker runs. */
 export const HEARTBEAT_MS = 30_000
-/** Replay payloads are split at about 1 MB of encoded JSON. */
-export const CHUNK_MAX_CHARS = 1_000_000
+/**
+ * Replay payloads are split at about 1 MB of encoded JSON: their events' UTF-8 bytes (what the service's
+ * body limits count, not JavaScript's UTF-16 characters, up to 3 bytes each).
+ */
+export const CHUNK_MAX_BYTES = 1_000_000
 
 /** Who a batch belongs to: a batch never mixes sessions or end users. */
 export interface Owner {

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { CHUNK_MAX_CHARS } from '../../../tracker/src/queue'
+import { CHUNK_MAX_BYTES } from '../../../tracker/src/queue'
 import { chunkBySize } from './chunks'
 import type { ReplayBody } from './shop/server'
 
@@ -53,20 +53,22 @@ export function streamsOf(recording: ReplayRecording): ReplayStream[] {
   return [...streams.values()]
 }
 
+const utf8 = new TextEncoder()
+
 /**
- * The recording as chunks of about `maxChars` of JSON, split where the tracker splits a payload
- * (see `chunkBySize`): what a tracker sends when that much is waiting (a long flush interval,
+ * The recording as chunks of about `maxBytes` of JSON (UTF-8, as the tracker counts), split where the
+ * tracker splits a payload (see `chunkBySize`): what a tracker sends when that much is waiting (a long flush interval,
  * an outbox drained after being offline, a page whose snapshot alone is that large). Each body is
  * a fielded `/events` body; its `sessionId` holds `token`, for the load generator to make unique.
  * Times are moved so that the recording ends at `endingAt`.
  */
-export function replayChunkBodies(recording: ReplayRecording, token: string, endingAt = Date.now(), maxChars = CHUNK_MAX_CHARS): string[] {
+export function replayChunkBodies(recording: ReplayRecording, token: string, endingAt = Date.now(), maxBytes = CHUNK_MAX_BYTES): string[] {
   const streams = streamsOf(recording)
   const shift = endingAt - Math.max(...streams.map((s) => s.events.at(-1)?.timestamp ?? 0))
   const bodies: string[] = []
   for (const [n, stream] of streams.entries()) {
-    const sized = stream.events.map((event) => [{ ...event, timestamp: event.timestamp + shift }, JSON.stringify(event).length] as const)
-    for (const [seq, chunk] of chunkBySize(sized, ([, size]) => size, maxChars).entries()) {
+    const sized = stream.events.map((event) => [{ ...event, timestamp: event.timestamp + shift }, utf8.encode(JSON.stringify(event)).length] as const)
+    for (const [seq, chunk] of chunkBySize(sized, ([, size]) => size, maxBytes).entries()) {
       bodies.push(
         JSON.stringify({
           sessionId: `replay-${n}-${token}`,
