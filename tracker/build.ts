@@ -5,7 +5,8 @@
  * - dist/esm: the package: index.js, and what `start()` imports: record.js, the recorder, auto.js,
  *   automatic tracking, and presence.js, the heartbeat (an app's bundler splits them off and serves
  *   them from the app's own origin);
- *   connection.js, imported by `testConnection()`; dist/types.
+ *   connection.js, imported by the transport when first needed (gzip, the reachability probe) and by
+ *   `testConnection()`; dist/types.
  * - dist/bin/upload-sourcemaps.js: the command, for Node.
  */
 import { rm } from 'node:fs/promises'
@@ -91,7 +92,7 @@ async function checkInternalNames(outdir: string) {
   if (clashes.length) throw new Error(`names of the public API or of rrweb must not be shortened: ${clashes.join(', ')}`)
 }
 
-/** In the package, the recorder, automatic tracking and presence stay modules of their own, imported by `start()`; so does `testConnection()`'s. */
+/** In the package, the recorder, automatic tracking and presence stay modules of their own, imported by `start()`; so does connection.js (gzip, the probe, `testConnection()`). */
 const startedApart: BunPlugin = {
   name: 'started-apart',
   setup(build) {

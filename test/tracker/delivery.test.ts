@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { MAX_ATTEMPTS, RETRY_BASE_MS, RETRY_MAX_MS, createDelivery, retryAfterMs, retryDelay } from '@sightline/tracker/delivery'
 import { createOutbox, webStorage } from '@sightline/tracker/storage'
 import { BEACON_MAX_BYTES, REQUEST_TIMEOUT_MS, createTransport } from '@sightline/tracker/transport'
+import { later } from './helpers/connection'
 import { fakeClock, settle } from './helpers/clock'
 import { openPage, storageOf, type Page } from './helpers/dom'
 import { quietLog } from './helpers/quiet'
@@ -41,7 +42,7 @@ function setup(reply?: (request: Sent) => Reply, alone?: (drain: () => Promise<v
   const outbox = createOutbox(webStorage(() => page.win.localStorage), 'sl_outbox:k')
   const answers: Record<string, unknown>[] = []
   const stops: string[] = []
-  const transport = createTransport({ base: SERVICE_BASE, apiKey: 'k', fetch: service.fetch, win: page.win, log, clock })
+  const transport = createTransport({ base: SERVICE_BASE, apiKey: 'k', fetch: service.fetch, win: page.win, log, clock, later })
   const delivery = createDelivery({ transport, outbox, clock, log, random: () => 1, alone, answered: (data) => answers.push(data), stopped: (reason) => stops.push(reason) })
   const parcel = (id: string, body: Record<string, unknown> = { sessionId: 's', events: [{ n: id }] }) => ({ id, path: '/api/ingestion/events', body })
   return { service, clock, outbox, delivery, answers, stops, parcel, log }
@@ -362,10 +363,44 @@ describe('delivery', () => {
       expect([service.sent.filter(own).length, service.sent.length, outbox.all().map((p) => p.id)]).toEqual([1, 21, ['bad']])
 
       // The next page load.
-      const next = createDelivery({ transport: createTransport({ base: SERVICE_BASE, apiKey: 'k', fetch: service.fetch, win: page.win, log, clock }), outbox, clock, log, answered: () => {}, stopped: () => {} })
+      const next = createDelivery({ transport: createTransport({ base: SERVICE_BASE, apiKey: 'k', fetch: service.fetch, win: page.win, log, clock, later }), outbox, clock, log, answered: () => {}, stopped: () => {} })
       await next.drain()
       await next.drain()
       expect([service.sent.filter(own).length, outbox.all().map((p) => p.id)]).toEqual([2, ['bad']])
+      await page.close()
+    }
+  })
+
+  test('a kept parcel the service never takes (no answer, 502 to 504) while it takes others holds drains no longer: the first drain after a success goes past it; it stays kept, and the next page tries it first', async () => {
+    for (const failure of ['no-answer', { status: 502 }, { status: 503 }, { status: 504 }] as Reply[]) {
+      const sent: string[] = []
+      const { service, delivery, outbox, parcel, clock, log } = setup((request) => {
+        if (request.path === '/health/simple') return { status: 200 }
+        sent.push(request.body.events[0].n)
+        return request.body.events[0].n === 'bad' ? failure : { status: 200, body: { success: true } }
+      })
+      outbox.put(parcel('0', { sessionId: 's', events: [{ n: 'bad' }] }))
+      for (const id of ['1', '2']) outbox.put(parcel(id))
+      const given = async (sending: Promise<unknown>) => {
+        await clock.advance(REQUEST_TIMEOUT_MS)
+        await sending
+        await settle()
+      }
+      // Nothing taken since it stopped a drain: the next one stops there again (the service may be down).
+      await given(delivery.drain())
+      await given(delivery.drain())
+      expect([sent, outbox.all().map((p) => p.id)]).toEqual([['bad', 'bad'], ['0', '1', '2']])
+
+      // The service takes another parcel: it answers, and the one that stops drains fails by itself.
+      await given(delivery.deliver(parcel('new')))
+      expect([sent, outbox.all().map((p) => p.id)]).toEqual([['bad', 'bad', 'new', 'bad', '1', '2'], ['0']])
+      await given(delivery.deliver(parcel('more')))
+      expect(sent.filter((n) => n === 'bad')).toHaveLength(3)
+
+      // The next page load tries it again, first.
+      const next = createDelivery({ transport: createTransport({ base: SERVICE_BASE, apiKey: 'k', fetch: service.fetch, win: page.win, log, clock, later }), outbox, clock, log, answered: () => {}, stopped: () => {} })
+      await given(next.drain())
+      expect([sent.filter((n) => n === 'bad'), outbox.all().map((p) => p.id)]).toEqual([['bad', 'bad', 'bad', 'bad'], ['0']])
       await page.close()
     }
   })

@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { randomHex } from '@sightline/tracker/ids'
 import { BEACON_MAX_BYTES, BLOCKED_AFTER_FAILURES, BLOCKED_RETRY_MS, GZIP_TIMEOUT_MS, REQUEST_TIMEOUT_MS, createTransport, type Transport } from '@sightline/tracker/transport'
+import { PROBE_TIMEOUT_MS } from '@sightline/tracker/connection'
+import { later } from './helpers/connection'
 import { fakeClock } from './helpers/clock'
 import { openPage, type Page } from './helpers/dom'
 import { quietLog } from './helpers/quiet'
@@ -16,7 +18,7 @@ function setup(options: { compression?: boolean } = {}) {
   if (options.compression) (page.win as { CompressionStream?: unknown }).CompressionStream = CompressionStream
   const log = quietLog()
   const clock = fakeClock()
-  const transport = createTransport({ base: SERVICE_BASE, apiKey: 'sl_dev_key', fetch: service.fetch, win: page.win, log, clock })
+  const transport = createTransport({ base: SERVICE_BASE, apiKey: 'sl_dev_key', fetch: service.fetch, win: page.win, log, clock, later })
   return { service, transport, log, win: page.win, clock }
 }
 
@@ -358,6 +360,23 @@ describe('transport', () => {
     service.reply((request) => (request.path === '/health/simple' ? { status: 200 } : 'network-error'))
     expect(await transport.reachable()).toBe(true)
     expect(transport.answering).toBe(true)
+  })
+
+  test(`a probe not answered within ${PROBE_TIMEOUT_MS / 1000} s is given up: the service is taken for unreachable, and the send that asked returns`, async () => {
+    const { service, transport, clock } = setup()
+    service.reply((request) => (request.path === '/health/simple' ? 'no-answer' : 'network-error'))
+    let answer: unknown
+    void transport.send('/api/ingestion/customEvent/batch', { events: [1] }).then((a) => (answer = a))
+    await clock.advance(PROBE_TIMEOUT_MS - 1)
+    expect(answer).toBeUndefined()
+    await clock.advance(1)
+    expect(answer).toEqual({ status: 0 })
+    expect(transport).toMatchObject({ answering: false, blocked: false })
+    let reachable: unknown
+    void transport.reachable().then((r) => (reachable = r))
+    await clock.advance(PROBE_TIMEOUT_MS)
+    expect(reachable).toBe(false)
+    expect(clock.pending()).toEqual([])
   })
 
   test('a 5xx answer carries Retry-After; a body that is not JSON reads as no data', async () => {

@@ -97,6 +97,31 @@ describe('leaving the page', () => {
     expect(kept.every((r) => r.body.apiKey === KEY && r.headers['content-type'] === 'text/plain;charset=UTF-8')).toBe(true)
   })
 
+  test("without sendBeacon: never past the browser's quota for keepalive bodies in flight (64 KB in all); what would go past it is kept for the next page", async () => {
+    // A browser's keepalive fetch: one that would take the bodies in flight past 64 KB is refused,
+    // later, in a task the unloading page never runs; the others wait for answers that come after it is gone.
+    const service = fakeService()
+    const { fetch } = service
+    let inFlight = 0
+    service.fetch = async (input, init = {}) => {
+      if (!init.keepalive) return fetch(input, init)
+      const size = new Blob([init.body as string]).size
+      if (inFlight + size > 64 * 1024) throw new TypeError('Failed to fetch')
+      inFlight += size
+      void fetch(input, init)
+      return new Promise<never>(() => {})
+    }
+    const { tracker, win } = tracked({ enableAutomaticTracking: false }, { service })
+    ;(win.navigator as { sendBeacon?: unknown }).sendBeacon = undefined
+    const text = 'x'.repeat(25_000)
+    for (const step of ['cart', 'address', 'payment']) tracker.customEvent(step, { text })
+    pageHide(win)
+    await settle()
+    const names = (bodies: { events: { eventName: string }[] }[]) => bodies.flatMap((body) => body.events.map((event) => event.eventName))
+    expect(names(service.sent.filter((r) => r.via === 'keepalive').map((r) => r.body))).toEqual(['cart', 'address'])
+    expect(names(keptParcels(storageOf(win).localStorage, KEY).map((parcel) => parcel.body))).toEqual(['payment'])
+  })
+
   test('what a beacon cannot carry (a large full snapshot), and what was in flight, is kept for the next page, unchanged', async () => {
     const service = fakeService()
     let hold!: () => void

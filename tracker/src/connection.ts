@@ -1,13 +1,59 @@
 import { API } from './config'
 import type { Messages } from './messages'
-import type { Transport } from './transport'
-import type { Clock, ConnectionTest } from './types'
+import { GZIP_TIMEOUT_MS, type Transport } from './transport'
+import type { Clock, ConnectionTest, FetchFunction, PageWindow } from './types'
 import { SDK_VERSION } from './version'
 
 /**
- * `testConnection()`: one call of the (deprecated) init endpoint, its only caller, and what happened.
- * A module of its own, loaded when asked: a page that never tests its connection never loads it.
+ * What the connection needs beyond sending as it is, in a module of its own that the transport loads
+ * when first needed (an app's bundler keeps it out of the first load): gzip, the reachability probe,
+ * and `testConnection()`. Nothing of it runs on unload: beacons go uncompressed, and the probe follows
+ * a failed fetch. Where it cannot be loaded (a chunk gone after a deploy, the network down), bodies go
+ * uncompressed and the service is taken for unreachable, as a failed probe says anyway.
  */
+
+/**
+ * A probe not answered by then is given up: the service is taken for unreachable (a server that takes
+ * the connection and never answers would otherwise hold the send that asked, and a drain behind it,
+ * for as long as the page is open). Timed by the tracker's clock, as requests are.
+ */
+export const PROBE_TIMEOUT_MS = 10_000
+
+/**
+ * The status of a no-cors GET of the health probe (0, opaque, from another origin); it throws when
+ * the network fails or it is not answered within PROBE_TIMEOUT_MS.
+ */
+export async function probe(fetch: FetchFunction, base: string, clock: Clock): Promise<number> {
+  const timeout = new AbortController()
+  const timer = clock.setTimeout(() => timeout.abort(), PROBE_TIMEOUT_MS)
+  try {
+    return (await fetch(base + '/health/simple', { mode: 'no-cors', signal: timeout.signal })).status
+  } finally {
+    clock.clearTimeout(timer)
+  }
+}
+
+/**
+ * `text` gzipped by the page's `CompressionStream`; nothing where there is none, or where its stream
+ * has not finished within GZIP_TIMEOUT_MS (one some browsers and extensions leave stalled: the late
+ * result, if any, is ignored). Timed by the page's own timer, not the tracker's clock: it bounds the
+ * browser's work, which takes the time it takes. A polyfill that throws, or whose stream errors, throws.
+ */
+export async function gzip(win: PageWindow, text: string): Promise<ArrayBuffer | void> {
+  const Compression = (win as { CompressionStream?: typeof CompressionStream }).CompressionStream
+  if (!Compression) return
+  let timer: number | undefined
+  try {
+    return await Promise.race([
+      new Response(new Blob([text]).stream().pipeThrough(new Compression('gzip'))).arrayBuffer(),
+      new Promise<void>((done) => (timer = win.setTimeout(done, GZIP_TIMEOUT_MS))),
+    ])
+  } finally {
+    win.clearTimeout(timer)
+  }
+}
+
+/** `testConnection()`: one call of the (deprecated) init endpoint, its only caller, and what happened. */
 export async function testConnection(transport: Transport, messages: Messages, clock: Clock, ingestionUrl: string): Promise<ConnectionTest> {
   const start = clock.now()
   const { sessionId, endUserId } = messages.owner(false)

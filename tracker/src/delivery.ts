@@ -74,6 +74,12 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
    * viewer), for as long as the page is open. The next page tries it again.
    */
   const persisted = new Set<string>()
+  /**
+   * The kept parcel the latest drain stopped at (no answer, 502 to 504); since a success came (the
+   * service answers others), the same parcel, which a drain that stops there again may go past.
+   */
+  let stuck: string | undefined
+  let unstuck: string | undefined
   const drops: Omit<Dropped, 'outbox' | 'error_flood'> = {}
 
   const drop = (reason: keyof typeof drops, parcel: Parcel) => {
@@ -167,6 +173,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
       return false
     }
     if (data) answered(data)
+    unstuck = stuck
     return true
   }
 
@@ -191,7 +198,12 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     draining = true
     try {
       await alone(async () => {
-        for (const parcel of outbox.all()) if (paused || (!persisted.has(parcel.id) && (await deliver(parcel, false, MAX_ATTEMPTS)))) break
+        for (const parcel of outbox.all()) {
+          // Stopped at the parcel that stopped the drain before, though the service took something
+          // since: it fails by itself (a gateway timing out on it), not the service. Kept for the next
+          // page, it is gone past, as a `persisted` one; the drain goes on.
+          if (paused || (!persisted.has(parcel.id) && (await deliver(parcel, false, MAX_ATTEMPTS)) && (parcel.id == unstuck ? !persisted.add(parcel.id) : (stuck = parcel.id)))) break
+        }
       })
     } finally {
       draining = false

@@ -31,6 +31,9 @@ import { SDK_VERSION } from './version'
 export type * from './types'
 export { SDK_VERSION }
 
+/** connection.js: gzip and the reachability probe, which the transport loads when first needed, and `testConnection()`. */
+const connection = () => import('./connection')
+
 /** The script this code runs from, read while it is evaluated (a classic script has one). */
 const loadedFrom = typeof document === 'object' ? (document.currentScript as HTMLScriptElement | null)?.src : undefined
 
@@ -108,7 +111,7 @@ export class ServiceTracker {
       meta: win.document.querySelector('meta[name="sightline-ingestion-url"]')?.getAttribute('content'),
       pageUrl: win.location.href,
     })
-    this.#transport = createTransport({ base: this.#base.base, apiKey, fetch: environment.fetch ?? win.fetch.bind(win), win, log, clock })
+    this.#transport = createTransport({ base: this.#base.base, apiKey, fetch: environment.fetch ?? win.fetch.bind(win), win, log, clock, later: connection })
     const outboxKey = 'sl_outbox:' + apiKey
     this.#outbox = createOutbox(local, outboxKey)
     this.#delivery = createDelivery({
@@ -288,7 +291,7 @@ export class ServiceTracker {
 
   /** Calls the (deprecated) init endpoint once, the only caller of it, and says what happened. */
   async testConnection(): Promise<ConnectionTest> {
-    const { testConnection } = await import('./connection')
+    const { testConnection } = await connection()
     return testConnection(this.#transport, this.#messages, this.#clock, this.#base.base)
   }
 

@@ -7,8 +7,7 @@ export const BEACON_MAX_BYTES = 60_000
 const GZIP_MIN_CHARS = 1024
 /**
  * A compression not done by then (a stream some browsers and extensions leave stalled) is given up:
- * the body goes as it is, once, and the late result, if any, is ignored. Timed by the page's own
- * timer, not the tracker's clock: it bounds the browser's work, which takes the time it takes.
+ * the body goes as it is, once (see connection.js's gzip).
  */
 export const GZIP_TIMEOUT_MS = 1000
 /**
@@ -53,6 +52,8 @@ export interface TransportDeps {
   win: PageWindow
   log: Logger
   clock: Clock
+  /** connection.js (gzip, the reachability probe), imported when first needed. */
+  later: () => Promise<typeof import('./connection')>
 }
 
 /**
@@ -67,7 +68,7 @@ export interface TransportDeps {
  * said in the query, when `CompressionStream` exists, they are worth it and the send may wait (not
  * on unload).
  */
-export function createTransport({ base, apiKey, fetch, win, log, clock }: TransportDeps) {
+export function createTransport({ base, apiKey, fetch, win, log, clock, later }: TransportDeps) {
   /** Failures in a row of fetch with the key header while the service answered. */
   let failures = 0
   /** Sends started so far; and how many had started when the latest failure was counted. */
@@ -77,28 +78,29 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
   let blockedAt = 0
   /** Whether the service answered the latest request or probe. */
   let answering = true
-  /** A compression stream stalled: the page's sends go uncompressed from then on. */
+  /** A compression stream stalled, or there is none: the page's sends go uncompressed from then on. */
   let stalled = false
+  /**
+   * Bytes of this page's keepalive fetches (beacons where `sendBeacon` is missing) in flight. Browsers
+   * refuse a keepalive request that would take those of the page past 64 KB, and say so only later,
+   * in a task an unloading page never runs: one not handed over is kept, as a refused beacon is.
+   */
+  let keptAlive = 0
   const online = () => win.navigator.onLine !== false
 
   /** The body as JSON with the key in it, for requests that cannot carry a header. */
   const withKey = (body: object) => JSON.stringify({ ...body, apiKey })
   /**
-   * A send's URL and body, gzipped when `CompressionStream` exists and it is worth it. The query says
-   * gzip: a simple request cannot say Content-Encoding (it would need a preflight). A polyfill that
-   * throws, whose stream errors or stalls (GZIP_TIMEOUT_MS) sends it as it is: a failed compression
-   * is no failed request. One that stalled once is not tried again on this page.
+   * A send's URL and body, gzipped (by connection.js, loaded then) when it is worth it and
+   * `CompressionStream` exists. The query says gzip: a simple request cannot say Content-Encoding (it
+   * would need a preflight). A polyfill that throws, whose stream errors or stalls (GZIP_TIMEOUT_MS),
+   * or a module that cannot be loaded, sends it as it is: a failed compression is no failed request.
+   * One that stalled once, or found no `CompressionStream`, is not tried again on this page.
    */
   const encode = async (path: string, text: string): Promise<[url: string, body: string | ArrayBuffer]> => {
-    const Compression = (win as { CompressionStream?: typeof CompressionStream }).CompressionStream
     try {
-      if (Compression && !stalled && text.length >= GZIP_MIN_CHARS) {
-        let timer: number | undefined
-        const gzipped = await Promise.race([
-          new Response(new Blob([text]).stream().pipeThrough(new Compression('gzip'))).arrayBuffer(),
-          new Promise<void>((done) => (timer = win.setTimeout(done, GZIP_TIMEOUT_MS))),
-        ])
-        win.clearTimeout(timer)
+      if (!stalled && text.length >= GZIP_MIN_CHARS) {
+        const gzipped = await (await later()).gzip(win, text)
         if (gzipped) return [base + path + '?compression=gzip', gzipped]
         stalled = true
       }
@@ -129,13 +131,14 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
   }
 
   /**
-   * Whether the service answers at all: a no-cors GET that nothing but the network can fail, or a
-   * gateway in front of the service that says it got no answer (502, 504).
+   * Whether the service answers at all: a no-cors GET that nothing but the network can fail (see
+   * connection.js's probe, given up after PROBE_TIMEOUT_MS), or a gateway in front of the service that
+   * says it got no answer (502, 504).
    */
   async function reachable(): Promise<boolean> {
     try {
       // Opaque (status 0) from another origin: it answered.
-      return (answering = serviceAnswered((await fetch(base + '/health/simple', { mode: 'no-cors' })).status))
+      return (answering = serviceAnswered(await (await later()).probe(fetch, base, clock)))
     } catch {
       return (answering = false)
     }
@@ -150,11 +153,15 @@ export function createTransport({ base, apiKey, fetch, win, log, clock }: Transp
   async function beacon(path: string, body: object, unload?: boolean): Promise<Answer> {
     const text = withKey(body)
     const [url, payload] = unload ? [base + path, text] : await encode(path, text)
-    if (new Blob([payload]).size > BEACON_MAX_BYTES) return { status: 413, local: true }
-    let handed: boolean | undefined
+    const size = new Blob([payload]).size
+    if (size > BEACON_MAX_BYTES) return { status: 413, local: true }
+    let handed: unknown
     try {
-      // Without sendBeacon, fetch with keepalive: handed over, its answer not awaited.
-      handed = win.navigator.sendBeacon?.(url, payload) ?? (fetch(url, { method: 'POST', body: payload, keepalive: true }).catch(() => {}), true)
+      // Without sendBeacon, fetch with keepalive: handed over, its answer not awaited; not past the
+      // browser's quota for keepalive bodies in flight, which refuses it only later, unseen (see keptAlive).
+      handed =
+        win.navigator.sendBeacon?.(url, payload) ??
+        (keptAlive + size <= BEACON_MAX_BYTES && (fetch(url, { method: 'POST', body: payload, keepalive: true }).catch(() => {}).finally(() => (keptAlive -= size)), (keptAlive += size)))
     } catch {}
     return { status: handed ? 202 : 0 }
   }
