@@ -83,6 +83,7 @@ export function createRelay(options: RelayOptions): Relay {
   const mode = options.keyInBody ?? 'auto'
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
   const timeoutMs = options.timeoutMs ?? 30_000
+  checkOptions(mode, maxBodyBytes, timeoutMs)
   const send = options.client ?? fetchClient()
   const script = options.script ? serveScript(options.script, prefix) : null
 
@@ -172,6 +173,26 @@ export function createRelay(options: RelayOptions): Relay {
     handles: (path: string) => underPrefix(path, prefix) !== null,
     ready: script ? script.ready : Promise.resolve(),
   })
+}
+
+const KEY_IN_BODY_MODES = new Set<unknown>(['auto', 'always', 'never'])
+
+/**
+ * The longest delay a runtime timer holds: past it, setTimeout fires after 1 ms (Bun and Node, with a
+ * TimeoutOverflowWarning), and the fetch client answered every request 504 at once.
+ */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1
+
+/**
+ * Settings the relay could not honour, refused when it is made (a TypeError, which the standalone
+ * mode reports as a usage error) rather than met on every request: an unknown `keyInBody` (`false`,
+ * "none") acted as "auto", a `maxBodyBytes` of NaN refused every body, and a `timeoutMs` given as a
+ * string (an environment variable passed on) never expired on the socket client.
+ */
+function checkOptions(mode: unknown, maxBodyBytes: unknown, timeoutMs: unknown): void {
+  if (!KEY_IN_BODY_MODES.has(mode)) throw new TypeError(`relay keyInBody is "auto", "always" or "never", not ${JSON.stringify(mode)}`)
+  if (!Number.isSafeInteger(maxBodyBytes) || (maxBodyBytes as number) < 0) throw new TypeError(`relay maxBodyBytes must be a whole number of bytes, not ${String(maxBodyBytes)}`)
+  if (typeof timeoutMs !== 'number' || !(timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) throw new TypeError(`relay timeoutMs must be a number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, not ${String(timeoutMs)}`)
 }
 
 function gatewayError(error: unknown): Response {

@@ -257,3 +257,27 @@ for (const adapter of ['bun', 'node', 'elysia', 'deno'] as AdapterName[]) {
     }
   })
 }
+
+describe('options the relay cannot honour are refused when it is created, not met on every request', () => {
+  test('a timeoutMs past what a timer holds (2^31 - 1 ms), none at all, or not a number', async () => {
+    // The fetch client's timer fires after 1 ms for any delay past 2^31 - 1 ms (Infinity included):
+    // an operator who meant "practically never" got 504 for every request. A string (an environment
+    // variable passed as it is) made the socket client's deadlines never fire: no timeout at all.
+    for (const timeoutMs of [2 ** 31, Infinity, 0, -1, NaN, '5000']) {
+      expect(() => createRelay({ upstream: coreUrl, prefix: '/_sl', client: fetchClient(), timeoutMs: timeoutMs as number })).toThrow(TypeError)
+    }
+    const relay = createRelay({ upstream: coreUrl, prefix: '/_sl', client: fetchClient(), timeoutMs: 2 ** 31 - 1 })
+    expect((await relay(new Request('http://shop.test/_sl/health/simple'))).status).toBe(200)
+  })
+
+  test('a maxBodyBytes that is not a whole number of bytes, and a keyInBody that is not one of the three', () => {
+    // NaN refused every body with 413; a keyInBody of false or "none" silently moved the key ("auto").
+    for (const maxBodyBytes of [NaN, -1, 1.5, Infinity, '1000']) {
+      expect(() => createRelay({ upstream: coreUrl, prefix: '/_sl', maxBodyBytes: maxBodyBytes as number })).toThrow(TypeError)
+    }
+    for (const keyInBody of [false, 'none', 'Never']) {
+      expect(() => createRelay({ upstream: coreUrl, prefix: '/_sl', keyInBody: keyInBody as never })).toThrow(TypeError)
+    }
+    expect(() => createRelay({ upstream: coreUrl, prefix: '/_sl', maxBodyBytes: 0, keyInBody: 'never' })).not.toThrow()
+  })
+})
