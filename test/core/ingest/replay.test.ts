@@ -193,6 +193,14 @@ describe('POST /api/ingestion/events', () => {
     expect(session.automatic_properties).toEqual({ language: 'fr' })
   })
 
+  test('an sdkVersion of any length does not cost the chunk: stored, the session keeping its first 2,048 characters', async () => {
+    const sdkVersion = `3.0.0+build.${'a1'.repeat(1500)}`
+    const res = await core.post('/api/ingestion/events', { sessionId: 'rp-sdk', events: [meta(t0, 'https://shop.test/'), full(t0 + 1)], sdkVersion })
+    expect(await res.json()).toEqual({ success: true, accepted: 2, dropped: 0 })
+    expect(await chunksOf('rp-sdk')).toHaveLength(1)
+    expect((await sessionOf('rp-sdk')).sdk_version).toBe(sdkVersion.slice(0, 2048))
+  })
+
   test('a retried chunk is stored once; the same events in another window or session are another chunk', async () => {
     const body = { sessionId: 'rp-5', windowId: 'w', seq: 3, events: [full(t0), move(t0 + 1, 5)] }
     for (let i = 0; i < 3; i++) expect(await (await core.post('/api/ingestion/events', body)).json()).toEqual({ success: true, accepted: 2, dropped: 0 })

@@ -13,7 +13,8 @@ export const ReplayBody = t.Object({
   windowId: t.Optional(t.Union([Id, t.Null()])),
   events: t.Any({ description: 'RrwebEvent[]' }),
   automaticProperties: Properties,
-  sdkVersion: t.Optional(t.Union([t.String({ maxLength: 256 }), t.Null()])),
+  /** Any length: the session keeps its first 2,048 characters (sessionText); a chunk is never refused for it. */
+  sdkVersion: t.Optional(t.Union([t.String(), t.Null()])),
   /** Read only to keep a key sent in the body out of what is stored. */
   apiKey: t.Optional(t.Unknown()),
   /** Per-window chunk sequence number, when the tracker sends one. */
