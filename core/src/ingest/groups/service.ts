@@ -36,7 +36,7 @@ export function groupIdentifyRows(body: GroupIdentifyBody, caller: Caller, now: 
     // WIRE.md: the end user is linked; a client that names only the session means the session's, as
     // an identify without a userId identifies the session's end user.
     members: endUserId || sessionId ? [{ projectId, groupType, groupKey, endUserId, sessionId: endUserId ? null : sessionId }] : [],
-    ...sessionTouches(caller, [{ sessionId: body.sessionId ?? null, endUserId, at: now }]),
+    ...sessionTouches(caller, [{ sessionId, endUserId, at: now }]),
   }
 }
 
