@@ -199,10 +199,16 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     try {
       await alone(async () => {
         for (const parcel of outbox.all()) {
+          if (paused) break
+          if (persisted.has(parcel.id) || !(await deliver(parcel, false, MAX_ATTEMPTS))) continue
           // Stopped at the parcel that stopped the drain before, though the service took something
           // since: it fails by itself (a gateway timing out on it), not the service. Kept for the next
           // page, it is gone past, as a `persisted` one; the drain goes on.
-          if (paused || (!persisted.has(parcel.id) && (await deliver(parcel, false, MAX_ATTEMPTS)) && (parcel.id == unstuck ? !persisted.add(parcel.id) : (stuck = parcel.id)))) break
+          if (parcel.id !== unstuck) {
+            stuck = parcel.id
+            break
+          }
+          persisted.add(parcel.id)
         }
       })
     } finally {
