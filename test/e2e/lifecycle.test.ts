@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import type { Page } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
 import { HEARTBEAT_MS, REPLAY_FLUSH_MS } from '@sightline/tracker/queue'
 import { eventually } from '../tracker/helpers/e2e'
 import { closedAfterEach, openBrowser, type TestBrowser } from './browser'
@@ -52,6 +52,33 @@ async function eventsSinceRestore(browser: TestBrowser, origin: string) {
   return [...new Map(events.filter((event) => event.timestamp >= restoredTime).map((event) => [event.uuid, event])).values()]
 }
 
+/**
+ * Chromium's reasons, as DevTools gives them, for each back or forward navigation of the tab that
+ * loaded its page afresh rather than restoring it from the cache (PageSupportNeeded: the page's doing).
+ */
+async function cacheMisses(context: BrowserContext, page: Page): Promise<string[]> {
+  const misses: string[] = []
+  const devtools = await context.newCDPSession(page)
+  await devtools.send('Page.enable')
+  devtools.on('Page.backForwardCacheNotUsed', (event) => misses.push(event.notRestoredExplanations.map((e) => `${e.reason} (${e.type})`).join(', ')))
+  return misses
+}
+
+/**
+ * Goes back or forward and waits until the page is shown: restored from the cache, or (what fails the
+ * test at once, with Chromium's reasons, rather than at its timeout) loaded afresh.
+ */
+async function shownFromCache(page: Page, misses: string[], go: () => Promise<unknown>): Promise<void> {
+  const before = misses.length
+  await go()
+  for (const deadline = Date.now() + 15_000; Date.now() < deadline; await Bun.sleep(25)) {
+    expect(misses.slice(before)).toEqual([])
+    const restored = await page.evaluate(() => (window as unknown as { restoredAt?: number }).restoredAt !== undefined).catch(() => false)
+    if (restored) return
+  }
+  throw new Error(`${page.url()} was neither restored nor loaded afresh`)
+}
+
 const userInfo = (page: Page) => page.evaluate(() => window.shop.tracker().then((tracker) => tracker.getUserInfo()))
 
 describe('the back/forward cache, in headless Chromium', () => {
@@ -60,6 +87,7 @@ describe('the back/forward cache, in headless Chromium', () => {
     const browser = open(await openBrowser({ backForwardCache: true }))
     const { page, context } = browser
     await context.addInitScript({ content: RESTORE_MARKER })
+    const misses = await cacheMisses(context, page)
     await page.clock.install()
     await page.goto(`${shop.url}/`)
     await trackerStarted(page)
@@ -68,8 +96,7 @@ describe('the back/forward cache, in headless Chromium', () => {
     // A full page load in the same tab: the home page goes to the cache; then back to it.
     await Promise.all([page.waitForURL('**/cart'), page.click('nav >> text=Cart')])
     await trackerStarted(page)
-    await page.goBack({ waitUntil: 'commit' })
-    await page.waitForFunction(() => (window as unknown as { restoredAt?: number }).restoredAt !== undefined)
+    await shownFromCache(page, misses, () => page.goBack({ waitUntil: 'commit' }))
     expect(await userInfo(page)).toMatchObject({ sessionId: home.sessionId, windowId: home.windowId })
 
     await page.click('nav >> text=Wool socks')
@@ -101,5 +128,28 @@ describe('the back/forward cache, in headless Chromium', () => {
       const stored = await suite.e2e.rows<{ has_full_snapshot: boolean; seq: number }>(sql`select seq, has_full_snapshot from replay_chunks where session_id = ${home.sessionId} and window_id = ${home.windowId} order by seq`)
       expect(stored.map((c) => c.seq)).toEqual(stored.map((_, i) => i))
     })
+  })
+
+  test('on a slow network too: a page hidden while its tracker sends what was kept lets the next page of the site have the outbox, and stays in the cache', async () => {
+    // Every request to the service takes 1.5 s: the pages are left and shown again while sends are under way.
+    const shop = open(startShop({ key: suite.e2e.core.key, core: suite.e2e.base, script: suite.script, tracker: { via: 'relay' }, latencyMs: 1500 }))
+    const browser = open(await openBrowser({ backForwardCache: true }))
+    const { page, context } = browser
+    await context.addInitScript({ content: RESTORE_MARKER })
+    const misses = await cacheMisses(context, page)
+    await page.goto(`${shop.url}/`)
+    await trackerStarted(page)
+
+    // Left at once: what the home page had under way is kept, and the cart sends it, holding the outbox 1.5 s a request.
+    await Promise.all([page.waitForURL('**/cart'), page.click('nav >> text=Cart')])
+    await trackerStarted(page)
+    const kept = () => page.evaluate(() => Object.keys(localStorage).filter((key) => key.startsWith('sl_outbox:') && key.includes('/')).length)
+    expect(await kept()).toBeGreaterThan(0)
+    // Back to the home page while the cart sends, then forward to the cart while the home page may: each is restored.
+    await shownFromCache(page, misses, () => page.goBack({ waitUntil: 'commit' }))
+    await shownFromCache(page, misses, () => page.goForward({ waitUntil: 'commit' }))
+    expect(new URL(page.url()).pathname).toBe('/cart')
+    // And what was kept is sent all the same: a page shown again drains once its heartbeat is answered.
+    await eventually(async () => expect(await kept()).toBe(0), 20_000)
   })
 })

@@ -24,6 +24,8 @@ export interface ShopOptions {
   /** The tracker's browser bundle (`tracker/dist/t.js`). */
   script: string
   tracker: TrackerSetup
+  /** A slow network between the pages and the service: each request to the relay's API waits this long first. */
+  latencyMs?: number
 }
 
 /** One request as the shop (or the relay's upstream side) saw it. */
@@ -162,7 +164,7 @@ function countingClient(upstream: Hit[]): UpstreamClient {
   }
 }
 
-export function startShop({ key, core, script, tracker }: ShopOptions): Shop {
+export function startShop({ key, core, script, tracker, latencyMs = 0 }: ShopOptions): Shop {
   const hits: Hit[] = []
   const upstream: Hit[] = []
   const relay = bunRelay({ upstream: core, prefix: '/_sl', script: { path: script }, client: countingClient(upstream) })
@@ -183,7 +185,10 @@ export function startShop({ key, core, script, tracker }: ShopOptions): Shop {
   })
 
   async function route(request: Request, pathname: string, srv: typeof server): Promise<Response> {
-    if (relay.handles(pathname)) return relay(request, srv)
+    if (relay.handles(pathname)) {
+      if (latencyMs && pathname.startsWith('/_sl/api/')) await Bun.sleep(latencyMs)
+      return relay(request, srv)
+    }
     if (pathname === '/app.js') return new Response(APP, { headers: { 'content-type': 'text/javascript; charset=utf-8' } })
     if (pathname === '/vendor/sightline.js') return new Response(scriptFile, { headers: { 'content-type': 'text/javascript; charset=utf-8' } })
     if (pathname === '/api/stock') return Response.json({ sku: 'wool-socks', inStock: 41 })

@@ -416,6 +416,47 @@ describe('delivery', () => {
     expect([service.sent.length, outbox.size()]).toEqual([1, 0])
   })
 
+  test('a drain asks for the outbox (the Web Lock) only with something kept: an empty one asks nothing', async () => {
+    let asked = 0
+    const { service, delivery, outbox, parcel } = setup(undefined, (drain) => (asked++, drain()))
+    await delivery.drain()
+    expect(asked).toBe(0)
+    outbox.put(parcel('a'))
+    await delivery.drain()
+    expect([asked, service.sent.length, outbox.size()]).toEqual([1, 1, 0])
+  })
+
+  test('hidden, a page lets go of the outbox at once, its send under way, and stops there; it drains nothing until shown again', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    let held = false
+    const { service, delivery, outbox, parcel } = setup(undefined, async (drain) => {
+      held = true
+      await drain()
+      held = false
+    })
+    service.reply(async () => (await gate, { status: 200, body: { success: true } }))
+    outbox.put(parcel('a'))
+    outbox.put(parcel('b'))
+    const draining = delivery.drain()
+    await settle()
+    expect(held).toBe(true)
+    delivery.persistPending()
+    await settle()
+    // Let go while 'a' is still under way, and the drain is over: a page in the back/forward cache must hold no lock.
+    expect(held).toBe(false)
+    await draining
+    release()
+    await settle()
+    // 'a' is answered all the same and leaves the outbox; 'b' waits for a page in view.
+    expect([service.sent.length, outbox.all().map((p) => p.id)]).toEqual([1, ['b']])
+    await delivery.drain()
+    expect(service.sent).toHaveLength(1)
+    delivery.shown()
+    await delivery.drain()
+    expect([service.sent.length, outbox.size()]).toEqual([2, 0])
+  })
+
   test('drain sends what was persisted, one attempt each; a success drains the rest too', async () => {
     const { service, delivery, outbox, parcel } = setup()
     outbox.put(parcel('a'))

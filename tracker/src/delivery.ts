@@ -33,7 +33,11 @@ export interface DeliveryDeps {
   random?: () => number
   /** Splits a body answered 413 (default: `halve`). */
   split?: typeof halve
-  /** Runs a drain unless another tab of the origin is draining the same outbox (default: it runs). */
+  /**
+   * Runs a drain unless another tab of the origin is draining the same outbox (default: it runs). The
+   * outbox is the drain's until the promise it returns settles: when what was kept is sent, or at once
+   * when the page is hidden.
+   */
   alone?: (drain: () => Promise<void>) => Promise<unknown>
   /** Every readable success answer (`liveViewer`, `monthlyLimitReached`). */
   answered(data: Record<string, unknown>): void
@@ -65,6 +69,15 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
    * outbox at once, as on unload, and nothing is drained until it starts again.
    */
   let paused = false
+  /**
+   * Hidden (`persistPending`) until `shown`: a drain under way lets go of the outbox at once (`letGo`),
+   * without waiting for the answer to its send, and none begins. Chromium evicts a page from its
+   * back/forward cache when another page uses a lock it holds, and a page shown again from the cache
+   * may use it before the page it replaces is even told it is hidden: so a page shown does not drain
+   * at once either (the heartbeat's answer drains), and nothing drains with nothing kept.
+   */
+  let hidden = false
+  let letGo = () => {}
   const inFlight = new Map<string, Parcel>()
   const waiting = new Map<string, { parcel: Parcel; timer: unknown }>()
   /**
@@ -180,7 +193,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
   /** A kept copy is no longer needed; the service answers, so what else is kept may go now (not on unload). */
   function delivered(parcel: Parcel, unload: boolean) {
     outbox.remove(parcel.id)
-    if (!unload && outbox.size()) void drain()
+    if (!unload) void drain()
   }
 
   /**
@@ -188,19 +201,20 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
    * the outbox only when it is stored (or dropped): a page that dies while draining loses nothing, and
    * one sent twice is stored once. One that fails stays where it is, not written again, and where the
    * service did not take it (no answer, 502 to 504, Retry-After) the drain stops there: the next
-   * success, heartbeat or `online` drains again. The tabs of an origin share the outbox, and all of
+   * success, heartbeat or `online` drains again (in a page in view: see `hidden`). The tabs of an origin share the outbox, and all of
    * them drain when the browser is back online: one at a time (`alone`), or each would send every parcel.
    * It goes past what is `persisted`: parcels refused for their own sake, and those in flight when the
    * page was hidden (the only kept parcels ever in flight when a drain begins: drains never overlap).
    */
   async function drain() {
-    if (draining || paused || !transport.online()) return
+    if (draining || paused || hidden || !outbox.size() || !transport.online()) return
     draining = true
     try {
       await alone(async () => {
         for (const parcel of outbox.all()) {
-          if (paused) break
-          if (persisted.has(parcel.id) || !(await deliver(parcel, false, MAX_ATTEMPTS))) continue
+          if (paused || hidden) break
+          // Hidden meanwhile (letGo): the drain ends at once; the answer settles the parcel by itself.
+          if (persisted.has(parcel.id) || !(await Promise.race([deliver(parcel, false, MAX_ATTEMPTS), new Promise<void>((resolve) => (letGo = resolve))]))) continue
           // Stopped at the parcel that stopped the drain before, though the service took something
           // since: it fails by itself (a gateway timing out on it), not the service. Kept for the next
           // page, it is gone past, as a `persisted` one; the drain goes on.
@@ -226,11 +240,17 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
      */
     persistPending(stop = false) {
       paused = stop
+      hidden = !stop
+      letGo()
       cancel(true)
       for (const parcel of inFlight.values()) {
         outbox.put(parcel)
         persisted.add(parcel.id)
       }
+    },
+    /** The page is shown again after `persistPending`. */
+    shown() {
+      hidden = false
     },
     /** The tracker runs (again): what was kept is sent. */
     resume() {

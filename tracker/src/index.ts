@@ -122,11 +122,8 @@ export class ServiceTracker {
       split: (body) => this.#messages.split(body),
       // The Web Locks API: a tab that finds the lock held leaves the drain to its holder. Without one
       // (an insecure context), or where it refuses (storage blocked: SecurityError), the tab drains.
-      alone: (drain) => {
-        let ran: unknown
-        const run = () => (ran = drain())
-        return win.navigator.locks?.request(outboxKey, { ifAvailable: true }, (lock) => lock && run()).catch(() => ran || run()) ?? run()
-      },
+      // (A drain that threw, which the request passes on, runs once more: a parcel is stored once.)
+      alone: (drain) => win.navigator.locks?.request(outboxKey, { ifAvailable: true }, (lock) => lock && drain()).catch(drain) ?? drain(),
       answered: (data) => this.#messages.answered(data),
       stopped: () => this.#halt(),
     })
@@ -325,7 +322,7 @@ export class ServiceTracker {
    */
   #properties<T>(value: T, what: string) {
     const copy = asProperties(value)
-    if (copy === false) this.#log.warn(`${what}: not a JSON object (a cycle, a BigInt, an array?); not sent`)
+    if (copy === false) this.#log.warn(`${what}: not a JSON object; not sent`)
     return copy
   }
 
@@ -346,24 +343,25 @@ export class ServiceTracker {
 
   #listen() {
     if (this.#lifecycle.length) return
-    const { document } = this.#win
-    const drain = () => void this.#delivery.drain()
+    const win = this.#win
+    const { document } = win
+    const delivery = this.#delivery
     const identity = this.#identity
     this.#lifecycle = [
-      listen(this.#win, 'pagehide', () => (identity.releaseTab(), this.#hide())),
-      listen(document, 'visibilitychange', () => (document.visibilityState === 'hidden' ? this.#hide() : drain())),
-      listen(this.#win, 'online', drain),
-      listen<PageTransitionEvent>(this.#win, 'pageshow', (event) => {
+      listen(win, 'pagehide', () => (identity.releaseTab(), this.#hide())),
+      listen(document, 'visibilitychange', () => (document.visibilityState === 'hidden' ? this.#hide() : delivery.shown())),
+      listen(win, 'online', delivery.drain),
+      listen<PageTransitionEvent>(win, 'pageshow', (event) => {
         if (!event.persisted) return
         identity.holdTab()
-        drain()
+        delivery.shown()
         // Back from the back/forward cache: the tab may have shown other pages meanwhile, whose
         // snapshots the replay of this window would go on from.
         this.#recording?.snapshot()
       }),
     ]
     identity.holdTab()
-    void this.#delivery.resume()
+    void delivery.resume()
   }
 
   /** Hidden or unloading: what is in flight or waiting persists, what is queued goes by beacon (on page hide, presence ends after it). */
