@@ -201,10 +201,11 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
    * the outbox only when it is stored (or dropped): a page that dies while draining loses nothing, and
    * one sent twice is stored once. One that fails stays where it is, not written again, and where the
    * service did not take it (no answer, 502 to 504, Retry-After) the drain stops there: the next
-   * success, heartbeat or `online` drains again (in a page in view: see `hidden`). The tabs of an origin share the outbox, and all of
-   * them drain when the browser is back online: one at a time (`alone`), or each would send every parcel.
-   * It goes past what is `persisted`: parcels refused for their own sake, and those in flight when the
-   * page was hidden (the only kept parcels ever in flight when a drain begins: drains never overlap).
+   * success, heartbeat or `online` drains again, in a page in view (see `hidden`). The tabs of an
+   * origin share the outbox, and all of them drain when the browser is back online: one at a time
+   * (`alone`), or each would send every parcel. It goes past what is `persisted`: parcels refused for
+   * their own sake, and those in flight when the page was hidden (the only kept parcels ever in
+   * flight when a drain begins: drains never overlap, and one ends before its send only on hide).
    */
   async function drain() {
     if (draining || paused || hidden || !outbox.size() || !transport.online()) return
