@@ -78,6 +78,21 @@ describe('POST /api/ingestion/customEvent', () => {
     expect(Number(event.ts)).toBeLessThanOrEqual(Date.now() + 1)
   })
 
+  test('a time in microseconds (a clock read in the wrong unit) is days ahead too: clamped, not refused', async () => {
+    const before = Date.now()
+    const res = await core.post('/api/ingestion/customEvent/batch', {
+      sessionId: 'ce-3us',
+      events: [
+        { eventName: 'micros', timestamp: Date.now() * 1000 },
+        { eventName: 'huge', timestamp: 1e300 },
+      ],
+    })
+    expect(await res.json()).toEqual({ success: true, accepted: 2 })
+    const stored = await eventsOf('ce-3us')
+    expect(stored.map((e) => e.event_name).sort()).toEqual(['huge', 'micros'])
+    for (const event of stored) expect(Number(event.ts)).toBeWithin(before - 1, Date.now() + 2)
+  })
+
   test('unknown fields are ignored, NUL characters dropped', async () => {
     const res = await core.post('/api/ingestion/customEvent', {
       sessionId: 'ce-4',

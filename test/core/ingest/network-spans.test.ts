@@ -77,6 +77,17 @@ describe('POST /api/ingestion/network', () => {
     ])
   })
 
+  test('times in microseconds (a clock read in the wrong unit) are days ahead: clamped to the receive time, not refused', async () => {
+    const before = Date.now()
+    const micros = Date.now() * 1000
+    const res = await core.post('/api/ingestion/network', failure('r-us', { sessionId: 'net-us', timestampMs: micros, startTimeMs: micros - 1_400_000 }))
+    expect(await res.json()).toEqual({ success: true, accepted: 1 })
+    const [row] = await rows<{ start: string; ts: string }>(sql`
+      select (extract(epoch from start_time) * 1000)::bigint::text as start, (extract(epoch from timestamp) * 1000)::bigint::text as ts
+      from network_errors where session_id = 'net-us'`)
+    for (const ms of [row.start, row.ts]) expect(Number(ms)).toBeWithin(before - 1, Date.now() + 2)
+  })
+
   test('a method of any length a page may give fetch is stored, not the reason to refuse the batch', async () => {
     const long = 'x-custom-method-for-a-legacy-rpc-endpoint'
     const batch = { sessionId: 'net-method', errors: [failure('m-1', { sessionId: undefined, method: long }), failure('m-2', { sessionId: undefined })] }

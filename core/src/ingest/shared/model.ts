@@ -25,8 +25,11 @@ export const Uuid = t.String({ pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA
  * refused by the database, or stored in a JSON column as text. A string is refused, as for any number.
  */
 export const Integer = (options: IntegerOptions) => Type.Integer(options)
-/** Epoch milliseconds from the client clock. */
-export const EpochMs = t.Number({ minimum: 0, maximum: 1e14 })
+/**
+ * Epoch milliseconds from the client clock. No maximum: a time more than 24 h ahead, a clock read in
+ * microseconds among them, is taken as the receive time (clampTimestamp, WIRE.md), not refused.
+ */
+export const EpochMs = t.Number({ minimum: 0 })
 /**
  * A free-form JSON object, or null (taken for "none", as fielded clients send it): a kind of its own
  * rather than `Nullish(t.Record(t.String(), t.Unknown()))`, which means the same. TypeBox's Clean,
