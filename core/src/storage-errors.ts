@@ -29,10 +29,12 @@ export const isRetryable = (error: unknown) => ['40001', '40P01'].includes(sqlSt
  */
 const STORAGE_CLASSES = new Set(['08', '28', '3D', '53', '55', '57', '58', 'F0', 'XX'])
 /**
- * The same of single SQLSTATEs in other classes: 25006, a database that takes no writes now (a hot
- * standby after a failover, a server set read-only), whatever the rows; retried later, they are stored.
+ * The same of single SQLSTATEs in other classes, which the same rows meet whatever they hold and are
+ * stored once the operator has put the database right: 25006, a database that takes no writes now (a
+ * hot standby after a failover, a server set read-only); 42501, core's role no longer allowed to
+ * write a table (privileges revoked, a migration run as another owner).
  */
-const STORAGE_STATES = new Set(['25006'])
+const STORAGE_STATES = new Set(['25006', '42501'])
 
 /** What the driver says of a statement it refused to send, before the database saw it. */
 const DRIVER_STATEMENT_ERRORS = new Set(['MAX_PARAMETERS_EXCEEDED', 'UNDEFINED_VALUE'])

@@ -182,6 +182,8 @@ describe('bounds and failures', () => {
         if (row.id === 'disk-full') await tx.execute(sql.raw(`do $$ begin raise exception 'could not extend file' using errcode = '53100'; end $$`))
         // What a hot standby answers every write with, as a server does after a failover or when set read-only.
         if (row.id === 'read-only') await tx.execute(sql.raw(`do $$ begin raise exception 'cannot execute INSERT in a read-only transaction' using errcode = '25006'; end $$`))
+        // What every write meets once core's role may no longer insert into a table.
+        if (row.id === 'no-privilege') await tx.execute(sql.raw(`do $$ begin raise exception 'permission denied for table events' using errcode = '42501'; end $$`))
       }
       await probeSink().write(tx, rows)
     },
@@ -214,6 +216,7 @@ describe('bounds and failures', () => {
   for (const [id, what] of [
     ['disk-full', 'disk full'],
     ['read-only', 'read-only: a standby after a failover'],
+    ['no-privilege', 'permission denied: privileges revoked'],
   ] as const) {
     test(`a database in trouble (${what}) fails the whole batch with storage_unavailable and fails fast: no request is singled out`, async () => {
       let now = 1_000_000
