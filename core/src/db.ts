@@ -11,6 +11,7 @@ import postgres from 'postgres'
 import { ConfigError, withoutPassword } from './config'
 import { DatabaseInUseError, lockDataDir } from './data-dir-lock'
 import { pacedSockets } from './postgres-socket'
+import { postgresTarget } from './postgres-url'
 import { postgresTransactions } from './postgres-transaction'
 import { adoptDrizzleParsers, copyInto, drizzleClient, embeddedStartOptions, preparingClient, StatementCache } from './pglite'
 import * as schema from '@sightline/schema'
@@ -181,7 +182,8 @@ function connect(url: string, options: postgres.Options<{}>) {
   try {
     // `socket` is documented (postgres.js's README, "Custom socket") but missing from its types.
     const socket = { socket: pacedSockets() } as postgres.Options<{}>
-    return postgres(url, { connect_timeout: 5, backoff: false, onnotice: () => {}, ...socket, ...options })
+    const { url: driverUrl, ...server } = postgresTarget(url)
+    return postgres(driverUrl, { connect_timeout: 5, backoff: false, onnotice: () => {}, ...socket, ...server, ...options })
   } catch (error) {
     throw new ConfigError(`DATABASE_URL is not a valid connection string (${errorMessage(error)})`)
   }

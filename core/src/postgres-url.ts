@@ -1,0 +1,49 @@
+/**
+ * DATABASE_URL as postgres.js takes it. postgres.js reads the server's host and port from the URL's
+ * authority only, and hands every query parameter it does not know to the server as a setting. The
+ * connection URIs operators copy from libpq (psql, their platform's docs) may name the server in
+ * the query (`?host=...&port=...`, which libpq lets override the authority) and a Unix socket's
+ * directory as a host that is an absolute path, in the query or percent-encoded as the authority:
+ *
+ *   postgresql:///sightline?host=/var/run/postgresql
+ *   postgresql://sightline@%2Fvar%2Frun%2Fpostgresql:5433/sightline
+ *
+ * postgres.js tried localhost for those, or sent `host` to the server as a setting, which it refuses.
+ * Here they become postgres.js's `host` and `port` options (a host that is a path is a socket's
+ * directory to it too), and leave the URL, which keeps everything else (user, password, database,
+ * sslmode and the rest of the query).
+ */
+export interface PostgresTarget {
+  url: string
+  host?: string
+  port?: number
+}
+
+const URI = /^(postgres(?:ql)?:\/\/)(?:([^@/?#]*)@)?([^/?#]*)([^?#]*)(?:\?([^#]*))?(#.*)?$/
+const AUTHORITY_PORT = /:(\d+)$/
+
+export function postgresTarget(url: string): PostgresTarget {
+  const parts = URI.exec(url)
+  if (!parts) return { url }
+  const [, scheme, userinfo, authority, path, query = ''] = parts
+  const params = new URLSearchParams(query)
+  const encodedPath = /^%2F/i.test(authority)
+  if (!params.has('host') && !params.has('port') && !encodedPath) return { url }
+
+  const authorityPort = AUTHORITY_PORT.exec(authority)?.[1]
+  const authorityHost = authorityPort === undefined ? authority : authority.slice(0, -authorityPort.length - 1)
+  const host = params.get('host') || (authorityHost ? decodeURIComponent(authorityHost) : undefined)
+  const port = params.get('port') || authorityPort
+  if (port !== undefined && !/^\d{1,5}$/.test(port)) throw new Error(`port ${JSON.stringify(port)} is not a port number`)
+  params.delete('host')
+  params.delete('port')
+  // The host goes as an option, which postgres.js prefers to the URL's; the URL keeps a stand-in,
+  // since one with a user and no host does not parse. Without a host the URL names none, as before
+  // (postgres.js then takes PGHOST, or localhost).
+  const rest = params.size ? `?${params}` : ''
+  const user = userinfo === undefined ? '' : `${userinfo}@`
+  const target: PostgresTarget = { url: `${scheme}${host ? `${user}localhost` : user}${path}${rest}` }
+  if (host) target.host = host
+  if (port !== undefined) target.port = Number(port)
+  return target
+}
