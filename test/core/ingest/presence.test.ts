@@ -64,6 +64,38 @@ describe('heartbeat and session-end', () => {
     expect(await endedAt('p-2')).toBeNull()
   })
 
+  test('a session never ends before its last activity: a client clock ahead, what the page sent racing its goodbye', async () => {
+    const times = async (sessionId: string) =>
+      (
+        await db().rows<{ last: number; ended: number | null }>(
+          sql`select (extract(epoch from last_activity_at) * 1000)::float8 as last, (extract(epoch from ended_at) * 1000)::float8 as ended
+              from sessions where session_id = ${sessionId}`,
+        )
+      )[0]
+    const event = (sessionId: string, timestamp: number) => core.post('/api/ingestion/customEvent', { sessionId, eventName: 'e', timestamp })
+    // A clock five minutes ahead (well inside the 24 h that are taken as they come), then the goodbye.
+    const ahead = Date.now() + 5 * 60_000
+    await beat('p-clock', 'w-1')
+    expect((await event('p-clock', ahead)).status).toBe(200)
+    await end('p-clock', 'w-1')
+    expect(await times('p-clock')).toEqual({ last: ahead, ended: ahead })
+
+    // The page's last events committed after its goodbye: the end moves to them.
+    await beat('p-race', 'w-1')
+    await end('p-race', 'w-1')
+    const endedFirst = (await times('p-race')).ended!
+    const later = endedFirst + 2_000
+    expect((await event('p-race', later)).status).toBe(200)
+    expect(await times('p-race')).toEqual({ last: later, ended: later })
+    // Earlier activity arriving late leaves the end where it is.
+    expect((await event('p-race', endedFirst - 60_000)).status).toBe(200)
+    expect((await times('p-race')).ended).toBe(later)
+
+    // A session that has not ended is not ended by activity.
+    expect((await event('p-open', Date.now())).status).toBe(200)
+    expect((await times('p-open')).ended).toBeNull()
+  })
+
   test('a window silent for more than 90 s no longer counts; a tracker without window ids has one window', async () => {
     await beat('p-3', 'w-1')
     await beat('p-3', 'w-2')

@@ -80,8 +80,9 @@ export const presenceSink: Sink<PresenceChange> = {
           select ctid from presence where project_id = t."projectId" and session_id = t."sessionId" and last_seen_at < ${liveSince} for update
         ) p))`)
     // A repeated goodbye keeps the first end time; a session with a window still live is not ended.
+    // The end is never before the last activity, which is the client's clock (a clock minutes ahead).
     await tx.execute(sql`
-      update sessions set ended_at = now() where ctid = any(array(
+      update sessions set ended_at = greatest(now(), last_activity_at) where ctid = any(array(
         select s.ctid from ${ending}
         cross join lateral (
           select ctid from sessions where project_id = t."projectId" and session_id = t."sessionId" and ended_at is null

@@ -51,7 +51,9 @@ const knownEndUsers = knownRows<EndUserTouch>()
 const EARLIER_ENTRY = sql.raw('excluded.entry_url is not null and (s.entry_url is null or excluded.entry_at < coalesce(s.entry_at, s.started_at))')
 
 /**
- * Creates or extends sessions: times widen, first-known fields stay, properties and windows merge. A
+ * Creates or extends sessions: times widen, first-known fields stay, properties and windows merge; an
+ * ended session's end moves with activity that comes after it (what a page sent as it closed, racing
+ * its goodbye), so that it never ends before its last activity. A
  * touch that adds nothing is not written, and so takes no row lock: commits of a busy session do not
  * queue behind each other. A sink that needs a session's row to itself locks it (presence does).
  */
@@ -77,6 +79,7 @@ export const sessionsSink: Sink<SessionTouch> = {
       on conflict (project_id, session_id) do update set
         started_at = least(s.started_at, excluded.started_at),
         last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at),
+        ended_at = case when s.ended_at is not null then greatest(s.ended_at, excluded.last_activity_at) end,
         end_user_id = coalesce(s.end_user_id, excluded.end_user_id),
         entry_url = case when ${EARLIER_ENTRY} then excluded.entry_url else s.entry_url end,
         entry_at = case when ${EARLIER_ENTRY} then excluded.entry_at else s.entry_at end,
