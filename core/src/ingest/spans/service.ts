@@ -54,7 +54,11 @@ export function spanRows(body: SpanBatchBody, caller: Caller, receivedAt: number
       statusCode: span.status?.code ?? 'unset',
       statusMessage: optionalText(span.status?.message, MESSAGE_LIMIT_BYTES),
       attributes: span.attributes ?? null,
-      events: span.events?.length ? span.events.map((e, j) => ({ ...e, name: truncateUtf8(e.name, NAME_LIMIT_BYTES), timeMs: times.eventTimes[j] })) : null,
+      // Field by field: the validator drops unknown keys, but not those named like members of every
+      // object (`toString`, `valueOf`), which a spread would store.
+      events: span.events?.length
+        ? span.events.map((e, j) => ({ name: truncateUtf8(e.name, NAME_LIMIT_BYTES), timeMs: times.eventTimes[j], attributes: e.attributes }))
+        : null,
     }
   })
   // Without a session the spans still name their end user, who is created like on every other route
