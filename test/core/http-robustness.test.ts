@@ -72,3 +72,20 @@ describe('whatever the Host', () => {
     ])
   })
 })
+
+describe('multipart source-map upload', () => {
+  // RFC 9110 §8.3.1: the type and subtype of a media type are case-insensitive.
+  test('a Content-Type of `Multipart/Form-Data` is a multipart upload, stored like the lowercase one', async () => {
+    const map = JSON.stringify({ version: 3, sources: ['app.ts'], names: [], mappings: 'AAAA' })
+    const body =
+      `--B\r\nContent-Disposition: form-data; name="release"\r\n\r\ncase@1\r\n` +
+      `--B\r\nContent-Disposition: form-data; name="file"; filename="app.js.map"\r\n\r\n${map}\r\n--B--\r\n`
+    const res = await core.request('/api/ingestion/sourcemaps', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${core.key}`, 'content-type': 'Multipart/Form-Data; boundary=B' },
+      body,
+    })
+    expect(await res.json()).toEqual({ success: true, stored: ['app.js.map'] })
+    expect(res.status).toBe(200)
+  })
+})

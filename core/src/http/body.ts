@@ -114,6 +114,10 @@ const readSizes = new WeakMap<Request, number>()
 /** The body's size as read (inflated), when it was not sent plainly with a Content-Length; else undefined. */
 export const readBodyBytes = (request: Request): number | undefined => readSizes.get(request)
 
+/** Media types are case-insensitive (RFC 9110, 8.3.1); a multipart boundary is not, so the header is kept as sent. */
+const isMultipart = (contentType: string) => /^multipart\//i.test(contentType)
+export const isMultipartForm = (contentType: string) => /^multipart\/form-data(?![^;\s])/i.test(contentType)
+
 /**
  * Every body is JSON whatever its Content-Type (beacons send text/plain), except multipart uploads.
  * Size is checked before reading when Content-Length allows, and again after inflating.
@@ -125,9 +129,9 @@ export function bodyParser(limits: BodyLimits, readers: Record<string, BodyReade
     const compression = compressionOf(request.headers.get('content-encoding'), query.compression)
     const declared = request.headers.get('content-length')
 
-    const reader = contentType.startsWith('multipart/') || !Object.hasOwn(readers, path) ? undefined : readers[path]
+    const reader = isMultipart(contentType) || !Object.hasOwn(readers, path) ? undefined : readers[path]
     // The hot path: a plain JSON body of known size is parsed natively, straight from the socket.
-    if (compression === null && declared !== null && !contentType.startsWith('multipart/') && !reader) {
+    if (compression === null && declared !== null && !isMultipart(contentType) && !reader) {
       if (Number(declared) > limit) throw tooLarge(limit)
       if (declared === '0') throw new ApiError('invalid_json', 'the body is empty; send a JSON object')
       let parsed: unknown
@@ -147,6 +151,6 @@ export function bodyParser(limits: BodyLimits, readers: Record<string, BodyReade
     if (reader) return jsonBody(await reader({ read: () => readCapped(request, limit), decode }, request))
     const bytes = decode(await readCapped(request, limit))
     // Multipart fields keep their names: a file may be sent under any (parseMultipart).
-    return contentType.startsWith('multipart/form-data') ? parseMultipart(bytes, contentType) : parseJson(bytes)
+    return isMultipartForm(contentType) ? parseMultipart(bytes, contentType) : parseJson(bytes)
   })
 }

@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import { ApiError } from '../../errors'
+import { isMultipartForm } from '../../http/body'
 import type { Writer } from '../../writer'
 import { validator } from '../shared/validate'
 import { commit } from '../shared/write'
@@ -13,7 +14,7 @@ const checkForm = validator(SourceMapFormBody)
 
 /** The release and files of either form of upload. */
 async function uploadOf(body: unknown, contentType: string): Promise<{ release: string; files: UploadedFile[] }> {
-  if (!contentType.startsWith('multipart/form-data')) {
+  if (!isMultipartForm(contentType)) {
     const { release, files } = checkJsonForm(body)
     return { release, files: files.map((file, i) => ({ ...file, path: `/files/${i}/content` })) }
   }
