@@ -35,7 +35,10 @@ describe('first start', () => {
       expect((await fetch(`${first.url}/health`)).status).toBe(200)
       expect((await send(first.url, key)).status).toBe(200)
       // Besides the welcome, stdout is the log: one JSON object per line, never with the key.
-      await Bun.sleep(50)
+      // A request's line is written after its answer and comes through a pipe: wait for both.
+      const requestLines = () => first.stdout().split('\n').slice(0, -1).filter((line) => line.includes('"msg":"request"')).length
+      for (let waited = 0; requestLines() < 2 && waited < 5_000; waited += 20) await Bun.sleep(20)
+      await Bun.sleep(50) // and a moment more, in which no other line should come
       const welcome = first.stdout().slice(0, first.stdout().indexOf('\n{'))
       const logLines = first.stdout().slice(welcome.length).trim().split('\n')
       expect(logLines.map((line) => Object.keys(JSON.parse(line)).slice(0, 3))).toEqual(logLines.map(() => ['time', 'level', 'msg']))
