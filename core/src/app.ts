@@ -47,9 +47,9 @@ export function createApp(deps: AppDeps) {
     // A path means one thing everywhere: Elysia would also route `/events/` to `/events`, while the
     // body limits, body readers, CORS and `Allow` look paths up as written. `/events/` is unknown: 404.
     strictPath: true,
-    // Elysia finds the path after the host by assuming a host of at least four characters; a proxy
-    // naming its upstream `api` (nginx's `proxy_pass http://api;`), or an HTTP/1.0 request with no
-    // Host, then had its requests routed by the wrong path.
+    // Elysia finds the path after the host by assuming a host of at least four characters; behind a
+    // proxy naming its upstream `api` (nginx's `proxy_pass http://api;`) requests were routed by the
+    // wrong path.
     handler: { standardHostname: false },
     // Bun's own limit would answer a bare 413; ours (http/body.ts) refuse by Content-Length before
     // reading and cap what streams in, in WIRE.md's error shape, so Bun's is never the one to answer.

@@ -9,9 +9,9 @@
  *   postgresql://sightline@%2Fvar%2Frun%2Fpostgresql:5433/sightline
  *
  * postgres.js tried localhost for those, or sent `host` to the server as a setting, which it refuses.
- * Here they become postgres.js's `host` and `port` options (a host that is a path is a socket's
- * directory to it too), and leave the URL, which keeps everything else (user, password, database,
- * sslmode and the rest of the query).
+ * Here they become postgres.js's `host` and `port` options (it takes a host that is a path for a
+ * socket's directory too), and the URL keeps everything else (user, password, database, sslmode and
+ * the rest of the query).
  */
 export interface PostgresTarget {
   url: string
@@ -27,22 +27,20 @@ export function postgresTarget(url: string): PostgresTarget {
   if (!parts) return { url }
   const [, scheme, userinfo, authority, path, query = ''] = parts
   const params = new URLSearchParams(query)
-  const encodedPath = /^%2F/i.test(authority)
-  if (!params.has('host') && !params.has('port') && !encodedPath) return { url }
+  const socketInAuthority = /^%2F/i.test(authority)
+  if (!params.has('host') && !params.has('port') && !socketInAuthority) return { url }
 
-  const authorityPort = AUTHORITY_PORT.exec(authority)?.[1]
-  const authorityHost = authorityPort === undefined ? authority : authority.slice(0, -authorityPort.length - 1)
-  const host = params.get('host') || (authorityHost ? decodeURIComponent(authorityHost) : undefined)
+  const authorityPort = socketInAuthority ? AUTHORITY_PORT.exec(authority)?.[1] : undefined
+  const host = params.get('host') || (socketInAuthority ? decodeURIComponent(authority.slice(0, authorityPort ? -authorityPort.length - 1 : undefined)) : undefined)
   const port = params.get('port') || authorityPort
   if (port !== undefined && !/^\d{1,5}$/.test(port)) throw new Error(`port ${JSON.stringify(port)} is not a port number`)
   params.delete('host')
   params.delete('port')
-  // The host goes as an option, which postgres.js prefers to the URL's; the URL keeps a stand-in,
-  // since one with a user and no host does not parse. Without a host the URL names none, as before
-  // (postgres.js then takes PGHOST, or localhost).
+  // The options win over the URL's authority, which stays as it was unless it is the socket, or
+  // empty beside a user: such a URL does not parse, so it gets a stand-in host.
+  const standIn = socketInAuthority || (authority === '' && userinfo !== undefined && host !== undefined)
   const rest = params.size ? `?${params}` : ''
-  const user = userinfo === undefined ? '' : `${userinfo}@`
-  const target: PostgresTarget = { url: `${scheme}${host ? `${user}localhost` : user}${path}${rest}` }
+  const target: PostgresTarget = { url: `${scheme}${userinfo === undefined ? '' : `${userinfo}@`}${standIn ? 'localhost' : authority}${path}${rest}` }
   if (host) target.host = host
   if (port !== undefined) target.port = Number(port)
   return target

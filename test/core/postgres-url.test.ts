@@ -14,7 +14,7 @@ describe('postgresTarget: libpq connection URIs as postgres.js takes them', () =
 
   test("a Unix socket's directory in the query, or percent-encoded as the authority, is the host option; the port with it", () => {
     expect(postgresTarget('postgresql:///sightline?host=/var/run/postgresql')).toEqual({
-      url: 'postgresql://localhost/sightline',
+      url: 'postgresql:///sightline',
       host: '/var/run/postgresql',
     })
     expect(postgresTarget('postgresql://sightline@%2Fvar%2Frun%2Fpostgresql:5433/sightline')).toEqual({
@@ -32,10 +32,10 @@ describe('postgresTarget: libpq connection URIs as postgres.js takes them', () =
 
   test('host and port in the query override the authority, as in libpq; a port that is no number is refused', () => {
     expect(postgresTarget('postgres://db.internal:5433/sightline?host=replica,primary')).toEqual({
-      url: 'postgres://localhost/sightline',
+      url: 'postgres://db.internal:5433/sightline',
       host: 'replica,primary',
-      port: 5433,
     })
+    expect(postgresTarget('postgres://db.internal:5433/sightline?port=6432')).toEqual({ url: 'postgres://db.internal:5433/sightline', port: 6432 })
     expect(postgresTarget('postgres:///sightline?port=6432')).toEqual({ url: 'postgres:///sightline', port: 6432 })
     expect(() => postgresTarget('postgres://db/sightline?port=pgbouncer')).toThrow(/"pgbouncer" is not a port number/)
   })
