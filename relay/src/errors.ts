@@ -3,6 +3,7 @@
  * the gateway failures and the client gone before the answer are the relay's own.
  */
 export type RelayErrorCode =
+  | 'bad_request'
   | 'not_found'
   | 'method_not_allowed'
   | 'payload_too_large'
@@ -11,6 +12,8 @@ export type RelayErrorCode =
   | 'client_closed_request'
 
 const STATUS: Record<RelayErrorCode, number> = {
+  // A request target or Host that is no URL (the Node adapter parses them itself).
+  bad_request: 400,
   not_found: 404,
   method_not_allowed: 405,
   payload_too_large: 413,

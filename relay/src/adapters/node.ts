@@ -18,10 +18,7 @@ export function nodeRelay(options: RelayOptions) {
     // Decided on the parsed path (dot segments and backslashes resolved), which is what Bun and Deno
     // hand their handlers: a request is the relay's on every runtime or on none.
     if (next && (url === null || !relay.handles(url.pathname))) return next()
-    if (url === null) {
-      res.statusCode = 400 // a target or Host that is not a URL
-      return void res.end()
-    }
+    if (url === null) return void send(errorResponse('bad_request', 'the request target or Host is not a URL'), res)
     const aborted = new AbortController()
     const request = toRequest(req, url, aborted.signal)
     if (request === null) return void send(refusedMethod(req.method, url.pathname), res)
@@ -35,19 +32,38 @@ export function nodeRelay(options: RelayOptions) {
 }
 
 /**
- * The request target as a URL, parsed as the WHATWG URL parser parses what Bun and Deno receive.
- * Only its path matters to the relay: an absolute-form target's authority decides nothing. User
- * info, in the target or the Host, is an error (RFC 9110 §4.2.4), and one a Web Request cannot
- * carry: undici's `new Request` throws on it, and thrown in the listener it took Node down.
+ * The request target as a URL, as Bun and Deno hand theirs to a handler: the path as it came, on
+ * this connection's scheme and the Host the client sent. The origin form is a path, `//x/y`
+ * included (as a relative reference it would be a scheme-relative URL, its first segment taken for
+ * a host); of the absolute form only the path counts, its scheme and authority being the client's
+ * claim, not the connection's (they would set X-Forwarded-Proto). A Host that would change the path
+ * (`/`, `?`, `#`, `\`), or with user info (RFC 9110 §4.2.4; undici's `new Request` throws on it, and
+ * thrown in the listener it took Node down), is refused.
  */
 function parseTarget(req: IncomingMessage & { originalUrl?: string }): URL | null {
   const proto = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'
+  const host = req.headers.host ?? ''
+  if (/[/?#\\@]/.test(host)) return null
+  const target = req.originalUrl ?? req.url ?? '/'
+  const path = target.startsWith('/') ? target : pathOf(target)
+  // Without a Host the URL needs one all the same; toRequest says there was none.
+  return path === null ? null : parseUrl(`${proto}://${host || 'localhost'}${path}`)
+}
+
+/** `URL.parse`, which Node has only from 20.18. */
+function parseUrl(text: string): URL | null {
   try {
-    const url = new URL(req.originalUrl ?? req.url ?? '/', `${proto}://${req.headers.host ?? 'localhost'}`)
-    return url.username || url.password ? null : url
+    return new URL(text)
   } catch {
     return null
   }
+}
+
+/** The path and query of an absolute-form target (`OPTIONS *` and the like as a path); null with user info. */
+function pathOf(target: string): string | null {
+  const url = parseUrl(target)
+  if (!url) return `/${target}`
+  return url.username || url.password ? null : url.pathname + url.search
 }
 
 /**
@@ -66,6 +82,8 @@ function toRequest(req: IncomingMessage, url: URL, signal: AbortSignal): Request
     if (Array.isArray(value)) for (const item of value) headers.push([name, item])
     else if (value !== undefined) headers.push([name, value])
   }
+  // No Host (HTTP/1.0): an empty one tells the relay so, rather than the URL's stand-in (see parseTarget).
+  if (req.headers.host === undefined) headers.push(['host', ''])
   return new Request(url, {
     method: req.method,
     headers,
