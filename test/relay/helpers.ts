@@ -1,11 +1,13 @@
 import { createServer, type Server as NodeServer } from 'node:http'
-import type { Server, Socket, TCPSocketListener } from 'bun'
+import { join } from 'node:path'
+import type { Server, Socket, Subprocess, TCPSocketListener } from 'bun'
 import { bunRelay } from '@sightline/relay/adapters/bun'
 import { denoRelay } from '@sightline/relay/adapters/deno'
 import { elysiaRelay } from '@sightline/relay/adapters/elysia'
 import { nodeRelay } from '@sightline/relay/adapters/node'
 import { Elysia } from 'elysia'
 import type { RelayOptions } from '@sightline/relay'
+import { ROOT } from '../helpers/process'
 
 /** A relay listening on a real port, mounted the way each runtime's users mount it. */
 export interface RunningRelay {
@@ -258,4 +260,21 @@ export function startStallingUpstream(framing: StalledFraming) {
     },
   })
   return { url: `http://127.0.0.1:${listener.port}`, connections, close: () => listener.stop(true) }
+}
+
+/**
+ * The fixture server (fixtures/node-server.ts) under real Node, relaying to `upstream`; resolves with
+ * its URL. Its process is added to `running` at once, for the caller to end.
+ */
+export async function startNodeFixture(running: Subprocess<'ignore', 'pipe', 'pipe'>[], upstream: string, timeoutMs?: number): Promise<string> {
+  const args = timeoutMs === undefined ? [upstream] : [upstream, '/_sl', String(timeoutMs)]
+  const node = Bun.spawn(['node', '--import', 'tsx', join(import.meta.dir, 'fixtures/node-server.ts'), ...args], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+  running.push(node)
+  let output = ''
+  for await (const chunk of node.stdout) {
+    output += new TextDecoder().decode(chunk)
+    const found = output.match(/listening (http:\/\/\S+)/)?.[1]
+    if (found) return found
+  }
+  throw new Error(`the Node relay did not start: ${output}${await new Response(node.stderr).text()}`)
 }

@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
 import type { Subprocess } from 'bun'
-import { ROOT } from '../helpers/process'
-import { rawRequest, startRelay, type RunningRelay } from './helpers'
+import { rawRequest, startNodeFixture, startRelay, type RunningRelay } from './helpers'
 
 // Unusual request lines and Host fields, sent raw to the relay under real Node (node:http, the Node
 // adapter's own parsing of `req.url` and `Host`) and under Bun.serve, against a fake upstream that
@@ -34,21 +32,8 @@ const running: Subprocess<'ignore', 'pipe', 'pipe'>[] = []
 const relays: Record<'node' | 'bun', string> = { node: '', bun: '' }
 let bun: RunningRelay
 
-/** The fixture server under real Node, relaying to `target`; resolves with its URL. */
-async function startNode(target: string): Promise<string> {
-  const node = Bun.spawn(['node', '--import', 'tsx', join(import.meta.dir, 'fixtures/node-server.ts'), target], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
-  running.push(node)
-  let output = ''
-  for await (const chunk of node.stdout) {
-    output += new TextDecoder().decode(chunk)
-    const found = output.match(/listening (http:\/\/\S+)/)?.[1]
-    if (found) return found
-  }
-  throw new Error(`the Node relay did not start: ${output}${await new Response(node.stderr).text()}`)
-}
-
 beforeAll(async () => {
-  relays.node = await startNode(upstream.url)
+  relays.node = await startNodeFixture(running, upstream.url)
   bun = await startRelay('bun', { upstream: upstream.url, prefix: '/_sl' })
   relays.bun = bun.url
 })

@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import type { Subprocess } from 'bun'
 import { startCore } from '../helpers/core'
-import { ROOT } from '../helpers/process'
-import { rawRequest, RESOLVED_TO_HEALTH, startEndlessUpstream, startLineRecorder, startStallingUpstream, startTap } from './helpers'
+import { rawRequest, RESOLVED_TO_HEALTH, startEndlessUpstream, startLineRecorder, startNodeFixture, startStallingUpstream, startTap } from './helpers'
 
 // The Node adapter under Node itself (node:http and undici's fetch), not Bun's emulation of them.
 const core = await startCore()
@@ -15,19 +13,7 @@ const running: Subprocess<'ignore', 'pipe', 'pipe'>[] = []
 let url: string
 let toRecorder: string
 
-/** The fixture server under Node, relaying to `upstream`; resolves with its URL. */
-async function startNode(upstream: string, timeoutMs?: number): Promise<string> {
-  const args = timeoutMs === undefined ? [upstream] : [upstream, '/_sl', String(timeoutMs)]
-  const node = Bun.spawn(['node', '--import', 'tsx', join(import.meta.dir, 'fixtures/node-server.ts'), ...args], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
-  running.push(node)
-  let output = ''
-  for await (const chunk of node.stdout) {
-    output += new TextDecoder().decode(chunk)
-    const found = output.match(/listening (http:\/\/\S+)/)?.[1]
-    if (found) return found
-  }
-  throw new Error(`the Node relay did not start: ${output}${await new Response(node.stderr).text()}`)
-}
+const startNode = (upstream: string, timeoutMs?: number) => startNodeFixture(running, upstream, timeoutMs)
 
 beforeAll(async () => {
   ;[url, toRecorder] = await Promise.all([startNode(tap.url), startNode(recorder.url)])
