@@ -1,39 +1,19 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { connect } from 'node:net'
 import { sql } from 'drizzle-orm'
 import { startCore, type TestCore } from '../helpers/core'
+import { rawRequest } from '../helpers/raw-http'
 
 // Requests as a hostile or unusual client (or a proxy in front of core) writes them, over a real
 // socket: Bun's server and Elysia's request handling are in the path, not only app.handle.
 let core: TestCore
-let port: number
+let url: string
 beforeAll(async () => {
   core = await startCore()
-  port = Number(new URL(await core.listen()).port)
+  url = await core.listen()
 })
 afterAll(() => core.close())
 
-interface RawAnswer {
-  status: number
-  headers: Record<string, string>
-  body: string
-}
-
-/** Sends raw bytes and parses what came back before the server closed or 2 s passed. */
-function rawExchange(request: string): Promise<RawAnswer> {
-  return new Promise((resolve) => {
-    let answer = ''
-    const socket = connect(port, '127.0.0.1', () => socket.write(request))
-    socket.on('data', (chunk) => (answer += chunk))
-    socket.on('close', () => {
-      const [head, ...rest] = answer.split('\r\n\r\n')
-      const [statusLine, ...fields] = head.split('\r\n')
-      const headers = Object.fromEntries(fields.map((f) => [f.slice(0, f.indexOf(':')).toLowerCase(), f.slice(f.indexOf(':') + 1).trim()]))
-      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\r\n\r\n') })
-    })
-    setTimeout(() => socket.destroy(), 2000)
-  })
-}
+const rawExchange = (request: string) => rawRequest(url, request)
 
 // Elysia finds a request's path by searching for the first '/' from the 12th character of its URL
 // (its `standardHostname` shortcut, which assumes a host of at least four characters): with a
@@ -46,7 +26,7 @@ describe('whatever the Host', () => {
 
   test.each([['Host: api\r\n'], ['Host: sl\r\n'], ['Host: a:1\r\n']])('preflight on an ingestion path with %j is 204 with the WIRE.md headers', async (hostLine) => {
     const res = await rawExchange(preflight(hostLine))
-    expect({ status: res.status, body: res.body }).toEqual({ status: 204, body: '' })
+    expect({ status: res.status, body: res.text }).toEqual({ status: 204, body: '' })
     expect(res.headers['access-control-allow-origin']).toBe('https://shop.example')
     expect(res.headers['access-control-allow-methods']).toBe('POST, GET, OPTIONS')
   })
@@ -63,9 +43,9 @@ describe('whatever the Host', () => {
       )
     }
     const long = await send('core', 'dot-long-host')
-    expect({ status: long.status, body: long.body }).toEqual({ status: 200, body: '{"success":true}' })
+    expect({ status: long.status, body: long.text }).toEqual({ status: 200, body: '{"success":true}' })
     const short = await send('api', 'dot-short-host')
-    expect({ status: short.status, allow: short.headers.allow as string | undefined, body: short.body }).toEqual({ status: 200, allow: undefined, body: '{"success":true}' })
+    expect({ status: short.status, allow: short.headers.allow as string | undefined, body: short.text }).toEqual({ status: 200, allow: undefined, body: '{"success":true}' })
     expect(await core.database.db.rows(sql`select session_id from events where session_id like 'dot-%' order by 1`)).toEqual([
       { session_id: 'dot-long-host' },
       { session_id: 'dot-short-host' },
