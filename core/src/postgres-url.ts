@@ -19,7 +19,7 @@ export interface PostgresTarget {
   port?: number
 }
 
-const URI = /^(postgres(?:ql)?:\/\/)(?:([^@/?#]*)@)?([^/?#]*)([^?#]*)(?:\?([^#]*))?(#.*)?$/
+const URI = /^(postgres(?:ql)?:\/\/)(?:([^@/?#]*)@)?([^/?#]*)([^?#]*)(?:\?([^#]*))?(?:#.*)?$/
 const AUTHORITY_PORT = /:(\d+)$/
 
 export function postgresTarget(url: string): PostgresTarget {
@@ -31,7 +31,8 @@ export function postgresTarget(url: string): PostgresTarget {
   if (!params.has('host') && !params.has('port') && !socketInAuthority) return { url }
 
   const authorityPort = socketInAuthority ? AUTHORITY_PORT.exec(authority)?.[1] : undefined
-  const host = params.get('host') || (socketInAuthority ? decodeURIComponent(authority.slice(0, authorityPort ? -authorityPort.length - 1 : undefined)) : undefined)
+  const socketDir = socketInAuthority ? decodeURIComponent(authority.replace(AUTHORITY_PORT, '')) : undefined
+  const host = params.get('host') || socketDir
   const port = params.get('port') || authorityPort
   if (port !== undefined && !/^\d{1,5}$/.test(port)) throw new Error(`port ${JSON.stringify(port)} is not a port number`)
   params.delete('host')
