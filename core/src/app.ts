@@ -14,7 +14,7 @@ import { groupRoutes } from './ingest/groups'
 import { healthRoutes } from './ingest/health'
 import { identityRoutes } from './ingest/identity'
 import { initRoutes } from './ingest/init'
-import { internalRoutes } from './ingest/internal'
+import { internalBodyReaders, internalRoutes } from './ingest/internal'
 import { logRoutes } from './ingest/logs'
 import { networkRoutes } from './ingest/network'
 import { ingestion } from './ingest/plugin'
@@ -59,7 +59,7 @@ export function createApp(deps: AppDeps) {
     // Before the routes it logs, preflight (a route of the CORS plugin) included.
     .use(requestLog(deps.log))
     .use(cors(() => routes))
-    .use(bodyParser(deps.config, replayBodyReaders(deps)))
+    .use(bodyParser(deps.config, { ...replayBodyReaders(deps), ...internalBodyReaders(deps.config.internalSecret) }))
     .use(
       healthRoutes({
         db: deps.db,

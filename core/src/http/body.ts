@@ -126,12 +126,15 @@ export function bodyParser(limits: BodyLimits, readers: Record<string, BodyReade
   return new Elysia({ name: 'http/body' }).onParse({ as: 'global' }, async ({ request, path, query }) => {
     const limit = bodyLimitFor(path, limits)
     const contentType = request.headers.get('content-type') ?? ''
-    const compression = compressionOf(request.headers.get('content-encoding'), query.compression)
+    const reader = Object.hasOwn(readers, path) ? readers[path] : undefined
+    // A route with a reader of its own reads its body whatever its type, and checks what it checks
+    // before anything of the body is looked at, its encoding included (a caller without the internal
+    // secret gets 401, not 415).
+    const compression = reader ? undefined : compressionOf(request.headers.get('content-encoding'), query.compression)
     const declared = request.headers.get('content-length')
 
-    const reader = isMultipart(contentType) || !Object.hasOwn(readers, path) ? undefined : readers[path]
     // The hot path: a plain JSON body of known size is parsed natively, straight from the socket.
-    if (compression === null && declared !== null && !isMultipart(contentType) && !reader) {
+    if (compression === null && declared !== null && !isMultipart(contentType)) {
       if (Number(declared) > limit) throw tooLarge(limit)
       if (declared === '0') throw new ApiError('invalid_json', 'the body is empty; send a JSON object')
       let parsed: unknown
@@ -144,7 +147,8 @@ export function bodyParser(limits: BodyLimits, readers: Record<string, BodyReade
     }
 
     const decode = (sent: Uint8Array) => {
-      const bytes = compression ? inflate(sent, compression, limit) : sent
+      const coding = compression === undefined ? compressionOf(request.headers.get('content-encoding'), query.compression) : compression
+      const bytes = coding ? inflate(sent, coding, limit) : sent
       readSizes.set(request, (readSizes.get(request) ?? 0) + bytes.byteLength)
       return bytes
     }

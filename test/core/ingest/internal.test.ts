@@ -78,6 +78,11 @@ describe('POST /api/internal/scan-findings', () => {
     await expectError(await send({ projectId: core.project.projectId, findings: [finding()] }, { authorization: 'Bearer wrong-secret' }), 401, 'invalid_secret')
     await expectError(await send({ projectId: core.project.projectId, findings: [finding()] }, { 'x-internal-secret': SECRET.slice(0, -1) }), 401, 'invalid_secret')
     await expectError(await send({ projectId: core.project.projectId, findings: [finding()] }, { authorization: `Bearer ${core.key}` }), 401, 'invalid_secret')
+    // What the body would have been refused for is not told to a caller without the secret.
+    await expectError(await send('{"projectId":', {}), 401, 'invalid_secret')
+    await expectError(await send('x'.repeat(2 * 1024 * 1024), { authorization: 'Bearer wrong-secret' }), 401, 'invalid_secret')
+    await expectError(await send('{}', { 'content-encoding': 'br' }), 401, 'invalid_secret')
+    await expectError(await send('--x\r\nnot a part', { 'content-type': 'multipart/form-data; boundary=x' }), 401, 'invalid_secret')
     const preflight = await core.request(PATH, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } })
     expect(preflight.headers.get('access-control-allow-origin')).toBeNull()
   })
@@ -102,8 +107,15 @@ describe('POST /api/internal/scan-findings', () => {
     expect(answer.path).toBe(path)
   })
 
-  test('not JSON: 400; wrong method: 405', async () => {
+  test('with the secret: not JSON, 400; too large, 413; an unknown encoding, 415; gzip is read; wrong method, 405', async () => {
     await expectError(await send('{"projectId":'), 400, 'invalid_json')
+    await expectError(await send('--x\r\nnot a part', { authorization: `Bearer ${SECRET}`, 'content-type': 'multipart/form-data; boundary=x' }), 400, 'invalid_json')
+    await expectError(await send('x'.repeat(2 * 1024 * 1024)), 413, 'payload_too_large')
+    await expectError(await send('{}', { authorization: `Bearer ${SECRET}`, 'content-encoding': 'br' }), 415, 'unsupported_encoding')
+    const gzipped = Bun.gzipSync(JSON.stringify({ projectId: core.project.projectId, findings: [finding({ fingerprint: 'fp-gzip' })] }))
+    const res = await core.request(PATH, { method: 'POST', headers: { authorization: `Bearer ${SECRET}`, 'content-encoding': 'gzip' }, body: gzipped })
+    expect(await res.json()).toEqual({ success: true, accepted: 1 })
+    expect((await findings()).some((f) => f.fingerprint === 'fp-gzip')).toBe(true)
     await expectError(await core.request(PATH, { headers: { authorization: `Bearer ${SECRET}` } }), 405, 'method_not_allowed')
   })
 })
