@@ -3,7 +3,7 @@ import type { Config } from './config'
 import type { Database } from './db'
 import { bodyParser } from './http/body'
 import { cors, isPublicPath } from './http/cors'
-import { errorHandler } from './http/errors'
+import { errorHandler, escapedErrorHandler } from './http/errors'
 import { requestLog } from './http/request-log'
 import { routeTable, type RouteTable } from './http/routes'
 import { errorRoutes } from './ingest/errors'
@@ -53,7 +53,9 @@ export function createApp(deps: AppDeps) {
     handler: { standardHostname: false },
     // Bun's own limit would answer a bare 413; ours (http/body.ts) refuse by Content-Length before
     // reading and cap what streams in, in WIRE.md's error shape, so Bun's is never the one to answer.
-    serve: { maxRequestBodySize: Number.MAX_SAFE_INTEGER },
+    // Bun's development mode (on unless NODE_ENV=production) answers an error that escapes every
+    // handler with the source code around it; core is never a development server.
+    serve: { maxRequestBodySize: Number.MAX_SAFE_INTEGER, development: false, error: escapedErrorHandler(deps.log) },
   })
     .use(errorHandler(deps.log, () => routes))
     // Before the routes it logs, preflight (a route of the CORS plugin) included.

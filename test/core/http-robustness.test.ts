@@ -53,6 +53,42 @@ describe('whatever the Host', () => {
   })
 })
 
+// HTTP/1.0 allows a request without a Host (an old load balancer's health check, a hand-written
+// client); Bun then hands core the request's target as its URL, a bare path. Errors were answered by
+// parsing that as a whole URL, which threw inside the error handler: Bun's development page, with
+// core's source code and stack, went to the client as a 500.
+describe('without a Host (HTTP/1.0)', () => {
+  const hostless = (head: string) => rawExchange(`${head} HTTP/1.0\r\n\r\n`)
+
+  test('an unknown path is 404 and a known path with a method it does not serve 405, in WIRE.md\'s shape', async () => {
+    const unknown = await hostless('GET /nothing/here')
+    expect(unknown.status).toBe(404)
+    expect(JSON.parse(unknown.text)).toEqual({ success: false, error: { code: 'not_found', message: 'no route for /nothing/here' } })
+    const wrongMethod = await hostless('GET /api/ingestion/customEvent')
+    expect(wrongMethod.status).toBe(405)
+    expect(wrongMethod.headers.allow).toBe('POST, OPTIONS')
+    expect(JSON.parse(wrongMethod.text)).toMatchObject({ success: false, error: { code: 'method_not_allowed' } })
+  })
+
+  test('a preflight on an ingestion path is 204 with the WIRE.md headers', async () => {
+    const res = await rawExchange('OPTIONS /api/ingestion/customEvent HTTP/1.0\r\nOrigin: https://shop.example\r\nAccess-Control-Request-Method: POST\r\n\r\n')
+    expect(res.status).toBe(204)
+    expect(res.headers['access-control-allow-origin']).toBe('https://shop.example')
+    expect(res.headers['access-control-allow-methods']).toBe('POST, GET, OPTIONS')
+  })
+
+  test('health answers, and a custom event is stored', async () => {
+    expect((await hostless('GET /health/simple')).status).toBe(200)
+    const body = JSON.stringify({ sessionId: 'hostless-session', eventName: 'hostless' })
+    const res = await rawExchange(
+      `POST /api/ingestion/customEvent HTTP/1.0\r\nAuthorization: Bearer ${core.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    )
+    expect(res.status).toBe(200)
+    const stored = await core.database.db.rows(sql`select session_id from events where session_id = 'hostless-session'`)
+    expect(stored).toHaveLength(1)
+  })
+})
+
 describe('multipart source-map upload', () => {
   // RFC 9110 §8.3.1: the type and subtype of a media type are case-insensitive.
   test('a Content-Type of `Multipart/Form-Data` is a multipart upload, stored like the lowercase one', async () => {

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import { unserved } from './errors'
-import type { RouteTable } from './routes'
+import { pathOf, type RouteTable } from './routes'
 
 const ALLOWED_METHODS = 'POST, GET, OPTIONS'
 const ALLOWED_HEADERS = 'Authorization, Content-Type, Content-Encoding'
@@ -29,7 +29,9 @@ export function cors(routes: () => RouteTable) {
         set.headers['access-control-expose-headers'] = EXPOSED_HEADERS
       }
     })
-    .options('/*', ({ request, path, set }) => {
+    .options('/*', ({ request, set }) => {
+      // Not Elysia's `path`, which it finds after a scheme and host: a request without a Host has none.
+      const path = pathOf(request.url)
       if (!routes().get(path)?.includes('OPTIONS')) throw unserved('OPTIONS', path, routes())
       set.status = 204
       Object.assign(set.headers, {
@@ -41,12 +43,4 @@ export function cors(routes: () => RouteTable) {
       })
       return null
     })
-}
-
-/** The path of a request URL without allocating a URL object (this runs on every request). */
-export function pathOf(url: string): string {
-  const start = url.indexOf('/', url.indexOf('//') + 2)
-  if (start === -1) return '/'
-  const end = url.indexOf('?', start)
-  return end === -1 ? url.slice(start) : url.slice(start, end)
 }

@@ -4,7 +4,7 @@ import { errorText } from '../db'
 import { ApiError, errorBody } from '../errors'
 import { mostSpecific } from '../ingest/shared/validate'
 import type { Logger } from '../log'
-import type { RouteTable } from './routes'
+import { pathOf, type RouteTable } from './routes'
 
 interface ElysiaValidationError {
   /** The first error TypeBox found, with the errors of each variant when it is a union's. */
@@ -28,7 +28,7 @@ export function toApiError(code: string | number, error: unknown, request: Reque
     case 'PARSE':
       return new ApiError('invalid_json', 'the body is not valid JSON')
     case 'NOT_FOUND':
-      return unserved(request.method, new URL(request.url).pathname, routes)
+      return unserved(request.method, pathOf(request.url), routes)
     default:
       return new ApiError('internal_error', 'internal error')
   }
@@ -60,11 +60,22 @@ export function errorHandler(log: Logger, routes: () => RouteTable) {
     const apiError = toApiError(code, error, request, routes())
     // An ApiError of its own was logged where it was decided, with what caused it.
     if (apiError.code === 'internal_error' && !(error instanceof ApiError)) {
-      log.error('unhandled error', { path: new URL(request.url).pathname, error: errorText(error), stack: stackFrames(error) })
+      log.error('unhandled error', { path: pathOf(request.url), error: errorText(error), stack: stackFrames(error) })
     }
     set.status = apiError.status
     if (apiError.details.retryAfterSeconds !== undefined) set.headers['retry-after'] = String(apiError.details.retryAfterSeconds)
     Object.assign(set.headers, apiError.details.headers)
     return errorBody(apiError)
   })
+}
+
+/**
+ * For Bun's server, an error that escaped Elysia's handling (its error hook failing): answered in
+ * WIRE.md's shape and logged. Without it Bun answers with a page of source code and stack.
+ */
+export function escapedErrorHandler(log: Logger) {
+  return (error: unknown): Response => {
+    log.error('unhandled error', { error: errorText(error), stack: stackFrames(error) })
+    return Response.json(errorBody(new ApiError('internal_error', 'internal error')), { status: 500 })
+  }
 }

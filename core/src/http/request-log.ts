@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Logger } from '../log'
-import { pathOf } from './cors'
+import { pathOf } from './routes'
 
 /**
  * One line per request at `info`: method, path (never the query, which may hold a key), status,

@@ -17,3 +17,14 @@ export function routeTable(routes: Iterable<{ method: string; path: string }>, a
   for (const [path, methods] of table) if (answersPreflight(path) && !methods.includes('OPTIONS')) methods.push('OPTIONS')
   return table
 }
+
+/**
+ * The path of a request URL without allocating a URL object (this runs on every request). Bun hands
+ * a request without a Host (HTTP/1.0 allows one) its target as is, a path: that is its own path.
+ */
+export function pathOf(url: string): string {
+  const start = url.startsWith('/') ? 0 : url.indexOf('/', url.indexOf('//') + 2)
+  if (start === -1) return '/'
+  const end = url.indexOf('?', start)
+  return end === -1 ? url.slice(start) : url.slice(start, end)
+}

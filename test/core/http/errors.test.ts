@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Elysia } from 'elysia'
 import { ERROR_STATUS, ApiError } from '@sightline/core/errors'
-import { errorHandler } from '@sightline/core/http/errors'
+import { errorHandler, escapedErrorHandler } from '@sightline/core/http/errors'
 import { memoryLogger, startCore, type TestCore } from '../../helpers/core'
 
 let core: TestCore
@@ -56,6 +56,28 @@ describe('errors', () => {
     const body = await expectErrorShape(res, 500, 'internal_error')
     expect(JSON.stringify(body)).not.toContain('secret internals')
     expect(lines.join('')).toContain('secret internals')
+  })
+
+  test('an error that escapes the error hook itself is a 500 in the error shape, not Bun\'s page of source code', async () => {
+    const { log, lines } = memoryLogger()
+    const app = new Elysia({ serve: { development: false, error: escapedErrorHandler(log) } })
+      .onError(() => {
+        throw new TypeError('secret internals of the error hook')
+      })
+      .get('/boom', () => {
+        throw new Error('boom')
+      })
+      .listen({ port: 0, hostname: '127.0.0.1' })
+    try {
+      const res = await fetch(`http://127.0.0.1:${app.server!.port}/boom`)
+      const body = await expectErrorShape(res, 500, 'internal_error')
+      expect(JSON.stringify(body)).not.toContain('secret internals')
+      expect(lines.join('')).toContain('secret internals of the error hook')
+    } finally {
+      await app.stop(true)
+    }
+    // Core's server is made so.
+    expect(core.app.config.serve).toMatchObject({ development: false, error: expect.any(Function) })
   })
 
   test('a failed query that escaped is logged by its cause and where it was thrown, not with the values it was given', async () => {

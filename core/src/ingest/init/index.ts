@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { Elysia } from 'elysia'
-import { pathOf } from '../../http/cors'
+import { pathOf } from '../../http/routes'
 import type { Writer } from '../../writer'
 import type { ClientLocator } from '../geo/locator'
 import type { IngestionPlugin } from '../plugin'
