@@ -73,6 +73,15 @@ describe('POST /api/ingestion/init (deprecated)', () => {
     expect(session).toEqual({ entry_url: long.slice(0, 2048), referrer: long.slice(0, 2048) })
   })
 
+  test('the cut never splits a character in two: an emoji across the limit is left out whole', async () => {
+    // 2,047 characters, then an emoji of two UTF-16 code units across the 2,048th.
+    const referrer = `https://shop.test/?q=${'x'.repeat(2047 - 21)}😀tail`
+    const res = await core.post('/api/ingestion/init', { sessionId: 'init-emoji', endUserId: 'init-emoji-user', entryURL: 'https://shop.test/', referrer })
+    expect(res.status).toBe(200)
+    const [session] = await core.database.db.rows<{ referrer: string }>(sql`select referrer from sessions where session_id = 'init-emoji'`)
+    expect(session.referrer).toBe(referrer.slice(0, 2047))
+  })
+
   test('validation', async () => {
     const res = await core.post('/api/ingestion/init', { endUserId: 'x' })
     expect(res.status).toBe(400)
