@@ -138,6 +138,19 @@ describe('POST /api/ingestion/user/auth', () => {
     ])
   })
 
+  test('an alias signing in as another person becomes that person\'s alone: the person it was an alias of stays apart', async () => {
+    // A shared tablet: Ann signed in on it, then Ben does. WIRE.md: "this userId becomes an alias".
+    expect((await auth('fam-laptop', { email: 'ann@fam.test', name: 'Ann' })).endUserId).toBe('fam-laptop')
+    expect((await auth('fam-tablet', { email: 'ann@fam.test' })).endUserId).toBe('fam-laptop')
+    expect((await auth('fam-phone', { email: 'ben@fam.test', name: 'Ben' })).endUserId).toBe('fam-phone')
+    expect((await auth('fam-tablet', { email: 'ben@fam.test' })).endUserId).toBe('fam-phone')
+    expect((await aliases(core)).filter((a) => a.alias_id.startsWith('fam-'))).toEqual([{ alias_id: 'fam-tablet', end_user_id: 'fam-phone' }])
+    // Ann on her laptop is still Ann, and Ben keeps his email.
+    expect((await auth('fam-laptop', { email: 'ann@fam.test' })).endUserId).toBe('fam-laptop')
+    expect(await attributesOf(core, 'fam-phone')).toEqual({ email: 'ben@fam.test', name: 'Ben' })
+    expect(await attributesOf(core, 'fam-laptop')).toEqual({ email: 'ann@fam.test', name: 'Ann' })
+  })
+
   test('auth fields the attributes do not have, named like members every object inherits, do not alias', async () => {
     const before = await aliases(core)
     for (const field of ['constructor', 'toString', '__proto__']) {

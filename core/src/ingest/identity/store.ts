@@ -59,9 +59,12 @@ export const identitySink: Sink<IdentifyRow> = {
       const current = personOf(row.projectId, endUserId)
       const person = (row.auth && (await findPerson(tx, row.projectId, row.auth, people))) ?? current
       if (person !== current) {
-        await alias(tx, row.projectId, [...new Set([endUserId, current])], current, person)
-        for (const [k, v] of canonical) if (v === current && k.startsWith(`${row.projectId}\n`)) canonical.set(k, person)
-        canonical.set(key(row.projectId, current), person)
+        // Only an end user that is a person takes its aliases along. An alias (a device) signing in
+        // as another person moves alone (WIRE.md: "this userId becomes an alias"): the person it was
+        // an alias of may be someone else who used the same device, and two people would become one.
+        const isPerson = endUserId === current
+        await alias(tx, row.projectId, endUserId, person, isPerson)
+        if (isPerson) for (const [k, v] of canonical) if (v === current && k.startsWith(`${row.projectId}\n`)) canonical.set(k, person)
       }
       canonical.set(key(row.projectId, endUserId), person)
       row.canonical = person
@@ -135,12 +138,10 @@ async function findPerson(tx: Orm, projectId: string, auth: Record<string, unkno
   return found?.end_user_id
 }
 
-/** Points `ids`, and every alias of `previous`, at `person`, so aliases never chain. */
-async function alias(tx: Orm, projectId: string, ids: string[], previous: string, person: string): Promise<void> {
-  const links = ids.filter((id) => id !== person).map((aliasId) => ({ projectId, aliasId, endUserId: person }))
+/** Points `endUserId` at `person`, and, when it was a person itself, its aliases too, so aliases never chain. */
+async function alias(tx: Orm, projectId: string, endUserId: string, person: string, withItsAliases: boolean): Promise<void> {
   await tx.execute(sql`
-    insert into end_user_aliases (project_id, alias_id, end_user_id)
-    select l."projectId", l."aliasId", l."endUserId" from jsonb_to_recordset(${jsonParam(links)}::jsonb) as l("projectId" uuid, "aliasId" text, "endUserId" text)
+    insert into end_user_aliases (project_id, alias_id, end_user_id) values (${projectId}, ${endUserId}, ${person})
     on conflict (project_id, alias_id) do update set end_user_id = excluded.end_user_id`)
-  await tx.execute(sql`update end_user_aliases set end_user_id = ${person} where project_id = ${projectId} and end_user_id = ${previous}`)
+  if (withItsAliases) await tx.execute(sql`update end_user_aliases set end_user_id = ${person} where project_id = ${projectId} and end_user_id = ${endUserId}`)
 }
