@@ -62,6 +62,35 @@ describe('POST /api/ingestion/sourcemaps', () => {
     expect(await stored('web@2.0.0')).toHaveLength(2)
   })
 
+  test('JSON form: every file is a source map (WIRE.md), as text too, even one named after the script it maps', async () => {
+    const res = await core.post('/api/ingestion/sourcemaps', {
+      release: 'web@2.1.0',
+      files: [
+        { name: 'app.js', url: 'https://cdn.example/app.js', content: JSON.stringify(map('app.js')) },
+        { name: 'vendor.js', content: `)]}'\n${JSON.stringify(map('vendor.js'))}` },
+        { name: 'other.js.map', content: map('other.js') },
+      ],
+    })
+    expect(await res.json()).toEqual({ success: true, stored: ['app.js', 'vendor.js', 'other.js.map'] })
+    expect((await stored('web@2.1.0')).map((r) => [r.name, r.url])).toEqual([
+      ['app.js', 'https://cdn.example/app.js'],
+      ['other.js.map', 'other.js'],
+      ['vendor.js', 'vendor.js'],
+    ])
+    const alone = await core.post('/api/ingestion/sourcemaps', { release: 'web@2.1.1', files: [{ name: 'main.mjs', content: JSON.stringify(map('main.mjs')) }] })
+    expect(await alone.json()).toEqual({ success: true, stored: ['main.mjs'] })
+    // A script beside a map is still a script: it names the map's served file and is not stored.
+    const beside = await core.post('/api/ingestion/sourcemaps', {
+      release: 'web@2.1.2',
+      files: [
+        { name: 'x.js.map', content: map('') },
+        { name: 'x.3f2a1b9c.js', content: '{ let a = 1 }\n//# sourceMappingURL=x.js.map\n' },
+      ],
+    })
+    expect(await beside.json()).toEqual({ success: true, stored: ['x.js.map'] })
+    expect((await stored('web@2.1.2')).map((r) => [r.name, r.url])).toEqual([['x.js.map', 'x.3f2a1b9c.js']])
+  })
+
   test('indexed (sectioned) maps are source maps too', async () => {
     const indexed = { version: 3, sections: [{ offset: { line: 0, column: 0 }, map: map('a.js') }] }
     const res = await core.post('/api/ingestion/sourcemaps', { release: 'web@3', files: [{ name: 'a.js.map', content: indexed }] })

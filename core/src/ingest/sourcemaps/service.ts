@@ -48,6 +48,20 @@ export function normalizeDebugId(id: unknown): string | null {
  */
 export const sourceMapJsonText = (content: string): string => content.replace(/^\uFEFF?(?:\)\]\}'[^\n]*\n)?/, '')
 
+/**
+ * Whether a text is a source map's JSON (an object of version 3). A script never is (a block that
+ * starts it is not JSON); most are told by their first character, the others where JSON.parse stops.
+ */
+function isSourceMapText(content: string): boolean {
+  const json = sourceMapJsonText(content).trimStart()
+  if (!json.startsWith('{')) return false
+  try {
+    return (JSON.parse(json) as { version?: unknown } | null)?.version === 3
+  } catch {
+    return false
+  }
+}
+
 /** The parsed map, if `content` is a source map (version 3, plain or indexed); else a 400 naming the file. */
 export function parseSourceMap(name: string, content: string | Record<string, unknown>, path = '/files'): Record<string, unknown> {
   let map: unknown = content
@@ -129,9 +143,12 @@ const scriptComment = (script: string, name: string): string | null => {
  */
 export function sourceMapUploads(files: readonly UploadedFile[]): SourceMapUpload[] {
   // One test per file: `scripts.includes` for each was quadratic in an upload of many small scripts.
-  const isScript = (f: UploadedFile) => SCRIPT.test(f.name) && typeof f.content === 'string'
-  const scripts = files.filter(isScript)
-  const maps = files.filter((f) => !isScript(f))
+  // The content decides, not the name alone: WIRE.md's JSON form holds maps only, and a map named
+  // after the script it maps (`app.js`) was otherwise set aside as a script, unstored, under a 200.
+  const isScript = (f: UploadedFile) => SCRIPT.test(f.name) && typeof f.content === 'string' && !isSourceMapText(f.content)
+  const scripts: UploadedFile[] = []
+  const maps: UploadedFile[] = []
+  for (const file of files) (isScript(file) ? scripts : maps).push(file)
   if (maps.length === 0) throw invalid('the upload holds no source map')
   const linked = new Map<string, { script: string; debugId: string | null }>()
   for (const script of scripts) {
