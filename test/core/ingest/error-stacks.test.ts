@@ -185,6 +185,32 @@ describe('parseStack', () => {
     expect([long.filename.length, long.function.length]).toEqual([4096, 1024])
   })
 
+  test('a V8 stack of its "Name: message" line alone (a browser-made DOMException, a failed fetch) has no frames, whatever the message holds', () => {
+    // Chromium rejects with errors it made outside any script: their stacks hold no "at" line.
+    for (const stack of [
+      'TypeError: Failed to fetch',
+      'Error: no account for bob@example.com',
+      'Error: cannot reach localhost:8080',
+      'NotFoundError: no user a@b.example:8443',
+      'QuotaExceededError: quota of 5242880 exceeded at 12:30:15',
+    ]) {
+      expect({ stack, frames: parseStack(stack) }).toEqual({ stack, frames: [] })
+    }
+    // So such reports group as WIRE.md says, by the masked message, not by a "frame" made of the address in it.
+    const parts = (message: string) => {
+      const frames = parseStack(`Error: ${message}`).map((f) => ({ file: f.filename, function: f.function, inApp: isInApp(f.filename), generated: true, readable: true }))
+      return fingerprintParts({ name: 'Error', message, frames })
+    }
+    expect(parts('no account for bob@example.com')).toEqual(parts('no account for alice@shop.example'))
+    // Frames of SpiderMonkey and JavaScriptCore keep every form they come in.
+    expect(parseStack('eval code@\nfoo@self-hosted:12:3\nrun@https://x/a.wasm:wasm-function[12]:0x1a2b\nglobal code@https://x/a.js:1:2').map((f) => f.filename)).toEqual([
+      '',
+      'self-hosted',
+      'https://x/a.wasm:wasm-function[12]:0x1a2b',
+      'https://x/a.js',
+    ])
+  })
+
   test('a stack is whatever the client sent: a long run of spaces in a frame line takes linear time, not seconds', () => {
     const started = performance.now()
     expect(parseStack(`    at f${' '.repeat(64 * 1024)}x`)).toEqual([{ filename: `f${' '.repeat(4095)}`, function: '', lineno: null, colno: null }])

@@ -90,14 +90,23 @@ function parseAtSignLine(line: string): StackFrame | null {
   if (text === '') return null
   if (text === '[native code]') return { filename: '[native code]', function: '', lineno: null, colno: null }
   const at = text.indexOf('@')
-  // Safari writes some top-level frames as a bare location.
-  if (at < 0) return /:\d+(?::\d+)?$/.test(text) ? frameAt('', text) : null
+  // Safari writes some top-level frames as a bare location: a URL, which holds no blank. A V8 stack
+  // without "at" lines (an error the browser made outside any script, such as a failed fetch) is
+  // its "Name: message" line alone, and "Error: cannot reach localhost:8080" is no frame.
+  if (at < 0) return /:\d+(?::\d+)?$/.test(text) && !/\s/.test(text) ? frameAt('', text) : null
+  const head = text.slice(0, at)
+  // Nor is "Error: no account for bob@example.com" (taken for a frame, the address in it would group
+  // the report rather than its masked message): no engine writes ": " in a function's name, and a
+  // frame's place is a URL or a position ("self-hosted:12:3"), "[native code]", or nothing
+  // (JavaScriptCore's "eval code@").
+  if (head.includes(': ')) return null
   // Firefox prefixes async frames with their cause: "async*load", "setTimeout handler*tick".
-  const fn = text.slice(0, at).replace(/^.*\*/, '')
+  const fn = head.replace(/^.*\*/, '')
   const location = text.slice(at + 1)
   // Firefox: "https://x/a.js line 3 > eval:1:1" (or "> Function") names the script position of the eval.
   const evaluated = /^(.*?) line (\d+) > (?:eval|Function)/.exec(location)
   if (evaluated) return { filename: evaluated[1], function: fn, lineno: Number(evaluated[2]), colno: null }
+  if (location !== '' && location !== '[native code]' && !location.includes(':')) return null
   return frameAt(fn, location)
 }
 
