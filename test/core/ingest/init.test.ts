@@ -73,6 +73,15 @@ describe('POST /api/ingestion/init (deprecated)', () => {
     expect(session).toEqual({ entry_url: long.slice(0, 2048), referrer: long.slice(0, 2048) })
   })
 
+  test('a long sdkVersion (a build string) is cut as on /events, not refused', async () => {
+    // WIRE.md gives `sdkVersion?` no limit; /events takes any length and the session keeps 2048 characters.
+    const sdkVersion = `1.2.3+build.${'f'.repeat(500)}`
+    const res = await core.post('/api/ingestion/init', { sessionId: 'init-sdk', endUserId: 'init-sdk-user', sdkVersion })
+    expect(res.status).toBe(200)
+    const [session] = await core.database.db.rows<{ sdk_version: string }>(sql`select sdk_version from sessions where session_id = 'init-sdk'`)
+    expect(session.sdk_version).toBe(sdkVersion)
+  })
+
   test('the cut never splits a character in two: an emoji across the limit is left out whole', async () => {
     // 2,047 characters, then an emoji of two UTF-16 code units across the 2,048th.
     const referrer = `https://shop.test/?q=${'x'.repeat(2047 - 21)}😀tail`

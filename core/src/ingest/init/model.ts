@@ -7,7 +7,8 @@ export const InitBody = t.Object({
   endUserId: OptionalEndUserId,
   entryURL: OptionalText,
   referrer: OptionalText,
-  sdkVersion: t.Optional(t.Union([t.String({ maxLength: 256 }), t.Null()])),
+  // Any length, as on /events: the session keeps what sessionText cuts, a long build string is no reason to refuse.
+  sdkVersion: OptionalText,
 })
 
 export type InitBody = typeof InitBody.static
