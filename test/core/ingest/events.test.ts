@@ -176,6 +176,8 @@ describe('POST /api/ingestion/customEvent', () => {
     [{ sessionId: 'has space', eventName: 'x' }, '/sessionId'],
     [{ sessionId: 'x'.repeat(129), eventName: 'x' }, '/sessionId'],
     [{ sessionId: 's' }, '/eventName'],
+    // NUL is dropped before storing: a name of NUL alone would be stored empty.
+    [{ sessionId: 's', eventName: '\u0000\u0000' }, '/eventName'],
     [{ sessionId: 's', eventName: 'x', eventProperties: [1, 2] }, '/eventProperties'],
     [{ sessionId: 's', eventName: 'x', timestamp: 'yesterday' }, '/timestamp'],
     [{ sessionId: 's', eventName: 'x', uuid: 'x'.repeat(129) }, '/uuid'],

@@ -1,8 +1,11 @@
 import { t } from 'elysia'
 import { EpochMs, Id, Nullish, OptionalEndUserId, Properties } from '../shared/model'
 
-/** Any length: a long name is cut by the service (NAME_LIMIT_BYTES), never a reason to refuse a batch. */
-const EventName = t.String({ minLength: 1 })
+/**
+ * Any length: a long name is cut by the service (NAME_LIMIT_BYTES), never a reason to refuse a batch.
+ * Not NUL alone, which is dropped before storing (RequiredText's rule).
+ */
+const EventName = t.String({ minLength: 1, pattern: '[^\\u0000]' })
 
 /**
  * The client's id of the event. WIRE.md gives it no format: a UUID in practice, else any string up to
