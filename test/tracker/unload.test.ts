@@ -37,6 +37,26 @@ describe('leaving the page', () => {
     expect(beacons[0].body.events[0]).toMatchObject({ eventName: 'last click', uuid: expect.any(String) })
   })
 
+  test("what the page records in its own pagehide listener, after the tracker's, goes by beacon at once (no timer runs on a page that is gone); back from the cache, batching as before", async () => {
+    const { tracker, service, win, clock } = tracked({ enableAutomaticTracking: false })
+    tracker.start()
+    await settle()
+    win.addEventListener('pagehide', () => tracker.customEvent('page left'))
+    pageHide(win)
+    await service.beaconsRead()
+    const left = service.to('/customEvent/batch')
+    expect(left.map((r) => [r.via, r.body.events.map((e: { eventName: string }) => e.eventName)])).toEqual([['beacon', ['page left']]])
+    expect(left[0].body.apiKey).toBe(KEY)
+    const restored = new win.Event('pageshow') as Event & { persisted?: boolean }
+    restored.persisted = true
+    win.dispatchEvent(restored)
+    tracker.customEvent('back')
+    await settle()
+    expect(service.to('/customEvent/batch')).toHaveLength(1)
+    await clock.advance(100)
+    expect(service.to('/customEvent/batch').map((r) => r.via)).toEqual(['beacon', 'fetch'])
+  })
+
   test('back from the back/forward cache: presence says so at once, and beats every 30 s from then; the replay goes on from a full snapshot', async () => {
     const { tracker, service, win, clock } = tracked({ enableAutomaticTracking: false })
     tracker.start()

@@ -83,7 +83,12 @@ export class ServiceTracker {
   #started = false
   /** Bumped by every start and stop, so a module that loads late knows whether it is still wanted. */
   #generation = 0
-  #unloading = false
+  /**
+   * Sends go by beacon, at once: while the page is being hidden, and from its page hide until it is
+   * shown again (the page's own pagehide listeners run after the tracker's, and no timer runs on a
+   * page that is gone). A visibilitychange after the page hide (the spec's order) ends it.
+   */
+  #unloading?: boolean
   /** localStorage refused a write: the tracker goes on in memory, and says so. */
   #storageRefused = false
 
@@ -134,7 +139,7 @@ export class ServiceTracker {
       redaction: this.#redaction,
       release: options.release,
       send: (path, body) => this.#send(path, body),
-      idle: () => this.#delivery.idle,
+      idle: () => this.#delivery.idle || this.#unloading,
       running: () => this.#started,
     })
     this.#listen()
@@ -348,10 +353,11 @@ export class ServiceTracker {
     const delivery = this.#delivery
     const identity = this.#identity
     this.#lifecycle = [
-      listen(win, 'pagehide', () => (identity.releaseTab(), this.#hide())),
+      listen(win, 'pagehide', () => (identity.releaseTab(), this.#hide(true))),
       listen(document, 'visibilitychange', () => (document.visibilityState === 'hidden' ? this.#hide() : delivery.shown())),
       listen(win, 'online', delivery.drain),
       listen<PageTransitionEvent>(win, 'pageshow', (event) => {
+        this.#unloading = false
         if (!event.persisted) return
         identity.holdTab()
         delivery.shown()
@@ -365,17 +371,14 @@ export class ServiceTracker {
   }
 
   /** Hidden or unloading: what is in flight or waiting persists, what is queued goes by beacon (on page hide, presence ends after it). */
-  #hide() {
+  #hide(left?: boolean) {
     if (this.#delivery.halted) return
     this.#unloading = true
-    try {
-      // First what fetch still carries (its answer may never come), then the beacons, which keep
-      // only what they could not hand over.
-      this.#delivery.persistPending()
-      this.#messages.flush()
-    } finally {
-      this.#unloading = false
-    }
+    // First what fetch still carries (its answer may never come), then the beacons, which keep
+    // only what they could not hand over. (Neither throws: sends are asynchronous.)
+    this.#delivery.persistPending()
+    this.#messages.flush()
+    this.#unloading = left
   }
 
   #stopRunning() {

@@ -28,7 +28,7 @@ export interface MessagesDeps {
   release?: string
   send(path: string, body: Record<string, unknown>): void
   /** The tracker is stopped, or sending halted: what is queued goes at once, nothing waits for a timer. */
-  idle(): boolean
+  idle(): boolean | undefined
   /** The tracker runs, its recorder (loaded or on its way) taking full snapshots. */
   running(): boolean
 }
