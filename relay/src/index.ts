@@ -36,6 +36,8 @@ export interface Relay {
   (request: Request, client?: ClientInfo): Promise<Response>
   /** The normalized prefix ("/_sl"). */
   readonly prefix: string
+  /** The longest core may stay silent, as configured: servers with an idle timeout of their own must allow it (adapters/bun.ts). */
+  readonly timeoutMs: number
   /** Whether a request path is under the prefix (middleware passes the others on). */
   handles(path: string): boolean
   /**
@@ -170,6 +172,7 @@ export function createRelay(options: RelayOptions): Relay {
 
   return Object.assign(relay, {
     prefix,
+    timeoutMs,
     handles: (path: string) => underPrefix(path, prefix) !== null,
     ready: script ? script.ready : Promise.resolve(),
   })

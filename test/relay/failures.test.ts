@@ -2,8 +2,11 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { createRelay, fetchClient } from '@sightline/relay'
 import { socketClient } from '@sightline/relay/upstream/socket'
+import { bunRelay } from '@sightline/relay/adapters/bun'
+import { elysiaRelay } from '@sightline/relay/adapters/elysia'
+import { Elysia } from 'elysia'
 import { startCore } from '../helpers/core'
-import { closedPortUrl, startEndlessUpstream, startRelay, startSilentUpstream, startTap, type AdapterName } from './helpers'
+import { closedPortUrl, rawRequest, startEndlessUpstream, startRelay, startSilentUpstream, startTap, type AdapterName } from './helpers'
 
 const core = await startCore()
 const coreUrl = await core.listen()
@@ -257,6 +260,31 @@ for (const adapter of ['bun', 'node', 'elysia', 'deno'] as AdapterName[]) {
     }
   })
 }
+
+describe("Bun's idle timeout of the site's server does not cut short what timeoutMs allows", () => {
+  // Bun.serve closes a connection silent for its idleTimeout (10 s by default, 30 s under Elysia's
+  // listen), a pending answer included: core silent for longer than that but within timeoutMs left
+  // the client with a closed connection instead of core's answer or the documented 504.
+  test('bun and elysia, the server idle after 8 s: core silent for 11 s is 504 upstream_timeout at 11 s', async () => {
+    const silent = startSilentUpstream()
+    const options = { upstream: silent.url, prefix: '/_sl', timeoutMs: 11_000 }
+    const bun = Bun.serve({ port: 0, hostname: '127.0.0.1', idleTimeout: 8, fetch: bunRelay(options) })
+    const elysia = new Elysia().use(elysiaRelay(options)).listen({ port: 0, hostname: '127.0.0.1', idleTimeout: 8 })
+    try {
+      const ask = async (port: number) => {
+        const { status, headers, text } = await rawRequest(`http://127.0.0.1:${port}`, 'GET /_sl/health HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n')
+        return { status, retryAfter: headers['retry-after'], code: status ? JSON.parse(text).error.code : null }
+      }
+      const answers = await Promise.all([ask(bun.port!), ask(elysia.server!.port!)])
+      const expected = { status: 504, retryAfter: '5', code: 'upstream_timeout' }
+      expect(answers).toEqual([expected, expected])
+    } finally {
+      bun.stop(true)
+      await elysia.stop(true)
+      silent.close()
+    }
+  }, 20_000)
+})
 
 describe('options the relay cannot honour are refused when it is created, not met on every request', () => {
   test('a timeoutMs past what a timer holds (2^31 - 1 ms), none at all, or not a number', async () => {

@@ -74,7 +74,7 @@ test("every recipe that makes a relay serves <prefix>/t.js from the tracker pack
 async function answer(adapter: string, relay: any, request: Request): Promise<Response> {
   switch (adapter) {
     case 'bun':
-      return relay(request, { requestIP: () => ({ address: '127.0.0.1' }) })
+      return relay(request, { requestIP: () => ({ address: '127.0.0.1' }), timeout: () => {} })
     case 'deno':
       return relay(request, { remoteAddr: { hostname: '127.0.0.1' } })
     case 'elysia':

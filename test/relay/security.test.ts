@@ -140,7 +140,7 @@ describe('a peer the runtime no longer knows', () => {
     try {
       const handle = bunRelay({ upstream: await trusting.listen(), prefix: '/_sl' })
       // What Bun's server answers for a request whose connection is already gone.
-      const gone = { requestIP: () => null } as unknown as Server<unknown>
+      const gone = { requestIP: () => null, timeout: () => {} } as unknown as Server<unknown>
       const send = (server: Server<unknown>) =>
         handle(
           new Request('http://shop.test/_sl/api/ingestion/ip-info', {
@@ -152,7 +152,7 @@ describe('a peer the runtime no longer knows', () => {
         ).then((r) => r.json())
       expect(await send(gone)).toEqual({ success: true, geo: null })
       // Told the peer, the relay appends it and core reads past it as usual.
-      const known = { requestIP: () => ({ address: '127.0.0.1', port: 1, family: 'IPv4' }) } as unknown as Server<unknown>
+      const known = { requestIP: () => ({ address: '127.0.0.1', port: 1, family: 'IPv4' }), timeout: () => {} } as unknown as Server<unknown>
       expect((await send(known)).geo).toMatchObject({ country: 'US' })
     } finally {
       await trusting.close()

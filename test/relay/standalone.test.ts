@@ -6,6 +6,7 @@ import { gunzipSync } from 'node:zlib'
 import { sql } from 'drizzle-orm'
 import { startCore } from '../helpers/core'
 import { ROOT } from '../helpers/process'
+import { rawRequest } from '../helpers/raw-http'
 
 const core = await startCore()
 const coreUrl = await core.listen()
@@ -99,6 +100,20 @@ test("run from another directory, it still serves the checkout's built tracker a
     await proc.exited
   }
 })
+
+test("core silent past Bun's default idle timeout (10 s) but within --timeout-ms: the client gets 504 upstream_timeout, not a closed connection", async () => {
+  const silent = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const proc = startStandalone(['--upstream', `http://127.0.0.1:${silent.port}`, '--port', '0', '--host', '127.0.0.1', '--timeout-ms', '14000'])
+  try {
+    const url = (await firstLine(proc.stdout)).match(/listening on (http:\/\/\S+?)\/? /)![1]
+    const { status, headers, text } = await rawRequest(url, 'GET /_sl/health HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n')
+    expect({ status, retryAfter: headers['retry-after'], code: status ? JSON.parse(text).error.code : null }).toEqual({ status: 504, retryAfter: '5', code: 'upstream_timeout' })
+  } finally {
+    proc.kill()
+    await proc.exited
+    silent.stop(true)
+  }
+}, 25_000)
 
 test('SIGTERM lets the requests under way finish before it exits 0; it takes no new ones', async () => {
   let reached = 0

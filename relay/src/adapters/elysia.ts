@@ -1,7 +1,9 @@
+import type { Server } from 'bun'
 import { Elysia } from 'elysia'
 import { createRelay, type RelayOptions } from '../index.ts'
 import { splitUrl } from '../paths.ts'
 import { socketClient } from '../upstream/socket.ts'
+import { idleSeconds } from './bun.ts'
 
 /**
  * The relay as an Elysia plugin: `app.use(elysiaRelay({ upstream, prefix }))`. It answers in
@@ -12,8 +14,12 @@ import { socketClient } from '../upstream/socket.ts'
  */
 export function elysiaRelay(options: RelayOptions) {
   const relay = createRelay({ client: socketClient(), ...options })
-  // Without a server (`app.handle`, no socket) there is no peer to name.
-  const handle = ({ request, server }: { request: Request; server: { requestIP(r: Request): { address: string } | null } | null }) =>
-    relay.handles(splitUrl(request.url).path) ? relay(request, { address: server ? (server.requestIP(request)?.address ?? null) : undefined }) : undefined
+  const seconds = idleSeconds(relay.timeoutMs)
+  // Without a server (`app.handle`, no socket) there is no peer to name, nor an idle timeout to lift.
+  const handle = ({ request, server }: { request: Request; server: Pick<Server<unknown>, 'requestIP' | 'timeout'> | null }) => {
+    if (!relay.handles(splitUrl(request.url).path)) return undefined
+    server?.timeout(request, seconds)
+    return relay(request, { address: server ? (server.requestIP(request)?.address ?? null) : undefined })
+  }
   return new Elysia({ name: 'sightline-relay', seed: relay.prefix }).onRequest(handle)
 }
