@@ -130,3 +130,40 @@ test("README's Next.js route handler, called as Next calls it, relays to core an
   expect(preflight.status).toBe(204)
   expect((await route.GET(new Request('https://shop.example/_sl/api/internal/scan-findings'), context)).status).toBe(404)
 })
+
+test("README's Node recipe starts as README says to start it (node --import tsx), in a site whose package.json is npm init's", async () => {
+  // npm init writes "type": "commonjs": a .js file there is CommonJS to tsx, where the recipe's
+  // import.meta.resolve does not exist, and the server died at its first line.
+  const command = readme.match(/`(node --import tsx ([\w.-]+))`/)
+  expect(command).not.toBeNull()
+  const [, , file] = command!
+  const site = join(dir, 'node-site')
+  const tracker = join(site, 'node_modules/@sightline/tracker')
+  mkdirSync(join(tracker, 'dist'), { recursive: true })
+  copyFileSync(join(ROOT, 'tracker/package.json'), join(tracker, 'package.json'))
+  writeFileSync(join(tracker, 'dist/t.js'), 'window.__node = true')
+  symlinkSync(join(ROOT, 'relay'), join(site, 'node_modules/@sightline/relay'))
+  symlinkSync(join(ROOT, 'node_modules/tsx'), join(site, 'node_modules/tsx'))
+  writeFileSync(join(site, 'package.json'), JSON.stringify({ name: 'site', version: '1.0.0', type: 'commonjs' }))
+  const recipe = recipes.find((code) => code.includes('@sightline/relay/adapters/node'))!
+  // As written, but for the site's own app, and on a port of the system's choosing that it prints.
+  const source = recipe
+    .split('\n')
+    .filter((line) => !line.startsWith('app.use('))
+    .join('\n')
+    .replace('.listen(8080)', ".listen(0, '127.0.0.1', function () { console.log(this.address().port) })")
+  expect(source).toContain("listen(0, '127.0.0.1'")
+  writeFileSync(join(site, file), source)
+  const node = Bun.spawn(['node', '--import', 'tsx', file], { cwd: site, stdout: 'pipe', stderr: 'pipe' })
+  try {
+    const reader = node.stdout.getReader()
+    const first = await Promise.race([reader.read().then(({ value }) => new TextDecoder().decode(value ?? new Uint8Array())), node.exited.then(() => '')])
+    const port = Number(first.trim())
+    expect({ port: port > 0, stderr: port > 0 ? '' : await new Response(node.stderr).text() }).toEqual({ port: true, stderr: '' })
+    const res = await fetch(`http://127.0.0.1:${port}/_sl/t.js`, { headers: { 'accept-encoding': 'identity' } })
+    expect({ status: res.status, body: await res.text() }).toEqual({ status: 200, body: 'window.__node = true' })
+  } finally {
+    node.kill()
+    await node.exited
+  }
+})
