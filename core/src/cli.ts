@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from './config'
 import { DatabaseInUseError, openDatabase, type Database } from './db'
 import { ApiError } from './errors'
+import { KEY_PREFIX_LENGTH, keyPrefix } from './projects/keys'
 import * as projects from './projects/service'
 
 const USAGE = `usage: npm run -s admin -- <command> [flags] [--json]
@@ -51,6 +52,16 @@ function monthlyLimit(flags: Flags, { optional }: { optional: boolean }): number
 }
 
 const when = (date: Date | null) => (date ? date.toISOString() : '-')
+
+/** Anything shaped like a key (`sl_live_…`), as it may stand in a message that repeats what was typed. */
+const KEY_LIKE = /\bsl_[a-z]+_[A-Za-z0-9_-]+/g
+
+/**
+ * A message with every key in it cut to its prefix, as "key list" shows keys. Errors repeat what was
+ * typed ("no project …", "unknown command …"), and a key pasted in the wrong place (as the project,
+ * or after a forgotten --key-prefix) was printed back whole, into the terminal's or CI's log.
+ */
+const withoutKeys = (message: string) => message.replace(KEY_LIKE, (key) => (key.length > KEY_PREFIX_LENGTH ? `${keyPrefix(key)}…` : key))
 
 const COMMANDS: Record<string, Command> = {
   async 'project create'(db, flags) {
@@ -132,7 +143,7 @@ export async function runCli(argv: string[], env = process.env): Promise<number>
     const known = error instanceof UsageError || error instanceof ApiError || error instanceof ConfigError || error instanceof DatabaseInUseError
     const isUsage = error instanceof UsageError || (error as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')
     // One line, never a stack trace: the database's own message says enough (and holds no password).
-    const message = known || isUsage ? (error as Error).message : String((error as Error)?.message ?? error)
+    const message = withoutKeys(known || isUsage ? (error as Error).message : String((error as Error)?.message ?? error))
     const code = error instanceof ApiError ? error.code : isUsage ? 'usage' : 'error'
     process.stderr.write(json ? `${JSON.stringify({ error: { code, message } })}\n` : `error: ${message}${isUsage ? `\n\n${USAGE}` : ''}\n`)
     return isUsage ? 2 : 1

@@ -118,6 +118,23 @@ describe('admin command line', () => {
   })
 })
 
+describe('admin command line: keys in what it prints', () => {
+  test('a whole key given where it does not belong is not printed back: errors name it by its prefix', async () => {
+    const { projectId, keys } = (await admin('project', 'create', '--name', 'pasted')).json
+    const key: string = keys.production
+    // The key pasted as the project, and as a positional after forgetting --key-prefix.
+    const asProject = await runAdmin(['key', 'list', '--project', key], env)
+    const positional = await runAdmin(['key', 'revoke', '--project', projectId, key], env)
+    const asJson = await runAdmin(['key', 'revoke', '--project', key, '--key-prefix', key.slice(0, 16), '--json'], env)
+    expect([asProject.exitCode, positional.exitCode, asJson.exitCode]).toEqual([1, 2, 1])
+    for (const { stdout, stderr } of [asProject, positional, asJson]) {
+      expect(stdout).toBe('')
+      expect(stderr).not.toContain(key)
+      expect(stderr).toContain(`${key.slice(0, 16)}…`)
+    }
+  })
+})
+
 describe('admin command line beside a serving core', () => {
   const send = (url: string, key: string) =>
     fetch(`${url}/api/ingestion/customEvent`, {
