@@ -57,7 +57,7 @@ const withoutCanvasRecording: BunPlugin = {
  */
 export const INTERNAL_NAMES = [
   // redaction
-  'privacyFirst', 'masked', 'visibleText', 'pageUrl',
+  'privacyFirst', 'masked', 'visibleText', 'pageUrl', 'shownSelectors',
   // recording
   'snapshot',
   // identity
@@ -71,7 +71,7 @@ export const INTERNAL_NAMES = [
   // the parts the tracker wires together, the logger's settings, the per-tab store
   'identity', 'delivery', 'messages', 'configure', 'tab',
   // where the tracker sends, and what getConnectionStatus is told
-  'base', 'storageRefused',
+  'base', 'storageRefused', 'later', 'running',
 ]
 const internalName = new RegExp(`^(${INTERNAL_NAMES.join('|')})$`)
 

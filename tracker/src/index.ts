@@ -263,7 +263,7 @@ export class ServiceTracker {
   }
 
   getUnredactedFields(): string[] {
-    return this.#redaction.selectors()
+    return this.#redaction.shownSelectors()
   }
 
   getSessionId(): string {

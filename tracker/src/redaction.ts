@@ -71,7 +71,7 @@ export function createRedaction(strategy: RedactionStrategy | undefined, top: Do
       url = withoutCredentials(url)
       return privacyFirst ? withoutParameterValues(url) : url
     },
-    selectors: () => [...pending],
+    shownSelectors: () => [...pending],
     set(selectors: string[]) {
       pending = [...selectors]
     },
