@@ -116,9 +116,14 @@ export function createOutbox(store: KeyList, key: string, maxChars = OUTBOX_MAX_
   const remove = (id: string) => store.remove(prefix + id)
   const put = (parcel: Parcel) => {
     store.set(prefix + parcel.id, JSON.stringify(parcel))
-    // Newest first: those past the bound go.
+    // Newest first: those past the bound go. One that would not fit is passed over, not counted: a
+    // parcel larger than the whole bound (a snapshot of megabytes kept offline) goes alone, and what
+    // was kept before it stays.
     let chars = 0
-    const lost = keys().reverse().filter((name) => (chars += store.get(name)?.length ?? 0) > maxChars)
+    let size: number
+    const lost = keys()
+      .reverse()
+      .filter((name) => (size = store.get(name)?.length ?? 0) + chars > maxChars || !(chars += size))
     if (lost.length) {
       lost.forEach(store.remove)
       store.set(droppedKey, String(dropped() + lost.length))
