@@ -157,6 +157,8 @@ export async function buildTracker(outdir = DIST) {
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/auto/index.ts')], outdir: esm, naming: 'auto.js' }, names)
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/presence.ts')], outdir: esm }, names)
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/connection.ts')], outdir: esm }, names)
+  // `@sightline/tracker/user-auth`: imported by an app where it signs users in, apart from the tracker.
+  await browserBundle({ ...browser, entrypoints: [join(root, 'src/user-auth.ts')], outdir: esm }, names)
   // The relay serves t.js alone: no sourceMappingURL comment pointing at a file it does not serve.
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/browser.ts')], outdir, format: 'iife', naming: 't.js', sourcemap: 'external', plugins: [withoutCanvasRecording, laterInside] })
   await bundle({

@@ -19,6 +19,8 @@ const CORE_BUDGET = 8 * 1024
  * what an app loads before, `index.js`.
  */
 const LOADED_LATER = ['auto.js', 'record.js', 'presence.js', 'connection.js']
+/** Modules of the package an app imports itself, never the core: `@sightline/tracker/user-auth`. */
+const IMPORTED_APART = ['user-auth.js']
 
 let dist: string
 beforeAll(async () => {
@@ -101,7 +103,7 @@ describe('npm run build', () => {
 
   test('the core imports nothing statically and nothing of rrweb; start() imports the recorder, automatic tracking and presence, testConnection() its test', async () => {
     const { esm, files } = await esmFiles()
-    expect(files).toEqual(['index.js', ...LOADED_LATER].sort())
+    expect(files).toEqual(['index.js', ...LOADED_LATER, ...IMPORTED_APART].sort())
     const core = await Bun.file(join(esm, 'index.js')).text()
     expect([...(core.match(/import\("\.\/[a-z]+\.js"\)/g) ?? [])].sort()).toEqual(LOADED_LATER.map((file) => `import("./${file}")`).sort())
     expect(core).not.toContain('rrweb')
@@ -197,6 +199,19 @@ describe('npm run build', () => {
     const types = await Bun.file(join(dist, 'types', 'index.d.ts')).text()
     expect(types).toContain('export declare class ServiceTracker')
     expect(types).toContain('identifyUser(')
+  })
+
+  test('@sightline/tracker/user-auth, as built and exported, sends WIRE.md\'s body and resolves with the canonical id', async () => {
+    const pkg = await Bun.file(join(import.meta.dir, '../../tracker/package.json')).json()
+    expect(pkg.exports['./user-auth']).toEqual({ types: './dist/types/user-auth.d.ts', import: './dist/esm/user-auth.js' })
+    const { sendUserAuth } = await import(join(dist, 'esm/user-auth.js'))
+    const sent: { url: string; init: RequestInit }[] = []
+    const fetch = async (url: string, init: RequestInit) => (sent.push({ url, init }), Response.json({ success: true, endUserId: 'person-1' }))
+    const answer = await sendUserAuth({ ingestionUrl: 'https://shop.test/_sl', apiKey: 'sl_live_k', userId: 'u', sessionId: 's', userAttributes: { email: 'a@b.test' }, authFields: ['email'], fetch })
+    expect(answer).toBe('person-1')
+    expect(sent[0].url).toBe('https://shop.test/_sl/api/ingestion/user/auth')
+    expect(JSON.parse(sent[0].init.body as string)).toEqual({ userId: 'u', userAttributes: { email: 'a@b.test' }, sessionId: 's', authFields: ['email'] })
+    expect(new Headers(sent[0].init.headers).get('authorization')).toBe('Bearer sl_live_k')
   })
 
   test('upload-sourcemaps is built for Node', async () => {
