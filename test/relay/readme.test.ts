@@ -44,16 +44,24 @@ function relayPart(code: string): string | null {
   return [...lines.filter((line) => line.startsWith('import ')), ...lines.slice(start, end + 1), 'export { relay }'].join('\n')
 }
 
-test("every recipe that makes a relay serves <prefix>/t.js from the tracker package's ./t.js export, wherever the server runs from", async () => {
-  // A site of its own, away from the checkout: the relay installed from it, and a tracker package
-  // with this repository's package.json (its exports) and a built t.js of this test's.
-  const site = join(dir, 'site')
+/**
+ * A site of its own, away from the checkout: the relay installed from it, a tracker package with this
+ * repository's package.json (its exports) and a built t.js of the test's, and `linked` packages of
+ * the checkout's node_modules.
+ */
+function siteOfItsOwn(name: string, script: string, linked: string[]): string {
+  const site = join(dir, name)
   const tracker = join(site, 'node_modules/@sightline/tracker')
   mkdirSync(join(tracker, 'dist'), { recursive: true })
   copyFileSync(join(ROOT, 'tracker/package.json'), join(tracker, 'package.json'))
-  writeFileSync(join(tracker, 'dist/t.js'), 'window.__built = true')
+  writeFileSync(join(tracker, 'dist/t.js'), script)
   symlinkSync(join(ROOT, 'relay'), join(site, 'node_modules/@sightline/relay'))
-  symlinkSync(join(ROOT, 'node_modules/elysia'), join(site, 'node_modules/elysia'))
+  for (const pkg of linked) symlinkSync(join(ROOT, 'node_modules', pkg), join(site, 'node_modules', pkg))
+  return site
+}
+
+test("every recipe that makes a relay serves <prefix>/t.js from the tracker package's ./t.js export, wherever the server runs from", async () => {
+  const site = siteOfItsOwn('site', 'window.__built = true', ['elysia'])
 
   const made = recipes.filter((code) => !code.includes('/route.ts')).map(relayPart)
   expect(made.every((part) => part !== null)).toBe(true)
@@ -137,13 +145,7 @@ test("README's Node recipe starts as README says to start it (node --import tsx)
   const command = readme.match(/`(node --import tsx ([\w.-]+))`/)
   expect(command).not.toBeNull()
   const [, , file] = command!
-  const site = join(dir, 'node-site')
-  const tracker = join(site, 'node_modules/@sightline/tracker')
-  mkdirSync(join(tracker, 'dist'), { recursive: true })
-  copyFileSync(join(ROOT, 'tracker/package.json'), join(tracker, 'package.json'))
-  writeFileSync(join(tracker, 'dist/t.js'), 'window.__node = true')
-  symlinkSync(join(ROOT, 'relay'), join(site, 'node_modules/@sightline/relay'))
-  symlinkSync(join(ROOT, 'node_modules/tsx'), join(site, 'node_modules/tsx'))
+  const site = siteOfItsOwn('node-site', 'window.__node = true', ['tsx'])
   writeFileSync(join(site, 'package.json'), JSON.stringify({ name: 'site', version: '1.0.0', type: 'commonjs' }))
   const recipe = recipes.find((code) => code.includes('@sightline/relay/adapters/node'))!
   // As written, but for the site's own app, and on a port of the system's choosing that it prints.
