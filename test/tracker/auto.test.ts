@@ -347,6 +347,22 @@ describe('network and spans', () => {
     ])
   })
 
+  test("a failed request's message, which repeats its URL as the page gave it, loses the query and fragment too", async () => {
+    const t = tracked({ automaticTrackingOptions: only({ network: true, spans: true }) })
+    // As Chromium rejects a URL with credentials: "...: https://u:p@host/path?query" in its message.
+    t.win.fetch = (async (input: unknown) => {
+      throw new TypeError(`Failed to execute 'fetch' on 'Window': Request cannot be constructed from a URL that includes credentials: ${String(input)}`)
+    }) as unknown as typeof fetch
+    t.tracker.start()
+    await settle()
+    await t.win.fetch('https://u:p@api.shop.test/search?q=SECRET-QUERY#SECRET-FRAGMENT').catch(() => {})
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    const [error] = t.service.to('/network').flatMap((r) => r.body.errors)
+    expect(error.errorMessage).toBe("Failed to execute 'fetch' on 'Window': Request cannot be constructed from a URL that includes credentials: https://api.shop.test/search")
+    const everything = t.service.sent.map((r) => r.text).join('\n')
+    expect(everything).not.toContain('SECRET')
+  })
+
   test('stop puts fetch and XMLHttpRequest back', async () => {
     const t = tracked()
     const { fetch } = t.win

@@ -164,6 +164,24 @@ describe('visibility-first', () => {
     expect(clicks.map((e: { eventProperties: { text?: string } }) => e.eventProperties.text)).toEqual(['SECRET-BUTTON', undefined])
   })
 
+  test('a card field is one whatever its autocomplete says before the card token (billing, shipping, a section) or its case', async () => {
+    const html = `<form><input id="a" autocomplete="billing cc-number"><input id="b" autocomplete="section-pay shipping cc-csc"><input id="c" autocomplete="CC-Exp" value="12/31"></form>`
+    const t = tracked({ redactionStrategy: { mode: 'visibility-first' } }, { html })
+    const doc = t.win.document
+    t.tracker.start()
+    await settle()
+    for (const [id, value] of [['a', '4111111111111111'], ['b', '737']]) {
+      const input = doc.getElementById(id) as HTMLInputElement
+      input.value = value
+      input.dispatchEvent(new t.win.Event('input', { bubbles: true }))
+    }
+    await settle()
+    await t.clock.advance(3000)
+    const everything = t.service.sent.map((r) => r.text).join('\n')
+    for (const value of ['4111111111111111', '737', '12/31']) expect(everything).not.toContain(value)
+    expect(everything).toContain('*'.repeat(16))
+  })
+
   test('an element holding redacted text shows none of its text in automatic events', async () => {
     const t = tracked({ redactionStrategy: { mode: 'visibility-first', redactSelectors: ['.amount'] } }, { html: '<button id="b">Pay <span class="amount">HIDDEN-AMOUNT</span></button>' })
     t.tracker.start()

@@ -97,7 +97,10 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
   const hide = (text: string) => text.replace(/\S/g, '*')
   // A password field that a "show password" button made a text field is still one. rrweb marks it
   // (and asks maskInputFn about it as a password); the selectors, which look at its type, do not see it.
-  const mask = (text: string, el: HTMLElement | null) => (redaction.masked(el) || el?.hasAttribute('data-rr-is-password') ? hide(text) : text)
+  // A card field's autocomplete may name a section or billing/shipping before its cc- token, in any case
+  // ("billing cc-number"), which the selectors' [autocomplete^=cc-] does not see.
+  const isCardField = (el: HTMLElement | null) => /(^|\s)cc-/i.test(el?.getAttribute?.('autocomplete') ?? '')
+  const mask = (text: string, el: HTMLElement | null) => (redaction.masked(el) || el?.hasAttribute('data-rr-is-password') || isCardField(el) ? hide(text) : text)
   const element = (id: number) => record.mirror.getNode(id) as HTMLElement | null
   const maskAttributes = (attributes: Record<string, unknown> | undefined, id: number, tag = element(id)?.localName) => {
     for (const name in attributes) {

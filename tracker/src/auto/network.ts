@@ -1,6 +1,6 @@
 import { patch, type Undo } from '../dom'
 import { randomHex, uuid } from '../ids'
-import { withoutCredentials, withoutQuery } from '../urls'
+import { URL_IN_TEXT, withoutCredentials, withoutQuery } from '../urls'
 import type { AutoContext } from '.'
 
 /** A request slower than this is reported even when it succeeds. */
@@ -56,8 +56,8 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
     const end = Math.max(context.now(), start)
     const aborted = failure?.name === 'AbortError'
     const failed = status === null || status >= 400
-    // Some of the browser's messages repeat the URL as the page gave it, credentials and all.
-    const message = failed ? withoutCredentials(failure?.message ?? `HTTP ${status}${statusText ? ' ' + statusText : ''}`) : null
+    // Some of the browser's messages repeat the URL as the page gave it, credentials, query and all.
+    const message = failed ? withoutCredentials((failure?.message ?? `HTTP ${status}${statusText ? ' ' + statusText : ''}`).replace(URL_IN_TEXT, (found) => withoutQuery(found, found))) : null
     const slow = end - start > SLOW_REQUEST_MS
     const name = `${method} ${new URL(url).pathname}`
     if (spans) {
