@@ -7,6 +7,7 @@ import { createLogger, type Logger } from './log'
 import { startMemoryGuard } from './memory'
 import { ensureDefaultProject, type CreatedProject } from './projects/service'
 import { startServices, type Services } from './services'
+import { logUnhandledRejections } from './unhandled'
 
 /**
  * How long the requests under way when a stop is asked for may take to be answered. One that is still
@@ -52,6 +53,7 @@ async function main(): Promise<void> {
   // Before anything is opened: a signal while core starts waits for the start to finish, then stops
   // it (see stopOnSignals).
   const signals = stopOnSignals(log)
+  logUnhandledRejections(log)
   // Whatever the configuration names is checked before the database is touched: a first start that
   // failed after creating the default project would have made a key that is never shown.
   const locator = createClientLocator({ ...config, log })

@@ -252,3 +252,28 @@ describe('when whatever reads the log goes away', () => {
     }
   })
 })
+
+describe('a rejection nobody awaits', () => {
+  // Bun ends a process on one (exit 1), and the database driver can leave one behind when a connection
+  // is cut: core logs it and goes on serving. Run as core's process runs it, in a process of its own.
+  test('is logged as an error, and the process goes on', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sightline-rejection-'))
+    const script = join(dir, 'rejection.ts')
+    writeFileSync(
+      script,
+      `import { createLogger } from ${JSON.stringify(join(ROOT, 'core/src/log.ts'))}
+import { logUnhandledRejections } from ${JSON.stringify(join(ROOT, 'core/src/unhandled.ts'))}
+logUnhandledRejections(createLogger('info'))
+Promise.reject(new Error('write CONNECTION_CLOSED 127.0.0.1:5432'))
+setTimeout(() => console.log('still serving'), 100)
+`,
+    )
+    const proc = Bun.spawn([process.execPath, script], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+    const [exitCode, stdout] = await Promise.all([proc.exited, new Response(proc.stdout).text()])
+    rmSync(dir, { recursive: true, force: true })
+    expect(exitCode).toBe(0)
+    const [logged, last] = stdout.trim().split('\n')
+    expect(JSON.parse(logged)).toMatchObject({ level: 'error', msg: 'unhandled rejection', error: 'write CONNECTION_CLOSED 127.0.0.1:5432' })
+    expect(last).toBe('still serving')
+  })
+})

@@ -46,7 +46,7 @@ export function unserved(method: string, path: string, routes: RouteTable): ApiE
  * query's message holds its parameters (what a request sent: emails, properties, megabytes of them).
  * The message is logged as errorText gives it, one line, the query's cause instead of the query.
  */
-function stackFrames(error: unknown): string | undefined {
+export function stackFrames(error: unknown): string | undefined {
   const stack = error instanceof Error ? error.stack : undefined
   const first = stack?.indexOf('\n    at ') ?? -1
   return first === -1 ? undefined : stack!.slice(first + 1)
