@@ -118,7 +118,7 @@ export function createOutbox(store: KeyList, key: string, maxChars = OUTBOX_MAX_
     store.set(prefix + parcel.id, JSON.stringify(parcel))
     // Newest first: those past the bound go. One that would not fit is passed over, not counted: a
     // parcel larger than the whole bound (a snapshot of megabytes kept offline) goes alone, and what
-    // was kept before it stays.
+    // was kept before it stays. (Written tight: this is in the tracker's core, at its size budget.)
     let chars = 0
     let size: number
     const lost = keys()

@@ -130,7 +130,8 @@ export function bodyParser(limits: BodyLimits, readers: Record<string, BodyReade
     // A route with a reader of its own reads its body whatever its type, and checks what it checks
     // before anything of the body is looked at, its encoding included (a caller without the internal
     // secret gets 401, not 415).
-    const compression = reader ? undefined : compressionOf(request.headers.get('content-encoding'), query.compression)
+    const codingOf = () => compressionOf(request.headers.get('content-encoding'), query.compression)
+    const compression = reader ? undefined : codingOf()
     const declared = request.headers.get('content-length')
 
     // The hot path: a plain JSON body of known size is parsed natively, straight from the socket.
@@ -147,7 +148,7 @@ export function bodyParser(limits: BodyLimits, readers: Record<string, BodyReade
     }
 
     const decode = (sent: Uint8Array) => {
-      const coding = compression === undefined ? compressionOf(request.headers.get('content-encoding'), query.compression) : compression
+      const coding = compression === undefined ? codingOf() : compression
       const bytes = coding ? inflate(sent, coding, limit) : sent
       readSizes.set(request, (readSizes.get(request) ?? 0) + bytes.byteLength)
       return bytes
