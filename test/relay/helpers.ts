@@ -240,10 +240,11 @@ export function startStallingUpstream(framing: StalledFraming) {
 
 /**
  * The fixture server (fixtures/node-server.ts) under real Node, relaying to `upstream`; resolves with
- * its URL. Its process is added to `running` at once, for the caller to end.
+ * its URL. Its process is added to `running` at once, for the caller to end. With `siteTimeoutMs`, the
+ * relay is a middleware of a site that answers 503 itself past that time (see the fixture).
  */
-export async function startNodeFixture(running: Subprocess<'ignore', 'pipe', 'pipe'>[], upstream: string, timeoutMs?: number): Promise<string> {
-  const args = timeoutMs === undefined ? [upstream] : [upstream, '/_sl', String(timeoutMs)]
+export async function startNodeFixture(running: Subprocess<'ignore', 'pipe', 'pipe'>[], upstream: string, timeoutMs?: number, siteTimeoutMs?: number): Promise<string> {
+  const args = timeoutMs === undefined && siteTimeoutMs === undefined ? [upstream] : [upstream, '/_sl', String(timeoutMs ?? 30_000), ...(siteTimeoutMs === undefined ? [] : [String(siteTimeoutMs)])]
   const node = Bun.spawn(['node', '--import', 'tsx', join(import.meta.dir, 'fixtures/node-server.ts'), ...args], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
   running.push(node)
   let output = ''

@@ -142,3 +142,28 @@ test("an answer that stalls mid-body: Node's response ends, closing the client's
     }
   }
 })
+
+test("a body the relay answers without reading (404, 405) is discarded by Node: the next request on the connection is answered", async () => {
+  const body = ' '.repeat(1024 * 1024)
+  for (const head of [`POST /_sl/api/projects/1 HTTP/1.1`, `PUT /_sl/api/ingestion/events HTTP/1.1`]) {
+    const sent = rawRequest(url, `${head}\r\nHost: shop.test\r\nContent-Length: ${body.length}\r\n\r\n${body}GET /_sl/health/simple HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n`)
+    const answered = await Promise.race([sent.then(({ status, text }) => ({ status, next: text.match(/HTTP\/1\.1 \d+/g) })), Bun.sleep(5000).then(() => 'hung')])
+    expect({ head, answered }).toEqual({ head, answered: { status: head.startsWith('POST') ? 404 : 405, next: ['HTTP/1.1 200'] } })
+  }
+})
+
+test("as middleware, core's answer after the site has answered (a timeout middleware) is dropped, and Node keeps serving", async () => {
+  const slow = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => Bun.sleep(300).then(() => Response.json({ status: 'ok' })) })
+  try {
+    const site = await startNodeFixture(running, `http://127.0.0.1:${slow.port}`, undefined, 100)
+    const node = running.at(-1)!
+    const first = await fetch(`${site}/_sl/health`)
+    expect({ status: first.status, text: await first.text() }).toEqual({ status: 503, text: 'the site timed out' })
+    // Core answers at 300 ms: writing its headers after the site's threw, and the rejection ended Node.
+    await Bun.sleep(500)
+    const next = await fetch(`${site}/`).then(async (res) => res.text(), () => 'refused')
+    expect({ next, exitCode: node.exitCode }).toEqual({ next: 'the site', exitCode: null })
+  } finally {
+    slow.stop(true)
+  }
+})

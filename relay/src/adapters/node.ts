@@ -87,10 +87,34 @@ function toRequest(req: IncomingMessage, url: URL, signal: AbortSignal): Request
   return new Request(url, {
     method: req.method,
     headers,
-    body: hasBody ? (Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>) : null,
+    body: hasBody ? bodyOf(req) : null,
     signal,
     duplex: 'half',
   } as RequestInit)
+}
+
+/**
+ * The request body as a Web stream, taken from Node only when the relay reads it. `Readable.toWeb`
+ * starts reading at once and, left unread (a 404, a 405: answered without the body), pauses the
+ * request for good: node:http then reads nothing more on that connection, so the client's next
+ * request there went unanswered and the socket was held until Node's requestTimeout. A body never
+ * touched is discarded by Node itself once the answer is sent, and the connection is kept.
+ */
+function bodyOf(req: IncomingMessage): ReadableStream<Uint8Array> {
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        reader ??= (Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>).getReader()
+        const { done, value } = await reader.read()
+        if (done) controller.close()
+        else controller.enqueue(value)
+      },
+      // Given up before it was read: as toWeb's own cancel does, the request goes with it.
+      cancel: (reason) => (reader ? reader.cancel(reason) : void req.destroy()),
+    },
+    { highWaterMark: 0 },
+  )
 }
 
 /** None of them is forwarded: 405 with the methods that are, as the relay answers them on a public path (RFC 9110 §15.5.6). */
@@ -98,12 +122,13 @@ const refusedMethod = (method: string | undefined, path: string) => errorRespons
 
 /** Writes a Web Response to Node's, streaming the body with backpressure. */
 async function send(response: Response, res: ServerResponse): Promise<void> {
+  // Nobody to send it to: the client went away while core answered (piping into the closed response
+  // throws on Bun), or, with connect/express, the site answered first (a timeout middleware). Its
+  // headers appended after theirs threw, in a promise nobody awaits: that ended the Node process.
+  if (res.destroyed || res.headersSent) return void response.body?.cancel().catch(() => {})
   res.statusCode = response.status
   for (const [name, value] of response.headers) res.appendHeader(name, value)
   if (!response.body) return void res.end()
-  // The client went away while core answered: nobody to send it to (piping into the closed
-  // response throws on Bun).
-  if (res.destroyed) return void response.body.cancel().catch(() => {})
   // pipeline, not pipe: a client gone mid-answer destroys the body, which cancels core's answer and
   // frees its connection (piped, it stayed open, read by no one, for as long as core kept sending);
   // an answer that fails midway destroys the client's response. Either way it is over: nothing to report.
