@@ -55,12 +55,18 @@ if (!values.upstream) fail('--upstream is required')
 const keyInBody = values['key-in-body'] as KeyInBody
 if (!['auto', 'always', 'never'].includes(keyInBody)) fail('--key-in-body is auto, always or never')
 if (values.client !== 'socket' && values.client !== 'fetch') fail('--client is socket or fetch')
-const number = (name: string, value: string | undefined) => {
+/**
+ * Plain decimal digits only: `Number` reads "" and " " as 0 (`--max-body-bytes=$UNSET` refused every
+ * body with 413, `--port=$UNSET` listened on a random port) and takes "0x1f90" and "1e6" as well.
+ */
+const number = (name: string, value: string | undefined, max = Number.MAX_SAFE_INTEGER) => {
   if (value === undefined) return undefined
-  const n = Number(value)
-  if (!Number.isInteger(n) || n < 0) fail(`--${name} must be a whole number`)
+  const n = /^\d+$/.test(value) ? Number(value) : NaN
+  if (!(n <= max)) fail(`--${name} must be a whole number${max < Number.MAX_SAFE_INTEGER ? ` up to ${max}` : ''}`)
   return n
 }
+/** The largest TCP port: past it Bun.serve throws, which was reported as a failure to listen (exit 1, no usage). */
+const MAX_PORT = 65_535
 const BUILT_SCRIPT = fileURLToPath(new URL('../../tracker/dist/t.js', import.meta.url))
 const scriptPath = values.script ?? (existsSync(BUILT_SCRIPT) ? BUILT_SCRIPT : undefined)
 const scriptSource = (() => {
@@ -76,7 +82,7 @@ try {
   const server = serveRelay({
     upstream: values.upstream,
     prefix: values.prefix!,
-    port: number('port', values.port),
+    port: number('port', values.port, MAX_PORT),
     hostname: values.host,
     keyInBody,
     maxBodyBytes: number('max-body-bytes', values['max-body-bytes']),

@@ -71,6 +71,17 @@ test('a prefix the relay refuses is the command line at fault: exit 2 with the u
   expect(stderr).toContain('usage: npm run relay')
 })
 
+test('a number that is empty, not plain digits, or a port past 65535 is the command line at fault: exit 2 with the usage', async () => {
+  // `--max-body-bytes=$UNSET` was 0, refusing every body with 413; `--port=$UNSET` listened on a random port.
+  for (const [name, value] of [['port', ''], ['max-body-bytes', ''], ['timeout-ms', ' '], ['port', '0x1f90'], ['max-body-bytes', '1e6'], ['port', '70000']]) {
+    const proc = startStandalone(['--upstream', coreUrl, '--host', '127.0.0.1', ...(name === 'port' ? [] : ['--port', '0']), `--${name}=${value}`])
+    const code = await Promise.race([proc.exited, Bun.sleep(3000).then(() => 'listening')])
+    proc.kill()
+    const stderr = await new Response(proc.stderr).text()
+    expect({ name, value, code, usage: stderr.includes('usage: npm run relay') }).toEqual({ name, value, code: 2, usage: true })
+  }
+})
+
 test('a --script that cannot be read stops it before it listens: exit 2, naming the file', async () => {
   const proc = startStandalone(['--upstream', coreUrl, '--port', '0', '--host', '127.0.0.1', '--script', 'no/such/t.js'])
   const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
