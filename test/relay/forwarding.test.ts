@@ -127,6 +127,16 @@ for (const [clientName, makeClient] of Object.entries(CLIENTS)) {
       expect(res.headers.get('access-control-allow-origin')).toBe('https://shop.test')
     })
 
+    test("no User-Agent from the client: none of the relay's own goes to core, which falls back on the tracker's", async () => {
+      const sessionId = `${clientName}-no-ua`
+      const chrome = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36'
+      const chunk = JSON.stringify({ sessionId, events: [{ type: 4, timestamp: Date.now(), data: { href: 'https://shop.test/' } }], automaticProperties: { userAgent: chrome } })
+      expect((await post('/api/ingestion/events', chunk)).status).toBe(200)
+      expect(lastSeen().headers['user-agent'] ?? '').toBe('')
+      const [session] = await core.database.db.rows<{ browser: string | null }>(sql`select browser from sessions where session_id = ${sessionId}`)
+      expect(session).toEqual({ browser: 'Chrome' })
+    })
+
     test("the site's own credentials stay behind: a browser replays HTTP Basic auth on every same-origin request, beacons too", async () => {
       const sessionId = `${clientName}-basic`
       const beacon = JSON.stringify({ apiKey: core.key, sessionId, eventName: 'beacon' })

@@ -95,6 +95,8 @@ export function startTap(coreUrl: string, respondWith: Record<string, string> = 
       headers.delete('host')
       headers.delete('content-length')
       headers.delete('transfer-encoding')
+      // Transparent: fetch would add its own User-Agent where the relay sent none.
+      if (!headers.has('user-agent')) headers.set('user-agent', '')
       const answer = await fetch(coreUrl + url.pathname + url.search, { method: request.method, headers, body: request.method === 'GET' || request.method === 'HEAD' ? undefined : body })
       const out = new Headers(answer.headers)
       for (const [name, value] of Object.entries(respondWith)) out.append(name, value)

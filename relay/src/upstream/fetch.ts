@@ -29,7 +29,10 @@ export function fetchClient(fetchImpl: typeof fetch = fetch): UpstreamClient {
     request.signal?.addEventListener('abort', onClientGone, { once: true })
     if (request.signal?.aborted) onClientGone()
     // fetch sets Content-Length itself for bytes; a stream keeps the client's declared size.
-    const headers: [string, string][] = request.contentLength !== null && body instanceof ReadableStream ? [...request.headers, ['content-length', String(request.contentLength)]] : request.headers
+    const headers: [string, string][] = request.contentLength !== null && body instanceof ReadableStream ? [...request.headers, ['content-length', String(request.contentLength)]] : [...request.headers]
+    // A client that sent no User-Agent: fetch would add the runtime's own ("node", "Bun/1.4.5"), and
+    // core would record the relay as the client's browser. An empty one is sent as empty.
+    if (!headers.some(([name]) => name.toLowerCase() === 'user-agent')) headers.push(['user-agent', ''])
     try {
       const response = await fetchImpl(request.origin + request.target, {
         method: request.method,
