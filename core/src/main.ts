@@ -16,6 +16,12 @@ import { logUnhandledRejections } from './unhandled'
 const REQUEST_GRACE_MS = 5_000
 /** A stop that has not finished by then (a database that no longer answers) ends the process anyway. */
 const STOP_DEADLINE_MS = 15_000
+/**
+ * A signal this soon after the first is the same one delivered twice, not an operator asking again:
+ * under `npm start`, Ctrl-C (or a supervisor signalling the whole process group, as systemd does)
+ * reaches core directly and again through npm, which forwards what it gets, a few milliseconds later.
+ */
+const REPEATED_SIGNAL_MS = 200
 
 /** For the person who started core: the only lines of its output that are not log lines, and the only ones with a key. */
 function printWelcome(project: CreatedProject, port: number): void {
@@ -103,6 +109,7 @@ async function main(): Promise<void> {
  */
 function stopOnSignals(log: Logger): { stopWith(stop: () => Promise<void>): void } {
   let stopping = false
+  let firstSignalAt = 0
   let stop: (() => Promise<void>) | undefined
   const run = (given: () => Promise<void>) =>
     given().then(
@@ -115,12 +122,14 @@ function stopOnSignals(log: Logger): { stopWith(stop: () => Promise<void>): void
       },
     )
   const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping && performance.now() - firstSignalAt < REPEATED_SIGNAL_MS) return
     if (stopping) {
       // Asked again: exit now. A request not answered yet was never acknowledged, so nothing acknowledged is lost.
       log.warn('stopping at once', { signal })
       process.exit(1)
     }
     stopping = true
+    firstSignalAt = performance.now()
     log.info('shutting down', { signal })
     setTimeout(() => {
       log.error('shutdown took too long; exiting', { afterMs: STOP_DEADLINE_MS })

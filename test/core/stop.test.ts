@@ -93,6 +93,32 @@ describe('stopping', () => {
       core.proc.kill('SIGKILL')
     }
   })
+
+  // `npm start` stopped by Ctrl-C, or by a supervisor that signals the whole process group (systemd's
+  // default KillMode): core gets the signal from the terminal or the supervisor, and again from npm,
+  // which forwards what it gets. That is one request to stop, not an operator asking twice.
+  test('the same signal twice at once (the process group, and npm forwarding it) stops core as one: requests answered, exit 0', async () => {
+    const core = await spawnCore(await ownEnv())
+    const [first, rest] = ['{"sessionId":"s",', '"eventName":"under way"}']
+    const head = `POST /api/ingestion/customEvent HTTP/1.1\r\nHost: core\r\nAuthorization: Bearer ${keyOf(core)}\r\nContent-Length: ${first.length + rest.length}\r\n\r\n`
+    const request = await requestByHand(core.url, head + first)
+    try {
+      await Bun.sleep(200)
+      core.proc.kill('SIGINT')
+      // What npm takes to forward it: sent back to back, the system would deliver the two as one.
+      await Bun.sleep(10)
+      core.proc.kill('SIGINT')
+      await Bun.sleep(100)
+      request.send(rest)
+      const { exitCode } = await timedExit(core)
+      expect(core.output()).not.toContain('"msg":"stopping at once"')
+      expect(exitCode).toBe(0)
+      expect(request.answer()).toStartWith('HTTP/1.1 200')
+    } finally {
+      request.end()
+      core.proc.kill('SIGKILL')
+    }
+  })
 })
 
 describe.skipIf(engine !== 'postgres')('stopping while the database does not answer', () => {
