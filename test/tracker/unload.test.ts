@@ -57,6 +57,25 @@ describe('leaving the page', () => {
     expect(service.to('/customEvent/batch').map((r) => r.via)).toEqual(['beacon', 'fetch'])
   })
 
+  test("left, in Chromium's order (pagehide, visibilitychange, unload): what the page records in its own visibilitychange and unload listeners goes by beacon at once too", async () => {
+    const { tracker, service, win } = tracked({ enableAutomaticTracking: false })
+    tracker.start()
+    await settle()
+    win.document.addEventListener('visibilitychange', () => tracker.customEvent('hidden'))
+    win.addEventListener('unload', () => tracker.customEvent('unloaded'))
+    pageHide(win)
+    Object.defineProperty(win.document, 'visibilityState', { value: 'hidden', configurable: true })
+    win.document.dispatchEvent(new win.Event('visibilitychange'))
+    win.dispatchEvent(new win.Event('unload'))
+    await service.beaconsRead()
+    // No timer runs on a page that is gone: a batch waiting for one would be lost.
+    const left = service.to('/customEvent/batch')
+    expect(left.map((r) => [r.via, r.body.events.map((e: { eventName: string }) => e.eventName)])).toEqual([
+      ['beacon', ['hidden']],
+      ['beacon', ['unloaded']],
+    ])
+  })
+
   test('back from the back/forward cache: presence says so at once, and beats every 30 s from then; the replay goes on from a full snapshot', async () => {
     const { tracker, service, win, clock } = tracked({ enableAutomaticTracking: false })
     tracker.start()

@@ -86,7 +86,8 @@ export class ServiceTracker {
   /**
    * Sends go by beacon, at once: while the page is being hidden, and from its page hide until it is
    * shown again (the page's own pagehide listeners run after the tracker's, and no timer runs on a
-   * page that is gone). A visibilitychange after the page hide (the spec's order) ends it.
+   * page that is gone). The visibilitychange and unload that follow the page hide (the spec's order,
+   * and Chromium's) do not end it: what the page records in their listeners goes by beacon too.
    */
   #unloading?: boolean
   /** localStorage refused a write: the tracker goes on in memory, and says so. */
@@ -354,7 +355,8 @@ export class ServiceTracker {
     const identity = this.#identity
     this.#lifecycle = [
       listen(win, 'pagehide', () => (identity.releaseTab(), this.#hide(true))),
-      listen(document, 'visibilitychange', () => (document.visibilityState === 'hidden' ? this.#hide() : delivery.shown())),
+      // Hidden after the page hide (the spec's order, and Chromium's): it left, and stays unloading.
+      listen(document, 'visibilitychange', () => (document.visibilityState === 'hidden' ? this.#hide(this.#unloading) : delivery.shown())),
       listen(win, 'online', delivery.drain),
       listen<PageTransitionEvent>(win, 'pageshow', (event) => {
         this.#unloading = false
@@ -370,7 +372,10 @@ export class ServiceTracker {
     void delivery.resume()
   }
 
-  /** Hidden or unloading: what is in flight or waiting persists, what is queued goes by beacon (on page hide, presence ends after it). */
+  /**
+   * Hidden or unloading: what is in flight or waiting persists, what is queued goes by beacon (on page
+   * hide, presence ends after it). `left`: the page is gone, and stays unloading until it is shown again.
+   */
   #hide(left?: boolean) {
     if (this.#delivery.halted) return
     this.#unloading = true

@@ -72,7 +72,7 @@ export function createBatcher<T>(
       }
     },
     flush,
-    clear: () => void clear(),
+    clear,
   }
 }
 

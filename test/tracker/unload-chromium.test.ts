@@ -1,0 +1,65 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { join } from 'node:path'
+import { openBrowser, type TestBrowser } from '../e2e/browser'
+import { builtTracker } from './helpers/build'
+
+/**
+ * Leaving a page in headless Chromium, with t.js as built: Chromium fires pagehide, then
+ * visibilitychange (hidden), then unload. What the page records in each of those listeners reaches
+ * the service: no timer runs on a page that is gone, so it must go at once.
+ */
+
+const PAGE = `<!doctype html>
+<html><head><title>Leaving</title></head>
+<body>
+  <a id="away" href="/away">away</a>
+  <script src="/t.js"></script>
+  <script>
+    const tracker = ServiceTracker.init('sl_dev_leaving', { ingestionUrl: location.origin, enableAutomaticTracking: false })
+    addEventListener('pagehide', () => tracker.customEvent('pagehide'))
+    document.addEventListener('visibilitychange', () => document.visibilityState === 'hidden' && tracker.customEvent('hidden'))
+    addEventListener('unload', () => tracker.customEvent('unload'))
+  </script>
+</body></html>`
+
+let site: ReturnType<typeof Bun.serve>
+let browser: TestBrowser
+/** The names of every custom event the site received. */
+const received: string[] = []
+
+beforeAll(async () => {
+  const script = await Bun.file(join(await builtTracker(), 't.js')).arrayBuffer()
+  site = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    async fetch(request) {
+      const url = new URL(request.url)
+      if (request.method === 'POST') {
+        const bytes = new Uint8Array(await request.arrayBuffer())
+        const body = JSON.parse(new TextDecoder().decode(url.searchParams.get('compression') === 'gzip' ? Bun.gunzipSync(bytes) : bytes))
+        if (url.pathname === '/api/ingestion/customEvent/batch') received.push(...body.events.map((event: { eventName: string }) => event.eventName))
+        return Response.json({ success: true })
+      }
+      if (url.pathname === '/t.js') return new Response(script, { headers: { 'content-type': 'text/javascript' } })
+      return new Response(url.pathname === '/away' ? '<p>away</p>' : PAGE, { headers: { 'content-type': 'text/html' } })
+    },
+  })
+  browser = await openBrowser()
+}, 60_000)
+
+afterAll(async () => {
+  await browser?.close()
+  site?.stop(true)
+})
+
+describe('leaving a page, in headless Chromium', () => {
+  test("what the page records in its pagehide, visibilitychange and unload listeners arrives, each once", async () => {
+    const { page } = browser
+    await page.goto(`http://127.0.0.1:${site.port}/`)
+    await page.click('#away')
+    await page.waitForURL('**/away')
+    for (let i = 0; i < 80 && received.length < 3; i++) await Bun.sleep(25)
+    await Bun.sleep(200)
+    expect(received.sort()).toEqual(['hidden', 'pagehide', 'unload'])
+  }, 30_000)
+})
