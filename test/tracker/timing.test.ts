@@ -132,6 +132,15 @@ describe('heartbeat: about every 30 s', () => {
     expect(service.to('/heartbeat').length).toBe(beats)
     expect(beats).toBe(Math.floor(SESSION_IDLE_MS / HEARTBEAT_MS) + (SESSION_IDLE_MS % HEARTBEAT_MS ? 1 : 0))
   })
+
+  test('no session-end either, left hours after the session ended: the service would take it for activity in that session, and extend it to then', async () => {
+    const { tracker, service, clock, win } = tracked({ enableAutomaticTracking: false })
+    tracker.start()
+    await clock.advance(3 * 60 * 60_000)
+    pageHide(win)
+    await service.beaconsRead()
+    expect(service.to('/session-end')).toEqual([])
+  })
 })
 
 describe('sessions: 30 minutes without activity, or 24 hours', () => {

@@ -9,9 +9,9 @@ import type { Clock, PageWindow } from './types'
 
 /**
  * Presence, this tab's window of the session, from `start()` until `stop()`: a heartbeat at once and
- * every 30 s, and its end on page hide. A module of its own, imported by `start()` with the recorder:
- * a page that never starts the tracker never loads it. Before it is there, no heartbeat has gone,
- * so a page left meanwhile owes no session-end.
+ * every 30 s while the session is live, and its end on page hide. A module of its own, imported by
+ * `start()` with the recorder: a page that never starts the tracker never loads it. Before it is
+ * there, no heartbeat has gone, so a page left meanwhile owes no session-end.
  *
  * Its page hide listener is added after the tracker's own (added at `init`, again at `start()` after
  * a `stop()`, before this module loads), and a target's listeners run in the order they were added:
@@ -39,8 +39,11 @@ export function startPresence(win: PageWindow, clock: Clock, identity: Identity,
 
   const listeners = [
     // Sending stopped (a 429, the monthly limit, a refused key) stops the tracker, and this with it.
+    // None for a session that ended for want of activity (no beat went since): the service would take
+    // the goodbye for activity in it, and extend it to now.
     listen(win, 'pagehide', () => {
-      if (delivery.canSend) void transport.send(API + '/session-end', presence(identity.sessionId(false)), true)
+      const sessionId = identity.current()
+      if (sessionId && delivery.canSend) void transport.send(API + '/session-end', presence(sessionId), true)
     }),
     // Back from the back/forward cache: page hide ended this window's presence.
     listen<PageTransitionEvent>(win, 'pageshow', (event) => event.persisted && beat()),
