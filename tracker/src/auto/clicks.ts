@@ -30,7 +30,7 @@ export function describeElement(el: Element, context: AutoContext): Properties {
     text: context.redaction.visibleText(el),
     // Like form actions and requests: without the query and fragment, which often carry tokens (signed
     // links, resets); of a `mailto:` or `data:` link (a download made in the page), only the scheme.
-    href: el.hasAttribute('href') ? withoutQuery(el.getAttribute('href')!, context.win.location.href) : undefined,
+    href: el.hasAttribute('href') ? withoutQuery(el.getAttribute('href')!, context.win.document.baseURI) : undefined,
   }
 }
 

@@ -13,7 +13,7 @@ export function trackForms(context: AutoContext): Undo[] {
       context.customEvent('$form_submit', {
         id: idOf(form),
         name: form.getAttribute('name') ?? undefined,
-        action: withoutQuery(form.getAttribute('action') ?? '', context.win.location.href),
+        action: withoutQuery(form.getAttribute('action') ?? '', context.win.document.baseURI),
         method: (form.getAttribute('method') ?? 'get').toLowerCase(),
         fields: form.elements.length,
       })

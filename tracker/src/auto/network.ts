@@ -33,9 +33,6 @@ export interface SpanEntry {
   attributes: Record<string, unknown>
 }
 
-const REQUEST = Symbol('sightline.request')
-/** What `open` was given; once sent, how to remove that request's listeners. */
-type TrackedXhr = XMLHttpRequest & { [REQUEST]?: [method: string, url: string, unlisten?: Undo] }
 /** An XMLHttpRequest ends with loadend, which follows abort when the page aborted it. */
 const XHR_ENDS = ['abort', 'loadend']
 
@@ -48,7 +45,8 @@ const XHR_ENDS = ['abort', 'loadend']
 export function trackNetwork(context: AutoContext, network: boolean, spans: boolean): Undo[] {
   const { win } = context
   const describe = (method: string, rawUrl: string, start: number, status: number | null, statusText: string | null, failure?: { name?: string; message?: string }) => {
-    const url = withoutQuery(rawUrl, win.location.href)
+    statusText ||= null
+    const url = withoutQuery(rawUrl, win.document.baseURI)
     // Not what never crosses the network: a `data:` URL is its content (a photo being uploaded, say).
     if (!url.startsWith('http') || context.isOwnRequest(url)) return
     // The page's clock may have been set back meanwhile (a time sync); the service refuses a span
@@ -106,11 +104,14 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
         const start = context.now()
         return original.call(this, input, init).then(
           (response) => {
-            report(method, url, start, response.status, response.statusText || null)
+            report(method, url, start, response.status, response.statusText)
             return response
           },
           (error: Error) => {
-            report(method, url, start, null, null, error)
+            // An abort rejects with its signal's reason (which is none before), whatever the page gave it
+            // (`abort('superseded')`, a library's cancel error); only `AbortSignal.timeout`'s, a TimeoutError, is a failure.
+            const signal = init?.signal ?? request?.signal
+            report(method, url, start, null, null, error === signal?.reason && error?.name != 'TimeoutError' ? { name: 'AbortError' } : error)
             throw error
           },
         )
@@ -118,13 +119,27 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
     ),
   ]
 
+  // Each request of an XMLHttpRequest once, when it is done: at its abort or loadend, or, when the page
+  // opens the object again in its own handler of the end (a retry), there: Chromium fires that loadend
+  // only after the next send, while the object is not done. Opened again under way, a request ends with
+  // no event. (An abort is this request's, whatever the state: happy-dom's is unsent by then.) This
+  // tracker's own key, and listener: those of one stopped before report nothing.
+  const REQUEST = Symbol()
+  type TrackedXhr = XMLHttpRequest & { [REQUEST]?: [method: string, url: string, start?: number] }
+  const ended = function (this: TrackedXhr, event?: Event) {
+    const request = this[REQUEST]
+    const aborted = event?.type == 'abort'
+    if ((this.readyState > 3 || aborted) && request?.[2]) {
+      report(request[0], request[1], request[2], this.status || null, this.statusText, this.status ? undefined : { name: aborted ? 'AbortError' : 'NetworkError', message: 'the request failed' })
+      request[2] = 0
+    }
+  }
   const xhr = (win as { XMLHttpRequest?: typeof XMLHttpRequest }).XMLHttpRequest?.prototype as TrackedXhr | undefined
   if (xhr) {
     undo.push(
       patch(xhr, 'open', (original) =>
         function (this: TrackedXhr, method: string, url: string | URL, ...rest: unknown[]) {
-          // Opened again, a request under way ends with no event: its listeners go now.
-          this[REQUEST]?.[2]?.()
+          ended.call(this)
           this[REQUEST] = [String(method).toUpperCase(), String(url)]
           return (original as (...args: unknown[]) => void).call(this, method, url, ...rest)
         } as XMLHttpRequest['open'],
@@ -132,23 +147,20 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
       patch(xhr, 'send', (original) =>
         function (this: TrackedXhr, body?: Document | XMLHttpRequestBodyInit | null) {
           const request = this[REQUEST]
-          const start = context.now()
-          const listen = (add?: boolean) => XHR_ENDS.forEach((end) => this[add ? 'addEventListener' : 'removeEventListener'](end, ended))
-          // At the first of them, once: the page may send with this object again, and that request ends on its own.
-          const ended = ({ type }: Event) => {
-            listen()
-            const failure = this.status ? undefined : { name: type === 'abort' ? 'AbortError' : 'NetworkError', message: 'the request failed' }
-            report(request![0], request![1], start, this.status || null, this.statusText || null, failure)
+          // Not if it was sent already: that send throws, and the request under way goes on.
+          const sending = request && request[2] === undefined
+          if (sending) {
+            request[2] = context.now()
+            // Added again, the same listener is not added twice.
+            XHR_ENDS.forEach((type) => this.addEventListener(type, ended))
           }
-          if (request) listen(true)
           try {
             original.call(this, body)
           } catch (error) {
-            // Not sent (sent already, or never opened): no request of this call will end.
-            listen()
+            // Not sent (sent already, or never opened).
+            if (sending) request[2] = undefined
             throw error
           }
-          if (request) request[2] = listen
         },
       ),
     )

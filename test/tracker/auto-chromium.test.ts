@@ -1,0 +1,145 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { join } from 'node:path'
+import { openBrowser, type TestBrowser } from '../e2e/browser'
+import { builtTracker } from './helpers/build'
+
+/** Automatic tracking in headless Chromium, with t.js as built: what a real browser does that happy-dom does not. */
+
+let site: ReturnType<typeof Bun.serve>
+let browser: TestBrowser
+/** Every ingestion body the site received, by path. */
+let received: { path: string; body: any }[] = []
+
+const pageOf = (head = '') => `<!doctype html><html><head><title>Shop</title>${head}</head><body><script src="/t.js"></script></body></html>`
+let pages: Record<string, string> = {}
+
+beforeAll(async () => {
+  const script = await Bun.file(join(await builtTracker(), 't.js')).arrayBuffer()
+  site = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    async fetch(request) {
+      const url = new URL(request.url)
+      if (url.pathname.startsWith('/_sl/api/ingestion/')) {
+        const bytes = new Uint8Array(await request.arrayBuffer())
+        const body = JSON.parse(new TextDecoder().decode(url.searchParams.get('compression') === 'gzip' ? Bun.gunzipSync(bytes) : bytes))
+        received.push({ path: url.pathname.slice('/_sl/api/ingestion'.length), body })
+        return Response.json({ success: true })
+      }
+      if (url.pathname === '/t.js') return new Response(script, { headers: { 'content-type': 'text/javascript' } })
+      if (url.pathname.includes('/api/')) {
+        await Bun.sleep(Number(url.searchParams.get('wait') ?? 0))
+        return new Response('ok', { status: url.pathname.endsWith('/fail') ? 500 : 200 })
+      }
+      return new Response(pages[url.pathname] ?? pageOf(), { headers: { 'content-type': 'text/html' } })
+    },
+  })
+  browser = await openBrowser()
+}, 60_000)
+
+afterAll(async () => {
+  await browser?.close()
+  site?.stop(true)
+})
+
+declare const ServiceTracker: typeof import('@sightline/tracker').ServiceTracker
+
+/** Opens `path`, starts the tracker with `options` and waits for automatic tracking to be there. */
+async function open(path: string, options: Record<string, unknown>) {
+  received = []
+  await browser.page.goto(`http://127.0.0.1:${site.port}${path}`)
+  await browser.page.evaluate((options) => {
+    ;(window as any).tracker = ServiceTracker.init('sl_dev_auto', { ingestionUrl: location.origin + '/_sl', ...options })
+    ;(window as any).tracker.start()
+  }, options)
+  await browser.page.waitForTimeout(200)
+}
+const flushed = async () => {
+  await browser.page.waitForTimeout(1300)
+}
+const items = (path: string, field: string) => received.filter((r) => r.path === path).flatMap((r) => r.body[field] ?? [r.body])
+
+const spans = () => items('/spans/batch', 'spans').map((s: any) => [s.name, s.status.code, s.attributes['http.status_code']])
+const networkErrors = () => items('/network', 'errors').map((e: any) => [e.method, e.url, e.status, e.errorType])
+
+describe('network tracking in Chromium', () => {
+  test('an XMLHttpRequest the page sends again from its own load handler (a retry): each request is reported as it ended', async () => {
+    await open('/', { automaticTrackingOptions: { network: true, spans: true } })
+    // Chromium fires the first request's loadend after the retry is sent, while the object is OPENED again.
+    await browser.page.evaluate(
+      () =>
+        new Promise<void>((resolve) => {
+          const xhr = new XMLHttpRequest()
+          let retries = 1
+          xhr.addEventListener('load', () => {
+            if (xhr.status >= 500 && retries--) {
+              xhr.open('GET', '/api/ok?retry')
+              xhr.send()
+            } else resolve()
+          })
+          xhr.open('GET', '/api/fail?first')
+          xhr.send()
+        }),
+    )
+    await flushed()
+    expect(spans()).toEqual([
+      ['GET /api/fail', 'error', 500],
+      ['GET /api/ok', 'ok', 200],
+    ])
+    expect(networkErrors()).toEqual([['GET', `http://127.0.0.1:${site.port}/api/fail`, 500, 'http']])
+  })
+
+  test('a fetch the page aborts with a reason of its own (abort("superseded"), a library\'s cancel) is no network error', async () => {
+    await open('/', { automaticTrackingOptions: { network: true, spans: true } })
+    const rejected = await browser.page.evaluate(async () => {
+      const controller = new AbortController()
+      const request = new Request('/api/ok?wait=500', { signal: controller.signal })
+      const answers = [fetch('/api/ok?wait=500', { signal: controller.signal }), fetch(request)].map((answer) => answer.catch((reason) => reason))
+      controller.abort('superseded')
+      // An XMLHttpRequest aborted, and a fetch that timed out (AbortSignal.timeout): the latter failed.
+      const xhr = new XMLHttpRequest()
+      xhr.open('GET', '/api/ok?wait=500')
+      xhr.send()
+      xhr.abort()
+      const timedOut = await fetch('/api/fail?wait=500', { signal: AbortSignal.timeout(50) }).catch((reason) => reason.name)
+      return [...(await Promise.all(answers)), timedOut]
+    })
+    expect(rejected).toEqual(['superseded', 'superseded', 'TimeoutError'])
+    await flushed()
+    expect(spans()).toEqual([
+      ['GET /api/ok', 'unset', null],
+      ['GET /api/ok', 'unset', null],
+      ['GET /api/ok', 'unset', null],
+      ['GET /api/fail', 'error', null],
+    ])
+    expect(networkErrors()).toEqual([['GET', `http://127.0.0.1:${site.port}/api/fail`, null, 'network']])
+  })
+
+  test('a page with <base href>: a relative request, link or form action is reported where the browser sends it', async () => {
+    pages['/app/products/42'] = pageOf('<base href="/shop/">')
+    await open('/app/products/42', { automaticTrackingOptions: { network: true, spans: true, clicks: true, forms: true } })
+    await browser.page.evaluate(async () => {
+      document.body.insertAdjacentHTML('beforeend', '<a id="next" href="cart?step=2">Cart</a><form id="f" action="pay?x=1"></form>')
+      document.getElementById('f')!.addEventListener('submit', (event) => event.preventDefault())
+      await fetch('api/fail')
+      await new Promise((resolve) => {
+        const xhr = new XMLHttpRequest()
+        xhr.open('GET', 'api/fail?xhr')
+        xhr.addEventListener('loadend', resolve)
+        xhr.send()
+      })
+      document.getElementById('next')!.addEventListener('click', (event) => event.preventDefault())
+      document.getElementById('next')!.click()
+      ;(document.getElementById('f') as HTMLFormElement).requestSubmit()
+    })
+    await flushed()
+    const base = `http://127.0.0.1:${site.port}/shop/`
+    expect(networkErrors()).toEqual([
+      ['GET', base + 'api/fail', 500, 'http'],
+      ['GET', base + 'api/fail', 500, 'http'],
+    ])
+    const events = items('/customEvent/batch', 'events')
+    expect(events.find((e: any) => e.eventName === '$click').eventProperties.href).toBe(base + 'cart')
+    expect(events.find((e: any) => e.eventName === '$form_submit').eventProperties.action).toBe(base + 'pay')
+  })
+})
