@@ -22,23 +22,36 @@ export function parseJson(bytes: Uint8Array): unknown {
  */
 export const MAX_JSON_DEPTH = 512
 
-/** The parsed body, unless it nests arrays and objects deeper than MAX_JSON_DEPTH (400). */
+/**
+ * The parsed body, unless it nests arrays and objects deeper than MAX_JSON_DEPTH (400). The error's
+ * path names the body's member that nests too deep, and its item when that member is a list
+ * (`/events/3`), as a schema's error names an invalid item: a client can send the others without it.
+ */
 export function shallowEnough<T>(value: T, sizeBytes = Infinity): T {
   // Each level takes a byte: small bodies, the common case, are not walked. Nor is a body that is
   // not an object or array (`null` has no prototype to look at): its route's validation refuses it.
   if (sizeBytes <= MAX_JSON_DEPTH || value === null || typeof value !== 'object') return value
   const values: unknown[] = [value]
   const depths: number[] = [1]
+  /** Each value's member of the body, and item of it (see above), as a JSON Pointer. */
+  const paths: string[] = ['']
   while (values.length > 0) {
     const node = values.pop()
     const depth = depths.pop()!
+    const path = paths.pop()!
     // Only what JSON makes: a route's own reader may put class instances (typed arrays) in the body.
-    const children = Array.isArray(node) ? node : Object.getPrototypeOf(node) === Object.prototype ? Object.values(node as object) : []
-    for (const child of children) {
+    const list = Array.isArray(node)
+    const keys = list ? null : Object.getPrototypeOf(node) === Object.prototype ? Object.keys(node as object) : []
+    const count = keys ? keys.length : (node as unknown[]).length
+    for (let i = 0; i < count; i++) {
+      const key = keys ? keys[i] : i
+      const child = (node as Record<string | number, unknown>)[key]
       if (child === null || typeof child !== 'object') continue
-      if (depth >= MAX_JSON_DEPTH) throw new ApiError('validation_failed', `the body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`, { path: '/' })
+      const childPath = depth === 1 || (depth === 2 && list) ? `${path}/${String(key).replaceAll('~', '~0').replaceAll('/', '~1')}` : path
+      if (depth >= MAX_JSON_DEPTH) throw new ApiError('validation_failed', `the body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`, { path: childPath || '/' })
       values.push(child)
       depths.push(depth + 1)
+      paths.push(childPath)
     }
   }
   return value

@@ -115,12 +115,25 @@ describe('POST /api/ingestion/customEvent', () => {
       core.post('/api/ingestion/customEvent', { sessionId: 'ce-deep', eventName: 'alongside' }),
     ])
     expect(refused.status).toBe(400)
-    expect(await refused.json()).toMatchObject({ success: false, error: { code: 'validation_failed' }, path: '/' })
+    expect(await refused.json()).toMatchObject({ success: false, error: { code: 'validation_failed' }, path: '/eventProperties' })
     expect(alongside.status).toBe(200)
     // The body object, eventProperties, then 510 arrays: 512 levels are stored, 513 are not.
     expect((await core.post('/api/ingestion/customEvent', nested(510, 'at-limit'))).status).toBe(200)
     expect((await core.post('/api/ingestion/customEvent', nested(511, 'over-limit'))).status).toBe(400)
     expect((await eventsOf('ce-deep')).map((e) => e.event_name).sort()).toEqual(['alongside', 'at-limit'])
+  })
+
+  test('a batch item nested too deep is named in the 400 (`/events/1`), as any invalid item is, so that a client can send the others without it', async () => {
+    const deep = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`
+    const body = `{"sessionId":"ce-deep-batch","events":[{"eventName":"fine"},{"eventName":"deep","eventProperties":{"a":${deep(600)}}}]}`
+    const refused = await core.post('/api/ingestion/customEvent/batch', body)
+    expect(refused.status).toBe(400)
+    expect(await refused.json()).toMatchObject({ success: false, error: { code: 'validation_failed' }, path: '/events/1' })
+    // A member that is no list is named alone; a key is written as JSON Pointer writes it.
+    const single = await core.post('/api/ingestion/customEvent', `{"sessionId":"ce-deep-batch","eventName":"e","eventProperties":{"a":${deep(600)}}}`)
+    expect(await single.json()).toMatchObject({ path: '/eventProperties' })
+    const odd = await core.post('/api/ingestion/customEvent', `{"sessionId":"ce-deep-batch","eventName":"e","a/b~":{"x":${deep(600)}}}`)
+    expect(await odd.json()).toMatchObject({ path: '/a~1b~0' })
   })
 
   test('text cut inside an emoji (a lone surrogate, as String.slice leaves it) is stored with U+FFFD in its place, not refused', async () => {
