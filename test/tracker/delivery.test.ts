@@ -152,6 +152,25 @@ describe('delivery', () => {
     expect(clock.pending()).toEqual([])
   })
 
+  test('400 naming an item of a batch (`/events/2/...`): halved until that item goes alone, and only it is dropped; a 400 naming none drops the parcel, not halved', async () => {
+    const stored: unknown[] = []
+    const { service, delivery, parcel, outbox } = setup((request) => {
+      const bad = request.body.events.indexOf('bad')
+      if (bad < 0) stored.push(...request.body.events)
+      return bad < 0 ? { status: 200, body: { success: true } } : { status: 400, body: { success: false, error: { code: 'validation_failed' }, path: `/events/${bad}/eventName` } }
+    })
+    await delivery.deliver(parcel('a', { sessionId: 's', events: [1, 2, 'bad', 4, 5] }))
+    expect(stored.sort()).toEqual([1, 2, 4, 5])
+    expect(delivery.drops()).toEqual({ rejected_400: 1 })
+    expect(outbox.size()).toBe(0)
+    expect(service.sent).toHaveLength(5)
+
+    const whole = setup(() => ({ status: 400, body: { success: false, error: { code: 'validation_failed' }, path: '/sessionId' } }))
+    await whole.delivery.deliver(whole.parcel('b', { sessionId: 's', events: [1, 2, 3] }))
+    expect(whole.service.sent).toHaveLength(1)
+    expect(whole.delivery.drops()).toEqual({ rejected_400: 1 })
+  })
+
   test('429 stops all sending, quietly: retries waiting are cancelled and later parcels are not sent', async () => {
     let limit = false
     const { service, clock, delivery, parcel, stops, log } = setup(() => (limit ? { status: 429, body: { success: false, monthlyLimitReached: true } } : { status: 503 }))

@@ -13,8 +13,8 @@ export const MAX_ATTEMPTS = 5
 export function retryAfterMs(header: string | null | undefined, now: number): number | null {
   if (!header) return null
   const seconds = Number(header)
-  const ms = Number.isNaN(seconds) ? Date.parse(header) - now : seconds * 1000
-  return Number.isNaN(ms) ? null : Math.max(0, ms)
+  const ms = isNaN(seconds) ? Date.parse(header) - now : seconds * 1000
+  return isNaN(ms) ? null : Math.max(0, ms)
 }
 
 /** The wait before retry `attempt` (0-based): half fixed, half random, never shorter than Retry-After. */
@@ -31,7 +31,7 @@ export interface DeliveryDeps {
   clock: Clock
   log: Logger
   random?: () => number
-  /** Splits a body answered 413 (default: `halve`). */
+  /** Splits a body answered 413, or 400 for one of its items (default: `halve`). */
   split?: typeof halve
   /**
    * Runs a drain unless another tab of the origin is draining the same outbox (default: it runs). The
@@ -49,8 +49,9 @@ export type Delivery = ReturnType<typeof createDelivery>
 
 /**
  * Gets parcels to the service: retries network failures and 5xx with backoff, halves what is too
- * large, persists what cannot be sent (offline, unloading, stopped, out of attempts) and sends it
- * again when the browser is back online or on the next page load. Parcels carry their event uuids
+ * large or refused for one of its items (until that item goes alone), persists what cannot be sent
+ * (offline, unloading, stopped, out of attempts) and sends it again when the browser is back online
+ * or on the next page load. Parcels carry their event uuids
  * and chunk `seq`, so a parcel sent twice is stored once. 429 and an invalid key stop all sending.
  */
 export function createDelivery({ transport, outbox, clock, log, random = Math.random, split = halve, alone = (drain) => drain(), answered, stopped }: DeliveryDeps) {
@@ -145,10 +146,17 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     const answer = await transport.send(parcel.path, parcel.body, unload, drained)
     inFlight.delete(parcel.id)
     const wasPersisted = persisted.delete(parcel.id)
-    if (settle(answer)) return delivered(parcel, unload)
+    if (settle(answer)) {
+      // The kept copy is no longer needed; the service answers, so what else is kept may go now (not on unload).
+      outbox.remove(parcel.id)
+      if (!unload) void drain()
+      return
+    }
     if (halted || wasPersisted) return
     const { status } = answer
-    if (status === 413) {
+    // Too large, or refused for one item of its list (a 400's path names it: `/events/3/eventName`):
+    // halved until what fails goes alone, and the rest is stored.
+    if (status === 413 || /\/\d/.test(answer.data?.path as string)) {
       const halves = split(parcel.body)?.map((body, i) => ({ ...parcel, id: parcel.id + '.' + i, body }))
       if (halves) {
         // Drained, its halves take its place in the outbox, which keeps them until each is stored: in
@@ -160,7 +168,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
         await Promise.all(halves.map((half) => deliver(half, unload, drained ? attempt : 0)))
         return
       }
-      return answer.local ? keep() : drop('too_large', parcel)
+      if (status === 413) return answer.local ? keep() : drop('too_large', parcel)
     }
     if (status && status < 500 && status !== 408) return drop(`rejected_${status}`, parcel)
     // No answer, or a service that cannot take anything now (502 to 504, 503 with Retry-After): a
@@ -188,12 +196,6 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     if (data) answered(data)
     unstuck = stuck
     return true
-  }
-
-  /** A kept copy is no longer needed; the service answers, so what else is kept may go now (not on unload). */
-  function delivered(parcel: Parcel, unload: boolean) {
-    outbox.remove(parcel.id)
-    if (!unload) void drain()
   }
 
   /**

@@ -197,7 +197,7 @@ export function createMessages({ win, clock, identity, redaction, release, send,
       held = []
       all().forEach((batcher) => batcher.clear())
     },
-    /** A 413'd body in two; a replay chunk's second half gets its own `seq`. */
+    /** A body answered 413, or 400 for one of its items, in two; a replay chunk's second half gets its own `seq`. */
     split(body: Record<string, unknown>) {
       const halves = halve(body)
       if (halves && typeof body.seq === 'number') halves[1].seq = identity.nextSeq()

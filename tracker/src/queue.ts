@@ -47,7 +47,7 @@ export function createBatcher<T>(
   let owner: Owner | undefined
   let timer: unknown
   const clear = () => {
-    if (timer !== undefined) clock.clearTimeout(timer)
+    clock.clearTimeout(timer)
     timer = undefined
     const taken = items
     items = []
@@ -79,11 +79,11 @@ export function createBatcher<T>(
 const LIST_FIELDS = ['events', 'logs', 'errors', 'spans']
 
 /**
- * A body split in two halves of its item list, for a payload answered 413. Null when there is
- * nothing left to split. Each half keeps every other field (session, window, `seq`).
+ * A body split in two halves of its item list, for a payload answered 413, or 400 for one of its
+ * items. Null when there is nothing left to split. Each half keeps every other field (session, window, `seq`).
  */
 export function halve(body: Record<string, unknown>): [Record<string, unknown>, Record<string, unknown>] | null {
-  const field = LIST_FIELDS.find((name) => Array.isArray(body[name]) && (body[name] as unknown[]).length > 1)
+  const field = LIST_FIELDS.find((name) => (body[name] as unknown[])?.length > 1)
   if (!field) return null
   const list = body[field] as unknown[]
   const middle = Math.ceil(list.length / 2)

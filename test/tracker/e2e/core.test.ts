@@ -155,6 +155,26 @@ describe('straight to core', () => {
     expect(sent('/events').filter(([via]) => via === 'fetch')).toEqual([['fetch', '?compression=gzip']])
   })
 
+  test('a value core refuses in one item (properties nested too deep, a name of NUL alone) loses that item only: the others of its batch are stored', async () => {
+    const { tracker, clock } = directly({ enableAutomaticTracking: false })
+    const { sessionId } = tracker.getUserInfo()
+    let deep: Record<string, unknown> = {}
+    for (let i = 0; i < 600; i++) deep = { deep }
+    tracker.customEvent('before', { n: 1 })
+    tracker.customEvent('too deep', deep)
+    tracker.customEvent('\0')
+    tracker.customEvent('after', { n: 2 })
+    tracker.captureError(new Error('first'))
+    tracker.captureError(new Error('with a deep context'), deep)
+    tracker.captureError(new Error('last'))
+    await clock.advance(TELEMETRY_FLUSH_MS)
+    await eventually(async () => {
+      expect((await e2e.rows<{ event_name: string }>(sql`select event_name from events where session_id = ${sessionId}`)).map((e) => e.event_name).sort()).toEqual(['after', 'before'])
+      expect((await e2e.rows<{ message: string }>(sql`select message from error_events where session_id = ${sessionId}`)).map((e) => e.message).sort()).toEqual(['first', 'last'])
+    })
+    expect(tracker.getConnectionStatus().dropped).toMatchObject({ rejected_400: 3 })
+  })
+
   test('a resend after a lost answer is stored once (event uuids, chunk hashes)', async () => {
     // Core stores each first attempt, but the browser never sees the answer, and the tracker sends
     // the same body again: core gets every item twice.
