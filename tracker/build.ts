@@ -67,7 +67,7 @@ export const INTERNAL_NAMES = [
   // delivery and the outbox (`outbox` itself is public: getConnectionStatus().dropped.outbox)
   'deliver', 'drain', 'settle', 'persistPending', 'halted', 'canSend', 'drops', 'answered', 'parcel', 'timer', 'alone', 'idle', 'resume', 'shown', 'put',
   // messages and what automatic tracking is given
-  'owner', 'here', 'pageView', 'record', 'report', 'floodGate', 'withPageUrls', 'flooded', 'redaction', 'isOwnRequest', 'early', 'flush',
+  'owner', 'here', 'pageView', 'record', 'report', 'floodGate', 'withPageUrls', 'flooded', 'redaction', 'early', 'flush',
   // the parts the tracker wires together, the logger's settings, the per-tab store
   'identity', 'delivery', 'messages', 'configure', 'tab',
   // where the tracker sends, and what getConnectionStatus is told

@@ -251,6 +251,19 @@ describe('network and spans', () => {
     expect(errors[0]).toMatchObject({ statusText: 'Internal Server Error', errorMessage: 'HTTP 500 Internal Server Error', sessionId: t.tracker.getSessionId(), endUserId: t.tracker.getUserInfo().endUserId, requestId: expect.any(String), duration: expect.any(Number) })
   })
 
+  test("sending to the page's own origin (a relay at its root): the page's requests there are reported, the tracker's own (ingestion, the reachability probe) are not", async () => {
+    const t = tracked({ ingestionUrl: apiBase, automaticTrackingOptions: only({ network: true, spans: true }) })
+    t.tracker.start()
+    await settle()
+    await t.win.fetch(`${apiBase}/fail`)
+    await t.win.fetch(`${apiBase}/orders`)
+    await t.win.fetch(`${apiBase}/api/ingestion/customEvent`, { method: 'POST', body: '{}' })
+    await t.win.fetch(`${apiBase}/health/simple`)
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(t.service.to('/spans/batch').flatMap((r) => r.body.spans.map((s: any) => s.name))).toEqual(['GET /fail', 'GET /orders'])
+    expect(t.service.to('/network').flatMap((r) => r.body.errors.map((e: any) => e.url))).toEqual([`${apiBase}/fail`])
+  })
+
   test('a page clock stepped back while a request is out: the span ends where it began, the duration is 0', async () => {
     // A time sync may move Date.now() back; the service refuses a span that ends before it starts.
     const clock = fakeClock()

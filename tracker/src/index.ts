@@ -166,7 +166,7 @@ export class ServiceTracker {
       this.#running.push(...keeping)
       this.#load(import('./auto'), generation, ({ installAutomaticTracking }) => {
         for (const undo of keeping) undo()
-        const context: AutoContext = { early, ...this.#messages, win, now: () => this.#clock.now(), redaction: this.#redaction, isOwnRequest: (url) => url.startsWith(this.#base.base + '/') }
+        const context: AutoContext = { early, ...this.#messages, win, now: () => this.#clock.now(), redaction: this.#redaction, base: this.#base.base }
         this.#running.push(...installAutomaticTracking(context, automaticTrackingOptions))
       })
     }

@@ -14,8 +14,8 @@ export interface AutoContext extends Pick<Messages, 'customEvent' | 'pageView' |
   win: PageWindow
   now(): number
   redaction: Redaction
-  /** The tracker's own requests, never reported. */
-  isOwnRequest(url: string): boolean
+  /** Where the tracker sends: its requests there (ingestion, the reachability probe) are never reported. */
+  base: string
   /** The page's errors and unhandled rejections since `start()`, kept while this module loaded. */
   early: Event[]
 }

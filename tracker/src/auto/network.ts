@@ -1,3 +1,4 @@
+import { API } from '../config'
 import { patch, type Undo } from '../dom'
 import { randomHex, uuid } from '../ids'
 import { URL_IN_TEXT, withoutCredentials, withoutQuery } from '../urls'
@@ -44,11 +45,14 @@ const XHR_ENDS = ['abort', 'loadend']
  */
 export function trackNetwork(context: AutoContext, network: boolean, spans: boolean): Undo[] {
   const { win } = context
+  // The tracker's own requests, by their routes: the base may be the page's own origin (a relay
+  // mounted at its root), and the page's requests there are the page's.
+  const own = [context.base + API + '/', context.base + '/health/']
   const describe = (method: string, rawUrl: string, start: number, status: number | null, statusText: string | null, failure?: { name?: string; message?: string }) => {
     statusText ||= null
     const url = withoutQuery(rawUrl, win.document.baseURI)
     // Not what never crosses the network: a `data:` URL is its content (a photo being uploaded, say).
-    if (!url.startsWith('http') || context.isOwnRequest(url)) return
+    if (!url.startsWith('http') || own.some((prefix) => url.startsWith(prefix))) return
     // The page's clock may have been set back meanwhile (a time sync); the service refuses a span
     // that ends before it starts.
     const end = Math.max(context.now(), start)
