@@ -261,6 +261,28 @@ for (const adapter of ['bun', 'node', 'elysia', 'deno'] as AdapterName[]) {
   })
 }
 
+for (const adapter of ['bun', 'node', 'node-middleware', 'elysia', 'deno'] as AdapterName[]) {
+  test(`${adapter}: requests pipelined on one connection reach core one at a time: one write of 50 opens one connection to core, not 50`, async () => {
+    // Each request forwarded at once held a connection to core (and a file descriptor) until core
+    // answered or timeoutMs passed, the client's gone included: a few kilobytes sent once, many
+    // connections to core, as many times as the client writes.
+    const silent = startSilentUpstream()
+    const relay = await startRelay(adapter, { upstream: silent.url, prefix: '/_sl', timeoutMs: 10_000 })
+    const { hostname, port } = new URL(relay.url)
+    const client = await Bun.connect({ hostname, port: Number(port), socket: { data() {} } })
+    try {
+      client.write('GET /_sl/health HTTP/1.1\r\nHost: shop.test\r\n\r\n'.repeat(50))
+      await until(() => silent.connections.length >= 1)
+      await Bun.sleep(300)
+      expect(silent.connections.length).toBe(1)
+    } finally {
+      client.end()
+      await relay.close()
+      silent.close()
+    }
+  })
+}
+
 describe("Bun's idle timeout of the site's server does not cut short what timeoutMs allows", () => {
   // Bun.serve closes a connection silent for its idleTimeout (10 s by default, 30 s under Elysia's
   // listen), a pending answer included: core silent for longer than that but within timeoutMs left

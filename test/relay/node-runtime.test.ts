@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import type { Subprocess } from 'bun'
 import { startCore } from '../helpers/core'
-import { rawRequest, RESOLVED_TO_HEALTH, startEndlessUpstream, startLineRecorder, startNodeFixture, startStallingUpstream, startTap } from './helpers'
+import { rawRequest, RESOLVED_TO_HEALTH, startEndlessUpstream, startLineRecorder, startNodeFixture, startSilentUpstream, startStallingUpstream, startTap } from './helpers'
 
 // The Node adapter under Node itself (node:http and undici's fetch), not Bun's emulation of them.
 const core = await startCore()
@@ -107,6 +107,28 @@ test("a client gone while the answer streams: Node's relay gives up core's answe
   } finally {
     upstream.close()
   }
+})
+
+test("requests pipelined on one connection reach core one at a time under Node: one write of 50 opens one connection to core, and each is answered in turn", async () => {
+  const silent = startSilentUpstream()
+  const client = await (async () => {
+    const node = await startNode(silent.url)
+    const { hostname, port } = new URL(node)
+    return Bun.connect({ hostname, port: Number(port), socket: { data() {} } })
+  })()
+  try {
+    client.write('GET /_sl/health HTTP/1.1\r\nHost: shop.test\r\n\r\n'.repeat(50))
+    const deadline = Date.now() + 3000
+    while (silent.connections.length === 0 && Date.now() < deadline) await Bun.sleep(10)
+    await Bun.sleep(300)
+    expect(silent.connections.length).toBe(1)
+  } finally {
+    client.end()
+    silent.close()
+  }
+  // Twenty pipelined requests, all answered: the first answer's head is read as `status`, the 19 after it are in `text`.
+  const { status, text } = await rawRequest(toRecorder, `${'GET /_sl/health HTTP/1.1\r\nHost: shop.test\r\n\r\n'.repeat(19)}GET /_sl/health/simple HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n`)
+  expect({ status, after: text.match(/HTTP\/1\.1 200/g)?.length }).toEqual({ status: 200, after: 19 })
 })
 
 test("an answer that stalls mid-body: Node's response ends, closing the client's connection, after timeoutMs of silence; core's connection is closed, the next request gets a fresh one", async () => {

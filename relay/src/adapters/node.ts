@@ -22,11 +22,21 @@ export function nodeRelay(options: RelayOptions) {
     const aborted = new AbortController()
     const request = toRequest(req, url, aborted.signal)
     if (request === null) return void send(refusedMethod(req.method, url.pathname), res)
-    res.once('close', () => res.writableFinished || aborted.abort())
-    relay(request, { address: req.socket.remoteAddress ?? null }).then(
-      (response) => send(response, res),
-      (error) => (next ? next(error) : res.destroy(error as Error)),
-    )
+    const forward = () => {
+      res.once('close', () => res.writableFinished || aborted.abort())
+      relay(request, { address: req.socket.remoteAddress ?? null }).then(
+        (response) => send(response, res),
+        (error) => (next ? next(error) : res.destroy(error as Error)),
+      )
+    }
+    // A request pipelined behind one still being answered: node:http parses every request of a
+    // write at once and queues their answers, giving each the socket (`res.socket`, the 'socket'
+    // event) when the one before is done. Forwarded at once, each held a connection to core until
+    // core answered or timeoutMs passed, the client gone or not (a GET is not aborted): one write
+    // of N requests opened N connections. Forwarded in turn, as nginx and Bun.serve do; one that
+    // never gets its turn (the client went away) is never forwarded.
+    if (res.socket) forward()
+    else res.once('socket', forward)
   }
   return Object.assign(handle, { prefix: relay.prefix, handles: relay.handles, ready: relay.ready })
 }
