@@ -1,45 +1,34 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
 import { openBrowser, type TestBrowser } from '../e2e/browser'
-import { builtTracker } from './helpers/build'
+import { startTrackedSite, type SiteSend } from './helpers/site'
 
 /** Automatic tracking in headless Chromium, with t.js as built: what a real browser does that happy-dom does not. */
 
-let site: ReturnType<typeof Bun.serve>
+let site: Awaited<ReturnType<typeof startTrackedSite>>
 let browser: TestBrowser
 /** Every ingestion body the site received, by path. */
-let received: { path: string; body: any }[] = []
+let received: SiteSend[] = []
 
 const pageOf = (head = '') => `<!doctype html><html><head><title>Shop</title>${head}</head><body><script src="/t.js"></script></body></html>`
 let pages: Record<string, string> = {}
 
 beforeAll(async () => {
-  const script = await Bun.file(join(await builtTracker(), 't.js')).arrayBuffer()
-  site = Bun.serve({
-    port: 0,
-    hostname: '127.0.0.1',
-    async fetch(request) {
-      const url = new URL(request.url)
-      if (url.pathname.startsWith('/_sl/api/ingestion/')) {
-        const bytes = new Uint8Array(await request.arrayBuffer())
-        const body = JSON.parse(new TextDecoder().decode(url.searchParams.get('compression') === 'gzip' ? Bun.gunzipSync(bytes) : bytes))
-        received.push({ path: url.pathname.slice('/_sl/api/ingestion'.length), body })
-        return Response.json({ success: true })
-      }
-      if (url.pathname === '/t.js') return new Response(script, { headers: { 'content-type': 'text/javascript' } })
+  site = await startTrackedSite(
+    async (_, url) => {
       if (url.pathname.includes('/api/')) {
         await Bun.sleep(Number(url.searchParams.get('wait') ?? 0))
         return new Response('ok', { status: url.pathname.endsWith('/fail') ? 500 : 200 })
       }
       return new Response(pages[url.pathname] ?? pageOf(), { headers: { 'content-type': 'text/html' } })
     },
-  })
+    (send) => received.push(send),
+  )
   browser = await openBrowser()
 }, 60_000)
 
 afterAll(async () => {
   await browser?.close()
-  site?.stop(true)
+  site?.stop()
 })
 
 declare const ServiceTracker: typeof import('@sightline/tracker').ServiceTracker

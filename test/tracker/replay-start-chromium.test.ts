@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
 import { openBrowser, type TestBrowser } from '../e2e/browser'
-import { builtTracker } from './helpers/build'
+import { startTrackedSite } from './helpers/site'
 import { CLICK, CUSTOM, FULL_SNAPSHOT, INCREMENTAL, META, MOUSE_DOWN, MOUSE_INTERACTION, type RecordedEvent } from './helpers/rrweb'
 
 /**
@@ -19,34 +18,22 @@ const PAGE = `<!doctype html>
   <script src="/t.js"></script>
 </body></html>`
 
-let site: ReturnType<typeof Bun.serve>
+let site: Awaited<ReturnType<typeof startTrackedSite>>
 let browser: TestBrowser
 /** Every replay chunk the site received. */
 const chunks: { sessionId: string; seq: number; events: RecordedEvent[] }[] = []
 
 beforeAll(async () => {
-  const script = await Bun.file(join(await builtTracker(), 't.js')).arrayBuffer()
-  site = Bun.serve({
-    port: 0,
-    hostname: '127.0.0.1',
-    async fetch(request) {
-      const url = new URL(request.url)
-      if (request.method === 'POST') {
-        const bytes = new Uint8Array(await request.arrayBuffer())
-        const body = JSON.parse(new TextDecoder().decode(url.searchParams.get('compression') === 'gzip' ? Bun.gunzipSync(bytes) : bytes))
-        if (url.pathname === '/api/ingestion/events') chunks.push(body)
-        return Response.json({ success: true })
-      }
-      if (url.pathname === '/t.js') return new Response(script, { headers: { 'content-type': 'text/javascript' } })
-      return new Response(PAGE, { headers: { 'content-type': 'text/html' } })
-    },
-  })
+  site = await startTrackedSite(
+    async () => new Response(PAGE, { headers: { 'content-type': 'text/html' } }),
+    ({ path, body }) => path === '/events' && chunks.push(body),
+  )
   browser = await openBrowser()
 }, 60_000)
 
 afterAll(async () => {
   await browser?.close()
-  site?.stop(true)
+  site?.stop()
 })
 
 /** A session's replay, chunk by chunk in `seq` order. */

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
 import { openBrowser, type TestBrowser } from '../e2e/browser'
-import { builtTracker } from './helpers/build'
+import { startTrackedSite } from './helpers/site'
 
 /**
  * Leaving a page in headless Chromium, with t.js as built: Chromium fires pagehide, then
@@ -22,34 +21,22 @@ const PAGE = `<!doctype html>
   </script>
 </body></html>`
 
-let site: ReturnType<typeof Bun.serve>
+let site: Awaited<ReturnType<typeof startTrackedSite>>
 let browser: TestBrowser
 /** The names of every custom event the site received. */
 const received: string[] = []
 
 beforeAll(async () => {
-  const script = await Bun.file(join(await builtTracker(), 't.js')).arrayBuffer()
-  site = Bun.serve({
-    port: 0,
-    hostname: '127.0.0.1',
-    async fetch(request) {
-      const url = new URL(request.url)
-      if (request.method === 'POST') {
-        const bytes = new Uint8Array(await request.arrayBuffer())
-        const body = JSON.parse(new TextDecoder().decode(url.searchParams.get('compression') === 'gzip' ? Bun.gunzipSync(bytes) : bytes))
-        if (url.pathname === '/api/ingestion/customEvent/batch') received.push(...body.events.map((event: { eventName: string }) => event.eventName))
-        return Response.json({ success: true })
-      }
-      if (url.pathname === '/t.js') return new Response(script, { headers: { 'content-type': 'text/javascript' } })
-      return new Response(url.pathname === '/away' ? '<p>away</p>' : PAGE, { headers: { 'content-type': 'text/html' } })
-    },
-  })
+  site = await startTrackedSite(
+    async (_, url) => new Response(url.pathname === '/away' ? '<p>away</p>' : PAGE, { headers: { 'content-type': 'text/html' } }),
+    ({ path, body }) => path === '/customEvent/batch' && received.push(...body.events.map((event: { eventName: string }) => event.eventName)),
+  )
   browser = await openBrowser()
 }, 60_000)
 
 afterAll(async () => {
   await browser?.close()
-  site?.stop(true)
+  site?.stop()
 })
 
 describe('leaving a page, in headless Chromium', () => {
