@@ -26,10 +26,31 @@ export interface FunctionScopes {
 export function functionScopes(source: string): FunctionScopes {
   const lineStarts = lineStartsOf(source)
   const blocks = blocksOf(source)
-  const names = new Map<number, string | null>()
-  const nameOf = (block: number): string | null => {
-    if (!names.has(block)) names.set(block, functionNameOfHead(source.slice(blocks.headStart[block], blocks.start[block])))
-    return names.get(block)!
+  /**
+   * The name each block's position gets: its own function's, else the nearest one around it, else ''.
+   * Kept once found, for every block on the way out: an uploaded source may nest blocks that
+   * declare no function a hundred thousand deep, and a walk out through all of them per frame took
+   * seconds a report.
+   */
+  const resolved = new Map<number, string>()
+  const resolve = (innermost: number): string => {
+    const way: number[] = []
+    let name = ''
+    for (let block = innermost; block >= 0; block = blocks.parent[block]) {
+      const known = resolved.get(block)
+      if (known !== undefined) {
+        name = known
+        break
+      }
+      way.push(block)
+      const own = functionNameOfHead(source.slice(blocks.headStart[block], blocks.start[block]))
+      if (own !== null) {
+        name = own
+        break
+      }
+    }
+    for (const block of way) resolved.set(block, name)
+    return name
   }
   return {
     nameAt(line, column) {
@@ -38,11 +59,7 @@ export function functionScopes(source: string): FunctionScopes {
       const lineStart = lineStarts[index]
       const lineEnd = index + 1 < lineStarts.length ? lineStarts[index + 1] - 1 : source.length
       const offset = lineStart + Math.min(Math.max(column, 0), lineEnd - lineStart)
-      for (let block = blocks.innermostOpenAt(offset); block >= 0; block = blocks.parent[block]) {
-        const name = nameOf(block)
-        if (name !== null) return name
-      }
-      return ''
+      return resolve(blocks.innermostOpenAt(offset))
     },
   }
 }
@@ -88,15 +105,17 @@ const HEAD_CHARS = 400
 
 /**
  * The `{ ... }` blocks of the source that may be functions, in the order they open: where each
- * opens, where it closes (the source's end if never), where its head starts (after the last `{`,
- * `}` or `;`), and the kept block around it (-1 at top level). A block is open at an offset it
- * follows and its `}` does not. Other blocks are left out, which keeps the index small.
+ * opens, where its head starts (after the last `{`, `}` or `;`), and the kept block around it (-1
+ * at top level); and which is innermost where. A block is open at an offset it follows and its `}`
+ * does not. Other blocks are left out, which keeps the index small.
  */
 function blocksOf(source: string) {
   const start = new Column()
-  const end = new Column()
   const headStart = new Column()
   const parent = new Column()
+  // Where the innermost kept block changes (the offset from which on it holds) and which it then is.
+  const changedAt = new Column()
+  const changedTo = new Column()
   // Open blocks (kept ones by index), and `${` markers of template literals between them.
   const open: number[] = []
   const openBlocks: number[] = []
@@ -154,11 +173,12 @@ function blocksOf(source: string) {
       if (text.includes(')') || text.includes('=>')) {
         const block = start.length
         start.push(i)
-        end.push(source.length)
         headStart.push(head)
         parent.push(openBlocks.at(-1) ?? -1)
         open.push(block)
         openBlocks.push(block)
+        changedAt.push(i + 1)
+        changedTo.push(block)
       } else {
         open.push(NOT_A_FUNCTION)
       }
@@ -172,8 +192,9 @@ function blocksOf(source: string) {
         continue
       }
       if (closed !== undefined && closed >= 0) {
-        end.values[closed] = i
         openBlocks.pop()
+        changedAt.push(i + 1)
+        changedTo.push(openBlocks.at(-1) ?? -1)
       }
     } else if (c === ';' && open.at(-1) !== IN_HEAD) {
       segmentStart = i + 1
@@ -181,24 +202,25 @@ function blocksOf(source: string) {
     if (!/\s/.test(c)) lastSignificant = /[\w$]/.test(c) ? 'w' : c
     i++
   }
-  const starts = start.values
-  const ends = end.values
+  const changes = changedAt.values
   return {
-    start: starts,
+    start: start.values,
     headStart: headStart.values,
     parent: parent.values,
-    /** The innermost block open at `offset`, or -1. */
+    /**
+     * The innermost block open at `offset` (one it follows and whose `}` it does not), or -1: the
+     * last change at or before it. Not the last block to open before it and out from there past
+     * those already closed: a hundred thousand nested blocks closed before it took as many steps.
+     */
     innermostOpenAt(offset: number): number {
-      // The last block to open before the offset; if it closed before it, the block open there is one around it.
       let low = 0
-      let high = start.length - 1
+      let high = changedAt.length - 1
       let block = -1
       while (low <= high) {
         const middle = (low + high) >> 1
-        if (starts[middle] < offset) [block, low] = [middle, middle + 1]
+        if (changes[middle] <= offset) [block, low] = [changedTo.values[middle], middle + 1]
         else high = middle - 1
       }
-      while (block >= 0 && ends[block] < offset) block = parent.values[block]
       return block
     },
   }
