@@ -114,6 +114,15 @@ describe('POST /api/ingestion/sourcemaps', () => {
     expect((await send(sectionAt(MAX_GENERATED_LINES - 1))).status).toBe(200)
   })
 
+  test('a map that would take more memory parsed than the cache keeps is refused: it would be read again for every report it maps', async () => {
+    const send = (mappings: string) => core.post('/api/ingestion/sourcemaps', { release: 'dense@1', files: [{ name: 'a.js.map', content: map('a.js', { mappings }) }] })
+    // 1.2 million one-field segments in 2.4 MB: about 77 MB decoded, which no report would find cached.
+    const body = await refused(await send('A,'.repeat(1_200_000)), 400, 'validation_failed', '/files/0/content')
+    expect(body.error.message).toMatch(/^a\.js\.map: the source map would take about \d+ MB to keep parsed, more than 64 MB$/)
+    expect(await stored('dense@1')).toEqual([])
+    expect((await send('A,'.repeat(400_000) + 'A')).status).toBe(200)
+  })
+
   const refused = async (res: Response, status: number, code: string, path?: string) => {
     expect(res.status).toBe(status)
     const body = await res.json()

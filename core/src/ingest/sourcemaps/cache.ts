@@ -21,7 +21,14 @@ export interface LoadedSourceMap {
  */
 const BYTES_PER_SEGMENT = 64
 
-function memoryEstimate(json: string, map: TraceMap): number {
+/**
+ * What the cache keeps of parsed maps, at most. A map over it alone is never kept, and would be read
+ * and decoded again for every report it maps (a tenth of a second for a few megabytes of `mappings`):
+ * an upload refuses it (see parseSourceMap).
+ */
+export const MAX_PARSED_BYTES = 64 * 1024 * 1024
+
+export function memoryEstimate(json: string, map: TraceMap): number {
   let segments = 0
   for (const line of decodedMappings(map)) segments += line.length
   // Strings only: an object's `length` may be anything, and a string one would turn the cache's count into text.
@@ -61,7 +68,7 @@ export interface SourceMapCacheOptions {
  * parsed once however many requests want it at the same moment. Keys carry the upload time, so a
  * map replaced by a new upload is simply never asked for again and ages out.
  */
-export function createSourceMapCache({ maxBytes = 64 * 1024 * 1024 }: SourceMapCacheOptions = {}) {
+export function createSourceMapCache({ maxBytes = MAX_PARSED_BYTES }: SourceMapCacheOptions = {}) {
   const entries = new Map<string, { loaded: LoadedSourceMap; bytes: number }>()
   const loading = new Map<string, Promise<LoadedSourceMap | null>>()
   let bytes = 0

@@ -1,5 +1,6 @@
-import { AnyMap } from '@jridgewell/trace-mapping'
+import { AnyMap, type TraceMap } from '@jridgewell/trace-mapping'
 import { ApiError } from '../../errors'
+import { MAX_PARSED_BYTES, memoryEstimate } from './cache'
 
 /** One file of an upload, as text: a source map, or the minified script it belongs to. */
 export interface UploadedFile {
@@ -86,12 +87,18 @@ export function parseSourceMap(name: string, content: string | Record<string, un
     throw unreadable()
   }
   if (lines > MAX_GENERATED_LINES) throw invalid(`${name}: the source map describes more than ${MAX_GENERATED_LINES} lines of generated code`, path)
+  let parsed: TraceMap
+  let size: number
   try {
-    new AnyMap(m as never) // throws on what trace-mapping cannot read
-    return m
+    parsed = new AnyMap(m as never) // throws on what trace-mapping cannot read
+    size = memoryEstimate(typeof content === 'string' ? content : JSON.stringify(m), parsed)
   } catch {
     throw unreadable()
   }
+  if (size > MAX_PARSED_BYTES) {
+    throw invalid(`${name}: the source map would take about ${Math.ceil(size / 2 ** 20)} MB to keep parsed, more than ${MAX_PARSED_BYTES / 2 ** 20} MB`, path)
+  }
+  return m
 }
 
 /**
