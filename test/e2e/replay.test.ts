@@ -143,6 +143,35 @@ describe('the stored replay plays, in headless Chromium', () => {
     expect(chunks.length).toBeGreaterThan(3)
   })
 
+  // A chunk answered 413 (here the beacon's own limit on page hide) is halved until each piece fits.
+  // Its second halves took the tab's next seq: halved again, the pieces interleaved (n, n+2, n+1), and
+  // chunks cut meanwhile took numbers before them, so in seq order the replay went back in time.
+  test('a page left with more replay than a beacon carries: the pieces its chunk is halved into share its seq, in time order', async () => {
+    const shop = open(startShop({ key: suite.e2e.core.key, core: suite.e2e.base, script: suite.script, tracker: { via: 'relay' } }))
+    const { page } = open(await openBrowser())
+    await page.clock.install()
+    await page.goto(`${shop.url}/`)
+    await trackerStarted(page)
+    const sessionId = await sessionOf(page)
+    // Sixteen changes of about 10 KB each that gzip cannot shrink (an attribute's random value), each its own event.
+    for (let i = 0; i < 16; i++) {
+      await page.evaluate(() => {
+        const bytes = crypto.getRandomValues(new Uint8Array(7500))
+        const div = document.createElement('div')
+        div.setAttribute('data-blob', btoa(String.fromCharCode(...bytes)))
+        document.getElementById('view')!.append(div)
+      })
+      await page.clock.runFor(5)
+    }
+    // Left before the replay flush: the chunk goes by beacon, halved until each piece fits; what does not is kept for the cart.
+    await Promise.all([page.waitForURL('**/cart'), page.click('nav >> text=Cart')])
+    await trackerStarted(page)
+    await page.clock.fastForward(REPLAY_FLUSH_MS)
+    await eventually(async () => expect((await connectionStatus(page)).queued).toBe(0), 20_000)
+    await page.goto('about:blank')
+    await playable([sessionId])
+  })
+
   test('nodes a recording leaves out (comments, social metas) and shadow roots: what changes next to them names only nodes the player has', async () => {
     const shop = open(startShop({ key: suite.e2e.core.key, core: suite.e2e.base, script: suite.script, tracker: { via: 'relay' } }))
     const { page } = open(await openBrowser())

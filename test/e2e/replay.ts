@@ -4,7 +4,8 @@ import type { E2eCore } from '../tracker/helpers/e2e'
 
 /**
  * What a dashboard plays a session back from: core's chunks of it, decompressed and ordered by
- * (window, seq), and what an rrweb player needs of them. Every problem found is a line of the result
+ * (window, seq, first event time: the pieces of a chunk cut for size share its seq), and what an rrweb
+ * player needs of them. Every problem found is a line of the result
  * (none: the replay plays).
  */
 
@@ -35,7 +36,7 @@ const INCREMENTAL = 3
 const BY_ID = [2, 3, 5, 7, 9, 15]
 
 export interface SessionReplay {
-  /** Per window, its events in (seq) order. */
+  /** Per window, its events in (seq, first event time) order. */
   windows: Map<string, Event[]>
   problems: string[]
 }
@@ -122,16 +123,13 @@ export async function storedReplay(e2e: E2eCore, sessionId: string): Promise<Ses
   const ms = (column: string) => sql.raw(`round(extract(epoch from ${column}) * 1000)::bigint::text`)
   const chunks = await e2e.rows<StoredChunk>(
     sql`select window_id, seq, ${ms('first_timestamp')} as first_ms, ${ms('last_timestamp')} as last_ms, event_count, has_full_snapshot, data
-        from replay_chunks where session_id = ${sessionId} order by window_id, seq`,
+        from replay_chunks where session_id = ${sessionId} order by window_id, seq, first_timestamp, last_timestamp`,
   )
   const problems: string[] = []
   const windows = new Map<string, Event[]>()
-  const seqs = new Map<string, Set<number | null>>()
   for (const chunk of chunks) {
     const events = decodeChunk(chunk.data) as Event[]
     const where = `window ${chunk.window_id} seq ${chunk.seq}`
-    if (seqs.get(chunk.window_id)?.has(chunk.seq)) problems.push(`${where}: seq stored twice`)
-    seqs.set(chunk.window_id, (seqs.get(chunk.window_id) ?? new Set()).add(chunk.seq))
     const times = events.map((e) => e.timestamp)
     const facts = { event_count: events.length, has_full_snapshot: events.some((e) => e.type === FULL_SNAPSHOT), first_ms: String(Math.round(Math.min(...times))), last_ms: String(Math.round(Math.max(...times))) }
     const stored = { event_count: chunk.event_count, has_full_snapshot: chunk.has_full_snapshot, first_ms: chunk.first_ms, last_ms: chunk.last_ms }

@@ -31,8 +31,6 @@ export interface DeliveryDeps {
   clock: Clock
   log: Logger
   random?: () => number
-  /** Splits a body answered 413, or 400 for one of its items (default: `halve`). */
-  split?: typeof halve
   /**
    * Runs a drain unless another tab of the origin is draining the same outbox (default: it runs). The
    * outbox is the drain's until the promise it returns settles: when what was kept is sent, or at once
@@ -54,7 +52,7 @@ export type Delivery = ReturnType<typeof createDelivery>
  * or on the next page load. Parcels carry their event uuids
  * and chunk `seq`, so a parcel sent twice is stored once. 429 and an invalid key stop all sending.
  */
-export function createDelivery({ transport, outbox, clock, log, random = Math.random, split = halve, alone = (drain) => drain(), answered, stopped }: DeliveryDeps) {
+export function createDelivery({ transport, outbox, clock, log, random = Math.random, alone = (drain) => drain(), answered, stopped }: DeliveryDeps) {
   let halted: StopReason | null = null
   let draining = false
   /**
@@ -157,7 +155,7 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     // Too large, or refused for one item of its list (a 400's path names it: `/events/3/eventName`):
     // halved until what fails goes alone, and the rest is stored.
     if (status === 413 || /\/\d/.test(answer.data?.path as string)) {
-      const halves = split(parcel.body)?.map((body, i) => ({ ...parcel, id: parcel.id + '.' + i, body }))
+      const halves = halve(parcel.body)?.map((body, i) => ({ ...parcel, id: parcel.id + '.' + i, body }))
       if (halves) {
         // Drained, its halves take its place in the outbox, which keeps them until each is stored: in
         // first, so a parcel split in two is never only in memory.

@@ -125,7 +125,6 @@ export class ServiceTracker {
       outbox: this.#outbox,
       clock,
       log,
-      split: (body) => this.#messages.split(body),
       // The Web Locks API: a tab that finds the lock held leaves the drain to its holder. Without one
       // (an insecure context), or where it refuses (storage blocked: SecurityError), the tab drains.
       // (A drain that threw, which the request passes on, runs once more: a parcel is stored once.)

@@ -197,12 +197,6 @@ export function createMessages({ win, clock, identity, redaction, release, send,
       held = []
       all().forEach((batcher) => batcher.clear())
     },
-    /** A body answered 413, or 400 for one of its items, in two; a replay chunk's second half gets its own `seq`. */
-    split(body: Record<string, unknown>) {
-      const halves = halve(body)
-      if (halves && typeof body.seq === 'number') halves[1].seq = identity.nextSeq()
-      return halves
-    },
     /** `liveViewer` switches the replay flush between 3 s and 150 ms (and sends what waits now). */
     answered(data: Record<string, unknown>) {
       if (typeof data.liveViewer !== 'boolean' || data.liveViewer === live) return

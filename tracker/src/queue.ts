@@ -80,7 +80,10 @@ const LIST_FIELDS = ['events', 'logs', 'errors', 'spans']
 
 /**
  * A body split in two halves of its item list, for a payload answered 413, or 400 for one of its
- * items. Null when there is nothing left to split. Each half keeps every other field (session, window, `seq`).
+ * items. Null when there is nothing left to split. Each half keeps every other field (session, window,
+ * `seq`): the pieces of a replay chunk share its number, in the order of their events' times. A new
+ * number for a second half came after the chunks cut meanwhile, and halved again, the pieces of one
+ * chunk interleaved (n, n+2, n+1): in seq order, the replay went back in time.
  */
 export function halve(body: Record<string, unknown>): [Record<string, unknown>, Record<string, unknown>] | null {
   const field = LIST_FIELDS.find((name) => (body[name] as unknown[])?.length > 1)
