@@ -10,7 +10,6 @@ import {
   TELEMETRY_FLUSH_MS,
   createBatcher,
   type Batcher,
-  halve,
   type Owner,
 } from './queue'
 import type { Redaction } from './redaction'
