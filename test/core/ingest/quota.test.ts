@@ -172,3 +172,42 @@ describe('monthly limit under concurrency', () => {
     }
   })
 })
+
+describe('internal writes and the monthly limit', () => {
+  // Scan findings are the operator's, not the project's traffic (internal/index.ts): the project's
+  // limit neither refuses them nor stops counting its own requests that share their commit.
+  const SECRET = 'internal-secret-for-quota-tests-0123'
+  const findings = (core: TestCore, file: string) =>
+    core.request('/api/internal/scan-findings', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${SECRET}` },
+      body: JSON.stringify({ projectId: core.project.projectId, findings: [{ ruleId: 'js/xss', severity: 'high', file, message: 'unescaped' }] }),
+    })
+  const stored = async (core: TestCore) => (await core.database.db.rows<{ n: number }>(sql`select count(*)::int as n from events`))[0].n
+
+  test('findings in a commit after a request that reaches the limit are stored, not refused', async () => {
+    const core = await startCore({ monthlyLimit: 1, env: { INTERNAL_SECRET: SECRET }, writer: { lingerMs: 100 } })
+    try {
+      const event = core.post('/api/ingestion/customEvent', { sessionId: 'internal-a', eventName: 'first' })
+      await Bun.sleep(30)
+      const scan = findings(core, 'src/a.ts')
+      expect([(await event).status, (await scan).status]).toEqual([200, 200])
+    } finally {
+      await core.close()
+    }
+  })
+
+  test('findings first in a commit do not lift the limit of the requests after them', async () => {
+    const core = await startCore({ monthlyLimit: 1, env: { INTERNAL_SECRET: SECRET }, writer: { lingerMs: 100 } })
+    try {
+      const scan = findings(core, 'src/b.ts')
+      await Bun.sleep(30)
+      const events = [1, 2, 3].map((i) => core.post('/api/ingestion/customEvent', { sessionId: 'internal-b', eventName: `e${i}` }))
+      expect((await scan).status).toBe(200)
+      expect((await Promise.all(events)).map((r) => r.status).sort()).toEqual([200, 429, 429])
+      expect(await stored(core)).toBe(1)
+    } finally {
+      await core.close()
+    }
+  })
+})

@@ -38,14 +38,17 @@ export function createQuota(now: () => number = Date.now): Quota {
       const randomShard = Math.floor(Math.random() * USAGE_SHARDS)
       const deltas: ShardDelta[] = []
       for (const projectId of [...byProject.keys()].sort()) {
-        const indexes = byProject.get(projectId)!
-        const limit = requests[indexes[0]].monthlyLimit
+        const all = byProject.get(projectId)!
+        // A request without a limit is not the project's traffic (the internal scan findings): never
+        // refused, and not what decides whether the project's own requests beside it are limited.
+        const indexes = all.filter((i) => requests[i].monthlyLimit !== null)
+        const limit = indexes.length > 0 ? requests[indexes[0]].monthlyLimit : null
         const items = indexes.map((i) => requests[i].items)
         // A limited project's counters are locked before anything is written, so that concurrent
         // commits (of any process) decide one after the other. An unlimited one is only counted, in
         // one shard at the end of the transaction, so commits of a busy project overlap.
         const admitted = limit === null ? items.map(() => true) : admitInOrder(await lockUsage(tx, projectId, month), limit, items)
-        let events = 0
+        let events = all.reduce((n, i) => (requests[i].monthlyLimit === null ? n + requests[i].items : n), 0)
         admitted.forEach((ok, j) => {
           if (ok) events += items[j]
           else verdicts[indexes[j]] = limitReachedError()
