@@ -68,6 +68,24 @@ describe('POST /api/ingestion/groupidentify', () => {
     expect((await members()).filter((m) => m.group_key === 'busy')).toHaveLength(8)
   })
 
+  test('two groups whose type and key differ only in where a line break falls stay two in one commit, each with its member', async () => {
+    const statuses = await Promise.all([
+      core.post('/api/ingestion/groupidentify', { endUserId: 'nl-1', groupType: 'line\nbreak', groupKey: 'one', groupProperties: { first: 1 } }),
+      core.post('/api/ingestion/groupidentify', { endUserId: 'nl-2', groupType: 'line', groupKey: 'break\none', groupProperties: { second: 2 } }),
+    ].map((r) => r.then((res) => res.status)))
+    expect(statuses).toEqual([200, 200])
+    const split = (await groups()).filter((g) => g.group_type.startsWith('line'))
+    expect(split).toEqual([
+      { group_type: 'line', group_key: 'break\none', properties: { second: 2 } },
+      { group_type: 'line\nbreak', group_key: 'one', properties: { first: 1 } },
+    ])
+    const linked = await core.database.db.rows<{ group_type: string; end_user_id: string }>(sql`select group_type, end_user_id from group_members where group_type like 'line%' order by end_user_id`)
+    expect(linked).toEqual([
+      { group_type: 'line\nbreak', end_user_id: 'nl-1' },
+      { group_type: 'line', end_user_id: 'nl-2' },
+    ])
+  })
+
   test('NUL characters are dropped from the type and key, which keep the rest', async () => {
     const res = await core.post('/api/ingestion/groupidentify', { groupType: 'te\u0000am', groupKey: '\u0000nul-key' })
     expect(res.status).toBe(200)

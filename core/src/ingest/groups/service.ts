@@ -40,7 +40,8 @@ export function groupIdentifyRows(body: GroupIdentifyBody, caller: Caller, now: 
   }
 }
 
-const groupKeyOf = (g: { projectId: string; groupType: string; groupKey: string }) => `${g.projectId}\n${g.groupType}\n${g.groupKey}`
+/** A group's identity within a commit. As JSON: a type and key may hold any character, a line break too. */
+const groupKeyOf = (g: { projectId: string; groupType: string; groupKey: string }) => JSON.stringify([g.projectId, g.groupType, g.groupKey])
 
 /** One row per group, properties merged in arrival order, sorted so that commits lock in one order. */
 export function mergeGroups(rows: readonly GroupRow[]): GroupRow[] {
