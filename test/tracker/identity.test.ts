@@ -49,6 +49,23 @@ describe('session model', () => {
     expect(identity.sessionId(true)).not.toBe(first)
   })
 
+  test('a clock set back (a wrong clock corrected) does not keep the session alive: the idle and age limits hold from then on', () => {
+    const { identity, advance } = setup()
+    const first = identity.sessionId(true)
+    advance(10 * 60000)
+    identity.sessionId(true)
+    // A correction of a few seconds is no jump: the session goes on.
+    advance(-5000)
+    expect(identity.sessionId(true)).toBe(first)
+    // Set back a day, then 5 idle hours: times stored ahead of the clock are no activity since.
+    advance(-SESSION_MAX_MS)
+    advance(5 * 3600000)
+    const second = identity.sessionId(true)
+    expect(second).not.toBe(first)
+    advance(SESSION_IDLE_MS)
+    expect(identity.current()).toBeNull()
+  })
+
   test('tabs of one origin share the session; each tab has its own window id and chunk sequence', () => {
     const local = memoryStore()
     const cookie = memoryStore()

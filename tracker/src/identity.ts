@@ -13,8 +13,9 @@ export interface Session {
   last: number
 }
 
+/** Times either way: a clock set back (a wrong one corrected) would keep a session stored ahead of it alive. */
 export const isLive = (session: Session | null, now: number): boolean =>
-  !!session && now - session.last < SESSION_IDLE_MS && now - session.start < SESSION_MAX_MS
+  !!session && Math.abs(now - session.last) < SESSION_IDLE_MS && Math.abs(now - session.start) < SESSION_MAX_MS
 
 const VALID_ID = /^[A-Za-z0-9._:-]{1,128}$/
 const KEYS = { user: 'sl_uid', attributes: 'sl_user', session: 'sl_session', window: 'sl_wid', seq: 'sl_seq', shown: 'sl_shown' }
