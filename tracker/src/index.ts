@@ -103,7 +103,9 @@ export class ServiceTracker {
       () => win.localStorage,
       () => this.#storageRefused || (this.#storageRefused = true, log.warn(STORAGE_REFUSED)),
     )
-    const tab = webStorage(() => win.sessionStorage)
+    // A frame shares its tab's sessionStorage with the page around it, whose tracker keeps its window
+    // there: a frame's window is its own, in memory.
+    const tab = webStorage(() => (win == win.top ? win.sessionStorage : null))
     const log = (this.#log = createLogger(options.logLevel ?? 'warn', tab, win.console, now))
     guardMethods(this, ServiceTracker.prototype, log.warn)
     this.#identity = createIdentity({ local, tab, cookie: cookieStorage(win.document) }, now, () => uuid(now()), () =>

@@ -1,0 +1,51 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { openBrowser, type TestBrowser } from '../e2e/browser'
+import { startTrackedSite, type SiteSend } from './helpers/site'
+
+/**
+ * A page and a same-origin frame in it, each running the tracker, in headless Chromium with t.js as
+ * built. They share the tab's sessionStorage, where a page keeps its window id and chunk sequence.
+ */
+
+const tracked = (name: string) => `<script src="/t.js"></script><script>
+  const tracker = ServiceTracker.init('sl_dev_frames', { ingestionUrl: location.origin, enableAutomaticTracking: false })
+  tracker.start()
+  setInterval(() => tracker.addEvent({ type: 5, data: { tag: '${name}', payload: {} }, timestamp: Date.now() }), 200)
+</script>`
+
+let site: Awaited<ReturnType<typeof startTrackedSite>>
+let browser: TestBrowser
+const sends: SiteSend[] = []
+
+beforeAll(async () => {
+  site = await startTrackedSite(
+    async (_, url) => new Response(`<!doctype html><body>${tracked(url.pathname === '/frame' ? 'frame' : 'top')}</body>`, { headers: { 'content-type': 'text/html' } }),
+    (send) => sends.push(send),
+  )
+  browser = await openBrowser()
+}, 60_000)
+
+afterAll(async () => {
+  await browser?.close()
+  site?.stop()
+})
+
+describe('a same-origin frame with its own tracker', () => {
+  test("keeps a window of its own: the page's window id and chunk sequence go on as they were", async () => {
+    const { page } = browser
+    await page.goto(`http://127.0.0.1:${site.port}/`)
+    const chunksOf = (tag: string) =>
+      sends.filter((s) => s.path === '/events' && s.body.events.some((e: { type: number; data: { tag?: string } }) => e.type === 5 && e.data.tag === tag)).map((s) => ({ windowId: s.body.windowId, seq: s.body.seq }))
+    for (let i = 0; i < 200 && chunksOf('top').length === 0; i++) await Bun.sleep(25)
+    await page.evaluate(() => document.body.append(Object.assign(document.createElement('iframe'), { src: '/frame' })))
+    for (let i = 0; i < 300 && (chunksOf('frame').length === 0 || chunksOf('top').length < 3); i++) await Bun.sleep(25)
+    const top = chunksOf('top')
+    const frame = chunksOf('frame')
+    // The frame took the page's mark for a duplicated tab's, and started the tab's window over: the
+    // page's next chunks went out as seq 0 again, and a reload took the frame's window id.
+    expect(new Set(top.map((c) => c.windowId)).size).toBe(1)
+    expect(top.map((c) => c.seq)).toEqual(top.map((_, i) => i))
+    expect(frame.length).toBeGreaterThan(0)
+    expect(frame.every((c) => c.windowId !== top[0].windowId)).toBe(true)
+  }, 30_000)
+})
