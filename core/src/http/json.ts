@@ -31,30 +31,45 @@ export function shallowEnough<T>(value: T, sizeBytes = Infinity): T {
   // Each level takes a byte: small bodies, the common case, are not walked. Nor is a body that is
   // not an object or array (`null` has no prototype to look at): its route's validation refuses it.
   if (sizeBytes <= MAX_JSON_DEPTH || value === null || typeof value !== 'object') return value
-  const values: unknown[] = [value]
-  const depths: number[] = [1]
-  /** Each value's member of the body, and item of it (see above), as a JSON Pointer. */
-  const paths: string[] = ['']
-  while (values.length > 0) {
-    const node = values.pop()
-    const depth = depths.pop()!
-    const path = paths.pop()!
-    // Only what JSON makes: a route's own reader may put class instances (typed arrays) in the body.
-    const list = Array.isArray(node)
-    const keys = list ? null : Object.getPrototypeOf(node) === Object.prototype ? Object.keys(node as object) : []
-    const count = keys ? keys.length : (node as unknown[]).length
-    for (let i = 0; i < count; i++) {
-      const key = keys ? keys[i] : i
-      const child = (node as Record<string | number, unknown>)[key]
-      if (child === null || typeof child !== 'object') continue
-      const childPath = depth === 1 || (depth === 2 && list) ? `${path}/${String(key).replaceAll('~', '~0').replaceAll('/', '~1')}` : path
-      if (depth >= MAX_JSON_DEPTH) throw new ApiError('validation_failed', `the body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`, { path: childPath || '/' })
-      values.push(child)
-      depths.push(depth + 1)
-      paths.push(childPath)
+  const tooDeep = (...at: (string | number)[]) =>
+    new ApiError('validation_failed', `the body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`, { path: at.map((part) => `/${String(part).replaceAll('~', '~0').replaceAll('/', '~1')}`).join('') })
+  // The body is level 1, its members level 2, a list member's items level 3.
+  const members = childrenOf(value)
+  for (let m = 0; m < members.keys.length; m++) {
+    const member = members.at(m)
+    if (!Array.isArray(member)) {
+      if (nestsPast(member, 2)) throw tooDeep(members.keys[m])
+    } else {
+      for (let i = 0; i < member.length; i++) if (nestsPast(member[i], 3)) throw tooDeep(members.keys[m], i)
     }
   }
   return value
+}
+
+/** A node's children, by key or index. Only what JSON makes: a route's own reader may put class instances (typed arrays) in the body. */
+function childrenOf(node: object): { keys: (string | number)[]; at(i: number): unknown } {
+  if (Array.isArray(node)) return { keys: node.map((_, i) => i), at: (i) => node[i] }
+  const keys = Object.getPrototypeOf(node) === Object.prototype ? Object.keys(node) : []
+  return { keys, at: (i) => (node as Record<string, unknown>)[keys[i]] }
+}
+
+/** Whether `root`, at level `depth` of the body, holds an array or object past MAX_JSON_DEPTH. */
+function nestsPast(root: unknown, depth: number): boolean {
+  if (root === null || typeof root !== 'object') return false
+  const values: object[] = [root]
+  const depths: number[] = [depth]
+  while (values.length > 0) {
+    const node = values.pop()!
+    const level = depths.pop()!
+    const children = Array.isArray(node) ? node : Object.getPrototypeOf(node) === Object.prototype ? Object.values(node) : []
+    for (const child of children) {
+      if (child === null || typeof child !== 'object') continue
+      if (level >= MAX_JSON_DEPTH) return true
+      values.push(child)
+      depths.push(level + 1)
+    }
+  }
+  return false
 }
 
 /**
