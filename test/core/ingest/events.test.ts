@@ -93,6 +93,31 @@ describe('POST /api/ingestion/customEvent', () => {
     for (const event of stored) expect(Number(event.ts)).toBeWithin(before - 1, Date.now() + 2)
   })
 
+  test('a time of a few thousand of the smallest doubles (5e-324) is 1970, as 0 is: stored on every route, not refused by the database', async () => {
+    // Postgres refuses a division whose result underflows to zero (`5e-324 / 1000.0`), and every
+    // time is stored through one (`to_timestamp(ms / 1000.0)`).
+    const tiny = 5e-324
+    const sent = [
+      core.post('/api/ingestion/customEvent', { sessionId: 'ce-tiny', eventName: 'single', timestamp: tiny }),
+      core.post('/api/ingestion/customEvent/batch', { sessionId: 'ce-tiny', events: [{ eventName: 'batch', timestamp: 2e-321 }] }),
+      core.post('/api/ingestion/events', { sessionId: 'ce-tiny-replay', events: [{ type: 4, timestamp: tiny, data: { href: 'https://x.test/' } }] }),
+      core.post('/api/ingestion/logs', { sessionId: 'ce-tiny', endUserId: 'u-tiny', level: 'info', message: 'm', url: 'https://x.test/', timestampMs: tiny }),
+      core.post('/api/ingestion/network', {
+        requestId: 'r-tiny', url: 'https://x.test/', method: 'GET', status: 500, statusText: null, duration: 1, timestampMs: tiny, startTimeMs: tiny,
+        sessionId: 'ce-tiny', endUserId: 'u-tiny', errorType: null, errorMessage: null,
+      }),
+      core.post('/api/ingestion/spans/batch', {
+        sessionId: 'ce-tiny',
+        spans: [{ traceId: 'c'.repeat(32), spanId: 'd'.repeat(16), name: 'n', startTimeMs: tiny, endTimeMs: tiny, events: [{ name: 'e', timeMs: tiny }] }],
+      }),
+      core.post('/api/ingestion/errors', { sessionId: 'ce-tiny', name: 'TinyError', message: 'tiny', timestampMs: tiny }),
+    ]
+    for (const res of await Promise.all(sent)) expect({ status: res.status, body: await res.json() }).toMatchObject({ status: 200, body: { success: true } })
+    expect((await eventsOf('ce-tiny')).map((e) => [e.event_name, e.ts])).toEqual([['batch', '0'], ['single', '0']])
+    const sessions = await rows<{ started: string }>(sql`select (extract(epoch from started_at) * 1000)::text as started from sessions where session_id like 'ce-tiny%'`)
+    expect(sessions.map((s) => Number(s.started))).toEqual([0, 0])
+  })
+
   test('unknown fields are ignored, NUL characters dropped', async () => {
     const res = await core.post('/api/ingestion/customEvent', {
       sessionId: 'ce-4',

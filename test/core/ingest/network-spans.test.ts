@@ -193,8 +193,10 @@ describe('POST /api/ingestion/spans/batch', () => {
       span('5555555555555503', { startTimeMs: ahead, endTimeMs: ahead + 250, events: [{ name: 'mid', timeMs: ahead + 100 }] }),
       // ... unless its length reaches past the 24 h too.
       span('5555555555555504', { startTimeMs: ahead, endTimeMs: ahead + 2 * DAY }),
+      // An event long before a start days ahead would move before 1970, a time no client may send: it is 1970.
+      span('5555555555555505', { startTimeMs: ahead, endTimeMs: ahead, events: [{ name: 'early', timeMs: 0 }] }),
     ]
-    expect(await (await core.post('/api/ingestion/spans/batch', { spans: spans.map((s) => ({ ...s, traceId: 'd'.repeat(32) })) })).json()).toEqual({ success: true, accepted: 4 })
+    expect(await (await core.post('/api/ingestion/spans/batch', { spans: spans.map((s) => ({ ...s, traceId: 'd'.repeat(32) })) })).json()).toEqual({ success: true, accepted: 5 })
     const after = Date.now()
     const stored = await rows<{ span_id: string; start: number; end: number; duration_ms: number; events: { name: string; timeMs: number }[] | null }>(sql`
       select span_id, round(extract(epoch from start_time) * 1000)::float8 as start, round(extract(epoch from end_time) * 1000)::float8 as "end", duration_ms, events
@@ -205,13 +207,14 @@ describe('POST /api/ingestion/spans/batch', () => {
       expect(row.end).toBeLessThanOrEqual(after + DAY)
       expect(row.duration_ms).toBe(row.end - row.start)
     }
-    const [onlyEnd, endBeforeStart, moved, tooLong] = stored
+    const [onlyEnd, endBeforeStart, moved, tooLong, early] = stored
     expect([onlyEnd.start, received(onlyEnd.end)]).toEqual([past, true])
     expect(received(onlyEnd.events![0].timeMs)).toBe(true)
     expect(onlyEnd.events![1].timeMs).toBe(past + 10)
     expect([endBeforeStart.start, endBeforeStart.end, endBeforeStart.duration_ms]).toEqual([before + DAY / 2, before + DAY / 2, 0])
     expect([received(moved.start), moved.duration_ms, moved.events![0].timeMs - moved.start]).toEqual([true, 250, 100])
     expect([received(tooLong.start), tooLong.duration_ms]).toEqual([true, 0])
+    expect([received(early.start), early.events![0].timeMs]).toEqual([true, 0])
   })
 
   test('null in every optional field is taken as absent; an all-zero parent is no parent (a root span)', async () => {

@@ -1,8 +1,18 @@
 const DAY_MS = 24 * 60 * 60 * 1000
 
-/** Client clocks lie: a time more than 24 h ahead of receipt is taken as the receive time (WIRE.md). */
+/** Below a nanosecond: stored as 0 all the same (timestamptz holds microseconds). */
+const UNDER_A_NANOSECOND_MS = 1e-6
+
+/**
+ * Client clocks lie: a time more than 24 h ahead of receipt is taken as the receive time (WIRE.md).
+ * One before 1970 (a span event moved with its start: spanTimes), or under a nanosecond past it, is
+ * 0: the stores divide by 1000 in float8 (`to_timestamp(ms / 1000.0)`), and Postgres refuses a
+ * quotient that underflows ("value out of range: underflow", 5e-324 ms), where timestamptz, which
+ * holds microseconds, would keep 0 of it anyway.
+ */
 export function clampTimestamp(timestampMs: number | undefined | null, receivedAtMs: number): number {
   if (typeof timestampMs !== 'number' || !Number.isFinite(timestampMs)) return receivedAtMs
+  if (timestampMs < UNDER_A_NANOSECOND_MS) return 0
   return timestampMs > receivedAtMs + DAY_MS ? receivedAtMs : timestampMs
 }
 

@@ -74,7 +74,7 @@ type Span = SpanBatchBody['spans'][number]
  * moves to the receive time and takes the span with it: its end and its events keep their offsets
  * from the start, since a clock that is days ahead is wrong about when, not about how long. Whatever
  * is still too far ahead after that (an end or an event days after a start that was not) is clamped
- * on its own, and the end never before the start.
+ * on its own, and the end never before the start; an event moved before 1970 is 1970.
  */
 export function spanTimes(span: Pick<Span, 'startTimeMs' | 'endTimeMs' | 'events'>, receivedAt: number) {
   const startTime = clampTimestamp(span.startTimeMs, receivedAt)
