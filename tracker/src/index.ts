@@ -117,7 +117,8 @@ export class ServiceTracker {
       option: options.ingestionUrl,
       scriptUrl: environment.scriptUrl === undefined ? loadedFrom : environment.scriptUrl,
       meta: win.document.querySelector('meta[name="sightline-ingestion-url"]')?.getAttribute('content'),
-      pageUrl: win.location.href,
+      // A frame with no URL of its own (about:srcdoc, about:blank) has its parent's base URL.
+      pageUrl: win.location.origin == 'null' ? win.document.baseURI : win.location.href,
     })
     this.#transport = createTransport({ base: this.#base.base, apiKey, fetch: environment.fetch ?? win.fetch.bind(win), win, log, clock, later: connection })
     const outboxKey = 'sl_outbox:' + apiKey
