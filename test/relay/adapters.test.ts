@@ -152,3 +152,26 @@ describe('elysia adapter inside a prefixed instance', () => {
     })
   }
 })
+
+describe('elysia adapter in an app compiled without aot', () => {
+  // `new Elysia({ aot: false })` hands its hooks a context without `server`: the relay took that for
+  // `app.handle` (no socket), appended no client address (core, trusting the relay, believed the
+  // client's own X-Forwarded-For) and left Bun's idle timeout of 30 s on requests core may keep waiting.
+  const apps = {
+    'the app itself': () => new Elysia({ aot: false }).use(elysiaRelay({ upstream: tap.url, prefix: PREFIX })),
+    'a group': () => new Elysia({ aot: false }).group('/site', (app) => app.use(elysiaRelay({ upstream: tap.url, prefix: PREFIX }))),
+  }
+  for (const [name, make] of Object.entries(apps)) {
+    test(`used in ${name}, the client address is still appended to X-Forwarded-For`, async () => {
+      const app = make().listen({ port: 0, hostname: '127.0.0.1' })
+      try {
+        const before = tap.seen.length
+        const res = await fetch(`http://127.0.0.1:${app.server!.port}${PREFIX}/health/simple`, { headers: { 'x-forwarded-for': '203.0.113.9' } })
+        expect(await res.text()).toBe('{"status":"ok"}')
+        expect(tap.seen.slice(before).map((seen) => seen.headers['x-forwarded-for'])).toEqual(['203.0.113.9, 127.0.0.1'])
+      } finally {
+        await app.stop(true)
+      }
+    })
+  }
+})

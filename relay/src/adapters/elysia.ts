@@ -16,10 +16,18 @@ export function elysiaRelay(options: RelayOptions) {
   const relay = createRelay({ client: socketClient(), ...options })
   const seconds = idleSeconds(relay.timeoutMs)
   // Without a server (`app.handle`, no socket) there is no peer to name, nor an idle timeout to lift.
-  const handle = ({ request, server }: { request: Request; server: Pick<Server<unknown>, 'requestIP' | 'timeout'> | null }) => {
+  // An app compiled without aot (`new Elysia({ aot: false })`) leaves `server` out of the context
+  // even when listening: the plugin then asks Elysia for it (the server of the app it is used in,
+  // through groups and prefixed instances), or it appended no client address to X-Forwarded-For.
+  const handle = ({ request, server }: { request: Request; server?: ServerLike | null }) => {
     if (!relay.handles(splitUrl(request.url).path)) return undefined
-    server?.timeout(request, seconds)
-    return relay(request, { address: server ? (server.requestIP(request)?.address ?? null) : undefined })
+    const running = server ?? (plugin as unknown as { getServer(): ServerLike | null }).getServer()
+    running?.timeout(request, seconds)
+    return relay(request, { address: running ? (running.requestIP(request)?.address ?? null) : undefined })
   }
-  return new Elysia({ name: 'sightline-relay', seed: relay.prefix }).onRequest(handle)
+  // `getServer` is Elysia's own (private in its types): the root app's server, null until it listens.
+  const plugin = new Elysia({ name: 'sightline-relay', seed: relay.prefix })
+  return plugin.onRequest(handle)
 }
+
+type ServerLike = Pick<Server<unknown>, 'requestIP' | 'timeout'>
