@@ -2,6 +2,7 @@ import { drizzle } from 'drizzle-orm/postgres-js'
 import type { Writable } from 'node:stream'
 import type { ReservedSql, Sql } from 'postgres'
 import type { CopyIn, Orm, PendingCopy } from './db'
+import { staleSession } from './storage-errors'
 
 /**
  * The writer's transactions on Postgres, each on a connection reserved from the pool. BEGIN goes out
@@ -184,12 +185,37 @@ async function runReserved<T>(client: Sql, reserved: ReservedSql, running: Map<n
   } catch (error) {
     await pending?.cancel() // a COPY still waiting for its rows would take the ROLLBACK for one
     if (!lost) await send(() => reserved`rollback`).catch(() => {})
+    if (!lost && staleSession(error)) await endSession(reserved, send, whenClosed)
     if (!lost) reserved.release()
     throw error
   } finally {
     if (slot?.lost === markLost) slot.lost = null
   }
 }
+
+/**
+ * Ends a session that failed by its own settings (staleSession): with idle_session_timeout at 1 ms
+ * the server ends it as soon as it is idle, with nothing of ours pending on it, and the pool handles
+ * that as any connection the server closed (the transaction sees it lost and leaves it to the pool).
+ * Not postgres.js's `terminate()` on the reserved connection: later reservations then sometimes
+ * waited out RESERVE_TIMEOUT_MS for a connection. Nor pg_terminate_backend of its own pid: its FATAL
+ * arrives while the statement is active, and postgres.js keeps it past the close and fails the next
+ * session's first reservation with it. Servers before 14 refuse the setting: the session is handed
+ * back as before.
+ */
+async function endSession(reserved: ReservedSql, send: <Q extends Promise<unknown>>(query: () => Q) => Q, whenClosed: Promise<never>): Promise<void> {
+  try {
+    await send(() => reserved`set idle_session_timeout = 1`)
+  } catch {
+    return
+  }
+  let timer: ReturnType<typeof setTimeout> | undefined
+  await Promise.race([whenClosed.catch(() => {}), new Promise((resolve) => (timer = setTimeout(resolve, SESSION_END_MS)))])
+  clearTimeout(timer)
+}
+
+/** How long a session asked to end is waited for after it answered (see endSession). */
+const SESSION_END_MS = 1_000
 
 /**
  * The connection is gone: postgres.js's own connection errors and the socket's carry `errno`; the

@@ -36,6 +36,14 @@ const STORAGE_CLASSES = new Set(['08', '28', '3D', '53', '55', '57', '58', 'F0',
  */
 const STORAGE_STATES = new Set(['25006', '42501'])
 
+/**
+ * Failures that may come of the session's own settings, which a database's or role's settings (ALTER
+ * DATABASE / ROLE ... SET) give a session only as it starts: 25006 read-only (default_transaction_read_only),
+ * 57014 statement_timeout, 55P03 lock_timeout. A session that met one is not used again: kept in the
+ * pool, it would fail the same way after the operator put the setting right, until it closes.
+ */
+export const staleSession = (error: unknown) => ['25006', '57014', '55P03'].includes(sqlState(error) ?? '')
+
 /** What the driver says of a statement it refused to send, before the database saw it. */
 const DRIVER_STATEMENT_ERRORS = new Set(['MAX_PARAMETERS_EXCEEDED', 'UNDEFINED_VALUE'])
 

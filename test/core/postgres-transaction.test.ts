@@ -243,3 +243,46 @@ describe.skipIf(engine !== 'postgres')('Postgres COPY messages', () => {
     expect((await db.rows<{ id: number }>(sql`select id from copied order by id`)).map((r) => r.id)).toEqual([1, 2, 3])
   })
 })
+
+// Database and role settings (ALTER DATABASE / ROLE ... SET) reach a session only as it starts: a pooled
+// session that failed under one the operator has since put right must not be used again.
+describe.skipIf(engine !== 'postgres')('Postgres sessions started under settings since changed', () => {
+  let database: TestDatabase
+  let db: Database
+  let admin: postgres.Sql
+  let name: string
+  beforeAll(async () => {
+    database = await createTestDatabase()
+    db = postgresDatabase(database.url!, 2)
+    admin = postgres(database.url!, { max: 1, onnotice: () => {} })
+    name = new URL(database.url!).pathname.slice(1)
+    await db.rows(sql`create table settled (id int)`)
+  })
+  afterAll(async () => {
+    await admin.unsafe(`alter database ${name} reset default_transaction_read_only`)
+    await db.close()
+    await admin.end()
+    await database.close()
+  })
+
+  const insert = (id: number) =>
+    db.transaction((tx) => db.rows(sql`insert into settled values (${id})`, tx)).then(
+      () => 'committed',
+      (error: unknown) => (error as { cause?: { code?: string }; code?: string }).cause?.code ?? (error as { code?: string }).code,
+    )
+
+  test('read-only (default_transaction_read_only): failed as storage while it lasts, and the first transaction after it is put right commits', async () => {
+    await admin.unsafe(`alter database ${name} set default_transaction_read_only = on`)
+    await admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`
+    // The first may still meet the sessions just terminated (CONNECTION_CLOSED, 57P01).
+    await Promise.all([insert(1), insert(2)])
+    for (let i = 0; i < 2; i++) {
+      const failed = await Promise.all([insert(1), insert(2)])
+      expect(failed).toEqual(['25006', '25006'])
+    }
+    expect(faultOf(await db.transaction((tx) => db.rows(sql`insert into settled values (1)`, tx)).catch((error: unknown) => error))).toBe('storage')
+    await admin.unsafe(`alter database ${name} reset default_transaction_read_only`)
+    expect(await insert(3)).toBe('committed')
+    expect(await Promise.all([insert(4), insert(5)])).toEqual(['committed', 'committed'])
+  })
+})
