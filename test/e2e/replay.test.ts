@@ -27,6 +27,16 @@ async function playable(sessions: string[]) {
   }, 15_000)
 }
 
+/** A shop page through the relay, its clock in the test's hands, the tracker started: the page and its session. */
+async function shopPage(path = '/', core = suite.e2e.base) {
+  const shop = open(startShop({ key: suite.e2e.core.key, core, script: suite.script, tracker: { via: 'relay' } }))
+  const { page } = open(await openBrowser())
+  await page.clock.install()
+  await page.goto(`${shop.url}${path}`)
+  await trackerStarted(page)
+  return { page, sessionId: await sessionOf(page) }
+}
+
 /** Between the relay and core: passes requests on, or answers as a core that is down or overloaded would. */
 function upstream(core: string) {
   const state = { mode: 'up' as 'up' | 'down' | 'overloaded', refused: 0 }
@@ -60,12 +70,8 @@ describe('the stored replay plays, in headless Chromium', () => {
   })
 
   test('redaction changes, a logout and a new session after 30 idle minutes each start from a full snapshot', async () => {
-    const shop = open(startShop({ key: suite.e2e.core.key, core: suite.e2e.base, script: suite.script, tracker: { via: 'relay' } }))
-    const { page } = open(await openBrowser())
-    await page.clock.install()
-    await page.goto(`${shop.url}/products/wool-socks`)
-    await trackerStarted(page)
-    const sessions = [await sessionOf(page)]
+    const { page, sessionId: first } = await shopPage('/products/wool-socks')
+    const sessions = [first]
     await page.click('#add')
     await page.evaluate(() => window.shop.tracker().then((t) => t.setUnredactedFields(['h1'])))
     await page.click('nav >> text=Rain hat')
@@ -88,12 +94,7 @@ describe('the stored replay plays, in headless Chromium', () => {
 
   test('a core overloaded (503, Retry-After), then down, then up: the chunks kept and sent again fit in seq order, each once', async () => {
     const proxy = open(upstream(suite.e2e.base))
-    const shop = open(startShop({ key: suite.e2e.core.key, core: proxy.url, script: suite.script, tracker: { via: 'relay' } }))
-    const { page } = open(await openBrowser())
-    await page.clock.install()
-    await page.goto(`${shop.url}/`)
-    await trackerStarted(page)
-    const sessionId = await sessionOf(page)
+    const { page, sessionId } = await shopPage('/', proxy.url)
     await page.click('nav >> text=Wool socks')
     await page.clock.fastForward(REPLAY_FLUSH_MS)
     for (const mode of ['overloaded', 'down'] as const) {
@@ -117,13 +118,7 @@ describe('the stored replay plays, in headless Chromium', () => {
   })
 
   test('large page changes: payloads split at about 1 MB, in order, none lost', async () => {
-    const shop = open(startShop({ key: suite.e2e.core.key, core: suite.e2e.base, script: suite.script, tracker: { via: 'relay' } }))
-    const browser = open(await openBrowser())
-    const { page } = browser
-    await page.clock.install()
-    await page.goto(`${shop.url}/`)
-    await trackerStarted(page)
-    const sessionId = await sessionOf(page)
+    const { page, sessionId } = await shopPage()
     for (const size of [400_000, 700_000, 300_000, 1_300_000, 50_000]) {
       await page.evaluate((n) => {
         const p = document.createElement('p')
@@ -147,12 +142,7 @@ describe('the stored replay plays, in headless Chromium', () => {
   // Its second halves took the tab's next seq: halved again, the pieces interleaved (n, n+2, n+1), and
   // chunks cut meanwhile took numbers before them, so in seq order the replay went back in time.
   test('a page left with more replay than a beacon carries: the pieces its chunk is halved into share its seq, in time order', async () => {
-    const shop = open(startShop({ key: suite.e2e.core.key, core: suite.e2e.base, script: suite.script, tracker: { via: 'relay' } }))
-    const { page } = open(await openBrowser())
-    await page.clock.install()
-    await page.goto(`${shop.url}/`)
-    await trackerStarted(page)
-    const sessionId = await sessionOf(page)
+    const { page, sessionId } = await shopPage()
     // Sixteen changes of about 10 KB each that gzip cannot shrink (an attribute's random value), each its own event.
     for (let i = 0; i < 16; i++) {
       await page.evaluate(() => {
@@ -173,12 +163,7 @@ describe('the stored replay plays, in headless Chromium', () => {
   })
 
   test('nodes a recording leaves out (comments, social metas) and shadow roots: what changes next to them names only nodes the player has', async () => {
-    const shop = open(startShop({ key: suite.e2e.core.key, core: suite.e2e.base, script: suite.script, tracker: { via: 'relay' } }))
-    const { page } = open(await openBrowser())
-    await page.clock.install()
-    await page.goto(`${shop.url}/`)
-    await trackerStarted(page)
-    const sessionId = await sessionOf(page)
+    const { page, sessionId } = await shopPage()
     const step = async (change: () => void) => {
       await page.evaluate(change)
       await page.clock.runFor(5)
