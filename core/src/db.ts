@@ -263,9 +263,15 @@ export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}): Da
   }
 }
 
-/** Round trip to the database, in milliseconds; throws when it does not answer. */
-export async function pingDatabase(db: Database): Promise<number> {
+export interface DatabasePing {
+  latencyMs: number
+  /** False on a standby (a failover left core on a replica) or a database set read-only. */
+  writable: boolean
+}
+
+/** Round trip to the database, and whether it takes writes; throws when it does not answer. */
+export async function pingDatabase(db: Database): Promise<DatabasePing> {
   const started = performance.now()
-  await db.rows(sql`select 1`)
-  return performance.now() - started
+  const [row] = await db.rows<{ read_only: string }>(sql`select current_setting('transaction_read_only') as read_only`)
+  return { latencyMs: performance.now() - started, writable: row.read_only !== 'on' }
 }

@@ -23,7 +23,7 @@ describe('health probes', () => {
       status: 'ok',
       version: expect.stringMatching(/^\d+\.\d+\.\d+/),
       uptimeSeconds: expect.any(Number),
-      checks: { database: { ok: true, latencyMs: expect.any(Number) }, writer: { queued: 0, inflight: 0 } },
+      checks: { database: { ok: true, latencyMs: expect.any(Number), writable: true }, writer: { queued: 0, inflight: 0 } },
     })
   })
 })
@@ -38,7 +38,7 @@ describe('when the database stops', () => {
 
       const health = await core.request('/health')
       expect(health.status).toBe(503)
-      expect(await health.json()).toMatchObject({ status: 'degraded', checks: { database: { ok: false, latencyMs: null } } })
+      expect(await health.json()).toMatchObject({ status: 'degraded', checks: { database: { ok: false, latencyMs: null, writable: null } } })
       expect((await core.request('/health/simple')).status).toBe(200)
 
       const refused = await core.post('/api/ingestion/customEvent', { sessionId: 'outage', eventName: 'during' })
@@ -58,6 +58,44 @@ describe('when the database stops', () => {
       }
     } finally {
       await setup.close()
+    }
+  })
+})
+
+// What a load balancer must see when core's database answers but cannot store: a failover that left
+// DATABASE_URL on a standby, or a database the operator set read-only.
+describe.skipIf(engine !== 'postgres')('when the database refuses writes', () => {
+  test('health turns degraded (503) while the database is read-only, and ok again once it is not', async () => {
+    const core = await startCore()
+    const admin = postgres(core.database.url!, { max: 1, onnotice: () => {} })
+    const name = new URL(core.database.url!).pathname.slice(1)
+    // Database settings reach a session as it starts: core's sessions are ended so that new ones begin.
+    const restartSessions = () => admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`
+    // The first probe after may meet a session just ended (no answer): asked again until it is answered.
+    const answeredHealth = async () => {
+      for (let i = 0; ; i++, await Bun.sleep(100)) {
+        const res = await core.request('/health')
+        const body = await res.json()
+        if (body.checks.database.writable !== null || i === 20) return { status: res.status, body }
+      }
+    }
+    try {
+      await admin.unsafe(`alter database ${name} set default_transaction_read_only = on`)
+      await restartSessions()
+      const readOnly = await answeredHealth()
+      expect(readOnly.status).toBe(503)
+      expect(readOnly.body).toMatchObject({ status: 'degraded', checks: { database: { ok: false, latencyMs: expect.any(Number), writable: false } } })
+      expect((await core.post('/api/ingestion/customEvent', { sessionId: 'read-only', eventName: 'refused' })).status).toBe(503)
+
+      await admin.unsafe(`alter database ${name} reset default_transaction_read_only`)
+      await restartSessions()
+      const writable = await answeredHealth()
+      expect(writable.status).toBe(200)
+      expect(writable.body).toMatchObject({ status: 'ok', checks: { database: { ok: true, writable: true } } })
+    } finally {
+      await admin.unsafe(`alter database ${name} reset default_transaction_read_only`)
+      await admin.end()
+      await core.close()
     }
   })
 })

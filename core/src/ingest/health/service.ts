@@ -1,8 +1,12 @@
+import type { DatabasePing } from '../../db'
 import type { WriterStats } from '../../writer'
 
 export interface DatabaseCheck {
+  /** The database answered and takes writes: ingestion can store. */
   ok: boolean
   latencyMs: number | null
+  /** Null when the database did not answer. */
+  writable: boolean | null
 }
 
 export interface HealthReport {
@@ -21,17 +25,20 @@ export function healthReport(input: { database: DatabaseCheck; writer: WriterSta
   }
 }
 
-/** Pings the database, giving up after `timeoutMs`: a stopped server must not hang the probe. */
-export async function checkDatabase(ping: () => Promise<number>, timeoutMs: number): Promise<DatabaseCheck> {
+/**
+ * Pings the database, giving up after `timeoutMs`: a stopped server must not hang the probe. A database
+ * that answers but refuses writes is not ok either: every ingestion request would be answered 503.
+ */
+export async function checkDatabase(ping: () => Promise<DatabasePing>, timeoutMs: number): Promise<DatabaseCheck> {
   let timer: ReturnType<typeof setTimeout> | undefined
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)
   })
   try {
-    const latency = await Promise.race([ping(), timeout])
-    return { ok: true, latencyMs: Math.round(latency * 100) / 100 }
+    const { latencyMs, writable } = await Promise.race([ping(), timeout])
+    return { ok: writable, latencyMs: Math.round(latencyMs * 100) / 100, writable }
   } catch {
-    return { ok: false, latencyMs: null }
+    return { ok: false, latencyMs: null, writable: null }
   } finally {
     clearTimeout(timer)
   }
