@@ -282,6 +282,53 @@ describe('POST /api/ingestion/errors', () => {
     expect(await issue(issueId)).toMatchObject({ status: 'open', resolved: false, is_regression: true, occurrences: 3 })
   })
 
+  // A browser's clock is off by `skewMs`: its replay, sent as it records, shows by how much.
+  const skewedSession = async (sessionId: string, skewMs: number) => {
+    const at = Date.now() + skewMs
+    const events = [
+      { type: 4, timestamp: at - 2_000, data: { href: 'https://shop.example/cart', width: 1280, height: 720 } },
+      { type: 3, timestamp: at - 100, data: { source: 1, positions: [{ x: 1, y: 1, id: 1, timeOffset: 0 }] } },
+    ]
+    expect((await core.post('/api/ingestion/events', { sessionId, windowId: 'w', seq: 0, events })).status).toBe(200)
+  }
+  const resolvedAt = async (issueId: string) =>
+    Number((await rows<{ ms: string }>(sql`select (extract(epoch from resolved_at) * 1000)::bigint::text as ms from issues where issue_id = ${issueId}`))[0].ms)
+
+  test.each([
+    ['behind', -2 * 60 * 60_000],
+    ['ahead', 2 * 60 * 60_000],
+  ])('a browser whose clock runs %s: what it made before the resolution only counts, what it made after reopens the Issue', async (_, skewMs) => {
+    const sessionId = `err-skew-${skewMs}`
+    await skewedSession(sessionId, skewMs)
+    const body = report({ sessionId, stack: CHROME.replaceAll('renderTotal', `renderSkew${skewMs < 0 ? 'Behind' : 'Ahead'}`), timestampMs: Date.now() + skewMs - 30_000 })
+    const [issueId] = (await send(body)).issues
+    await Bun.sleep(5)
+    expect(await setIssueStatus(core.database.db, core.project.projectId, issueId, 'resolved')).toBe(true)
+    const resolved = await resolvedAt(issueId)
+    await Bun.sleep(5)
+
+    // Made (by the real clock) 5 s before the resolution, sent only now.
+    await send({ ...body, timestampMs: resolved - 5_000 + skewMs })
+    expect(await issue(issueId)).toMatchObject({ status: 'resolved', resolved: true, is_regression: false, occurrences: 2 })
+
+    // Made now, after the resolution.
+    await send({ ...body, timestampMs: Date.now() + skewMs })
+    expect(await issue(issueId)).toMatchObject({ status: 'open', resolved: false, is_regression: true, occurrences: 3 })
+  })
+
+  test('a report received before the resolution and committed after it does not reopen the Issue, whatever time its clock says', async () => {
+    const caller = { projectId: core.project.projectId, environment: 'development', monthlyLimit: null }
+    const body = { sessionId: 'err-queued', errors: [report({ sessionId: 'err-queued', stack: CHROME.replaceAll('renderTotal', 'renderQueued'), timestampMs: Date.now() - 30_000 })] }
+    const [issueId] = (await send(body)).issues
+    // Received now (waiting in the writer's queue), by a browser whose clock runs an hour ahead.
+    const late = { ...body, errors: [{ ...body.errors[0], timestampMs: Date.now() + 60 * 60_000 }] }
+    const queued = errorRows(late, late.errors.map((r) => symbolicate(reportedFrames(r), () => undefined)), caller, Date.now())
+    await Bun.sleep(5)
+    expect(await setIssueStatus(core.database.db, core.project.projectId, issueId, 'resolved')).toBe(true)
+    await core.database.db.orm.transaction((tx) => errorEventsSink.write(tx, queued.occurrences))
+    expect(await issue(issueId)).toMatchObject({ status: 'resolved', resolved: true, is_regression: false, occurrences: 2 })
+  })
+
   test('affected end users stay exact when occurrences commit concurrently through two cores', async () => {
     const second = await startCore({ database: core.database })
     try {

@@ -34,6 +34,8 @@ export interface OccurrenceRow {
   release: string | null
   context: Record<string, unknown> | null
   timestamp: number
+  /** When the service received it: an occurrence cannot have been made later, whatever the client's clock says. */
+  receivedAt: number
 }
 
 export interface ErrorRows extends SessionTouches {
@@ -123,6 +125,7 @@ export function errorRows(body: ErrorBatchBody, frames: readonly Frame[][], call
       release: report.release || null,
       context: report.context ?? null,
       timestamp: clampTimestamp(report.timestampMs, receivedAt),
+      receivedAt,
     }
   })
   return { occurrences, ...sessionTouches(caller, occurrences.map((o) => ({ sessionId: o.sessionId, endUserId: o.endUserId, at: o.timestamp }))) }

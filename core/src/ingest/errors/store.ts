@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { rowsOf, type Database } from '../../db'
+import { rowsOf, type Database, type Orm } from '../../db'
 import type { Sink } from '../../sink'
 import { alreadyStoredOf } from '../shared/insert'
 import { sortedBy } from '../shared/rows'
@@ -48,9 +48,8 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
       }
     }
 
-    // An occurrence of a resolved Issue made after the resolution reopens it as a regression; one
-    // made before it (sent late, from a tracker's outbox) only counts. An ignored Issue stays ignored.
-    await tx.execute(sql`
+    // Counted whatever the Issue's status; whether an occurrence reopens a resolved one is decided after.
+    const upserted = await tx.execute(sql`
       insert into issues as i (project_id, issue_id, fingerprint, title, culprit, level, status, is_regression,
         first_seen_at, last_seen_at, occurrences, affected_users, first_release, last_release)
       select d."projectId", d."issueId", d.fingerprint, d.title, d.culprit, d.level, 'open', false,
@@ -68,19 +67,44 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
         level = case when excluded.last_seen_at >= i.last_seen_at then excluded.level else i.level end,
         first_release = case when i.first_release is null or excluded.first_seen_at < i.first_seen_at
                              then coalesce(excluded.first_release, i.first_release) else i.first_release end,
-        last_release = case when excluded.last_seen_at >= i.last_seen_at then coalesce(excluded.last_release, i.last_release) else i.last_release end,
-        status = case when ${recurs} then 'open' else i.status end,
-        is_regression = i.is_regression or ${recurs},
-        resolved_at = case when ${recurs} then null else i.resolved_at end`)
+        last_release = case when excluded.last_seen_at >= i.last_seen_at then coalesce(excluded.last_release, i.last_release) else i.last_release end
+      returning project_id::text as "projectId", issue_id::text as "issueId", status`)
+    const resolved = new Set(
+      rowsOf<{ projectId: string; issueId: string; status: string }>(upserted).flatMap((r) => (r.status === 'resolved' ? [`${r.projectId}\n${r.issueId}`] : [])),
+    )
+    const recurring = fresh.filter((o) => resolved.has(`${o.projectId}\n${o.issueId}`))
+    if (recurring.length > 0) await reopenRecurring(tx, recurring)
     return alreadyStored
   },
 }
 
 /**
- * In the Issue upsert: the resolved Issue `i` occurred again after it was resolved. Occurrence times
- * are whole milliseconds, so the resolution is compared at that precision.
+ * An occurrence of a resolved Issue made at or after the resolution reopens it as a regression; one
+ * made before it (sent late, from a tracker's outbox) only counts. An ignored Issue stays ignored.
+ *
+ * When it was made is told by the client's clock, which may run minutes or hours off the server's
+ * that resolved the Issue: a clock behind would hide a regression, one ahead reopen the Issue for an
+ * error from before its fix. So the client's time is moved by how far its session's clock is off,
+ * as its replay shows it (a chunk's receipt less its last event's time, the least of them: the one
+ * sent soonest), and it is never later than the report's receipt. Occurrence times are whole
+ * milliseconds, so the resolution is compared at that precision. The Issues are locked by the
+ * upsert before, so a resolution cannot come between.
  */
-const recurs = sql`(i.status = 'resolved' and (i.resolved_at is null or excluded.last_seen_at >= date_trunc('milliseconds', i.resolved_at)))`
+async function reopenRecurring(tx: Orm, occurrences: readonly OccurrenceRow[]): Promise<void> {
+  const made = occurrences.map(({ projectId, issueId, sessionId, timestamp, receivedAt }) => ({ projectId, issueId, sessionId, timestamp, receivedAt }))
+  await tx.execute(sql`
+    with made as (
+      select o."projectId", o."issueId", max(least(o.timestamp + coalesce(clock.behind, 0), o."receivedAt")) as at
+      from jsonb_to_recordset(${jsonParam(made)}::jsonb) as o("projectId" uuid, "issueId" uuid, "sessionId" text, timestamp float8, "receivedAt" float8)
+      left join lateral (
+        select min(extract(epoch from c.received_at - c.last_timestamp) * 1000)::float8 as behind
+        from replay_chunks c where c.project_id = o."projectId" and c.session_id = o."sessionId") clock on true
+      group by o."projectId", o."issueId")
+    update issues i set status = 'open', is_regression = true, resolved_at = null
+    from made
+    where i.project_id = made."projectId" and i.issue_id = made."issueId" and i.status = 'resolved'
+      and (i.resolved_at is null or made.at >= extract(epoch from date_trunc('milliseconds', i.resolved_at)) * 1000)`)
+}
 
 export type IssueStatus = 'open' | 'resolved' | 'ignored'
 
