@@ -138,6 +138,23 @@ describe('POST /api/ingestion/user/auth', () => {
     ])
   })
 
+  test('a person that turns out to be another brings its attributes along: its auth values go on finding the person', async () => {
+    expect((await auth('m-laptop', { phone: '555-0404', name: 'Robert' }, ['phone'])).endUserId).toBe('m-laptop')
+    expect((await auth('m-phone', { email: 'bob@merge.test', name: 'Bob' }, ['email'])).endUserId).toBe('m-phone')
+    expect((await auth('m-laptop', { email: 'bob@merge.test' })).endUserId).toBe('m-phone')
+    // What the person has already stays: the other's attributes fill in what it has not.
+    expect(await attributesOf(core, 'm-phone')).toEqual({ email: 'bob@merge.test', phone: '555-0404', name: 'Bob' })
+    // The laptop's phone number is the person's: a tablet signing in with it is Bob.
+    expect((await auth('m-tablet', { phone: '555-0404' }, ['phone'])).endUserId).toBe('m-phone')
+  })
+
+  test('a person with other auth values that signs in as someone else brings none of its attributes along: it was someone else', async () => {
+    expect((await auth('k-phone', { email: 'dee@kiosk.test', name: 'Dee' })).endUserId).toBe('k-phone')
+    expect((await auth('k-kiosk', { email: 'cy@kiosk.test', plan: 'free' })).endUserId).toBe('k-kiosk')
+    expect((await auth('k-kiosk', { email: 'dee@kiosk.test' })).endUserId).toBe('k-phone')
+    expect(await attributesOf(core, 'k-phone')).toEqual({ email: 'dee@kiosk.test', name: 'Dee' })
+  })
+
   test('an alias signing in as another person becomes that person\'s alone: the person it was an alias of stays apart', async () => {
     // A shared tablet: Ann signed in on it, then Ben does. WIRE.md: "this userId becomes an alias".
     expect((await auth('fam-laptop', { email: 'ann@fam.test', name: 'Ann' })).endUserId).toBe('fam-laptop')
@@ -149,6 +166,27 @@ describe('POST /api/ingestion/user/auth', () => {
     expect((await auth('fam-laptop', { email: 'ann@fam.test' })).endUserId).toBe('fam-laptop')
     expect(await attributesOf(core, 'fam-phone')).toEqual({ email: 'ben@fam.test', name: 'Ben' })
     expect(await attributesOf(core, 'fam-laptop')).toEqual({ email: 'ann@fam.test', name: 'Ann' })
+  })
+
+  test('an alias signing in with values no one has yet, where its person has others, becomes a person of its own', async () => {
+    // The shared tablet again, but Ben was never seen before: he is not Ann, whose email stays hers.
+    expect((await auth('new-laptop', { email: 'ann@new.test', name: 'Ann' })).endUserId).toBe('new-laptop')
+    expect((await auth('new-tablet', { email: 'ann@new.test' })).endUserId).toBe('new-laptop')
+    expect((await auth('new-tablet', { email: 'ben@new.test', name: 'Ben' })).endUserId).toBe('new-tablet')
+    expect(await attributesOf(core, 'new-laptop')).toEqual({ email: 'ann@new.test', name: 'Ann' })
+    expect(await attributesOf(core, 'new-tablet')).toEqual({ email: 'ben@new.test', name: 'Ben' })
+    expect((await aliases(core)).filter((a) => a.alias_id.startsWith('new-'))).toEqual([])
+    // Ben's phone is Ben, Ann's laptop Ann.
+    expect((await auth('new-phone', { email: 'ben@new.test' })).endUserId).toBe('new-tablet')
+    expect((await auth('new-laptop', { email: 'ann@new.test' })).endUserId).toBe('new-laptop')
+    // A value the person does not have yet is added to it: the device stays its alias.
+    expect((await auth('new-watch', { email: 'ann@new.test' })).endUserId).toBe('new-laptop')
+    expect((await auth('new-watch', { email: 'ann@new.test', phone: '555-0303' }, ['phone'])).endUserId).toBe('new-laptop')
+    expect(await attributesOf(core, 'new-laptop')).toEqual({ email: 'ann@new.test', name: 'Ann', phone: '555-0303' })
+    expect((await aliases(core)).filter((a) => a.alias_id.startsWith('new-'))).toEqual([
+      { alias_id: 'new-phone', end_user_id: 'new-tablet' },
+      { alias_id: 'new-watch', end_user_id: 'new-laptop' },
+    ])
   })
 
   test('auth fields the attributes do not have, named like members every object inherits, do not alias', async () => {
@@ -316,6 +354,41 @@ describe('auth-aware identify under concurrency', () => {
     }
   })
 
+  test('in one commit, an alias leaves its person for values no one has as the identifies before it left them', async () => {
+    const core = await startCore()
+    try {
+      const row = (endUserId: string, attributes: Record<string, unknown>): IdentifyRow => ({
+        projectId: core.project.projectId,
+        endUserId,
+        sessionOfMadeId: null,
+        attributes,
+        auth: authValues(attributes, ['email']),
+        at: Date.now(),
+      })
+      await core.post('/api/ingestion/user/auth', { userId: 'c-laptop', userAttributes: { email: 'ann@commit.test' }, authFields: ['email'] })
+      const rows = [
+        // Ann signs in on the tablet, then Ben on it, then Ben on his phone; Ann's laptop changes her email.
+        row('c-tablet', { email: 'ann@commit.test' }),
+        row('c-tablet', { email: 'ben@commit.test' }),
+        row('c-phone', { email: 'ben@commit.test' }),
+        row('c-laptop', { email: 'ann@new.commit.test' }),
+        // A device of Ann's signing in with her new email is hers.
+        row('c-watch', { email: 'ann@commit.test' }),
+        row('c-watch', { email: 'ann@new.commit.test' }),
+      ]
+      await core.services.writer.write({ projectId: core.project.projectId, monthlyLimit: null, items: rows.length, bytes: 100, writes: [{ sink: identitySink, rows }] })
+      expect(rows.map((r) => r.canonical)).toEqual(['c-laptop', 'c-tablet', 'c-tablet', 'c-laptop', 'c-watch', 'c-laptop'])
+      expect(await attributesOf(core, 'c-laptop')).toEqual({ email: 'ann@new.commit.test' })
+      expect(await attributesOf(core, 'c-tablet')).toEqual({ email: 'ben@commit.test' })
+      expect(await aliases(core)).toEqual([
+        { alias_id: 'c-phone', end_user_id: 'c-tablet' },
+        { alias_id: 'c-watch', end_user_id: 'c-laptop' },
+      ])
+    } finally {
+      await core.close()
+    }
+  })
+
   test('devices signing in at once end as one person', async () => {
     const core = await startCore({ writer: { lingerMs: 2 } })
     try {
@@ -377,6 +450,27 @@ describe('auth-aware identify under concurrency', () => {
       }
       const [{ n }] = await first.database.db.rows<{ n: number }>(sql`select count(*)::int as n from end_users`)
       expect(n).toBe(5)
+    } finally {
+      await second.close()
+      await first.close()
+    }
+  })
+
+  test.skipIf(engine !== 'postgres')('an alias leaving its person, sent through two cores at once (a retry), ends a person of its own, once', async () => {
+    const first = await startCore({ writer: { lingerMs: 1 } })
+    const second = await startCoreBeside(first)
+    const auth = (core: TestCore, userId: string, email: string) =>
+      core.post('/api/ingestion/user/auth', { userId, userAttributes: { email }, authFields: ['email'] }, { key: first.key }).then((r) => r.json())
+    try {
+      for (let round = 0; round < 5; round++) {
+        const [ann, tablet] = [`ann-${round}`, `tablet-${round}`]
+        expect((await auth(first, ann, `${ann}@two.test`)).endUserId).toBe(ann)
+        expect((await auth(second, tablet, `${ann}@two.test`)).endUserId).toBe(ann)
+        const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => auth(i % 2 ? first : second, tablet, `ben-${round}@two.test`)))
+        expect(answers.map((a) => a.endUserId)).toEqual(answers.map(() => tablet))
+        expect(await attributesOf(first, ann)).toEqual({ email: `${ann}@two.test` })
+      }
+      expect(await aliases(first)).toEqual([])
     } finally {
       await second.close()
       await first.close()

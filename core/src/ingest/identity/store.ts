@@ -17,7 +17,9 @@ const key = (projectId: string, endUserId: string) => `${projectId}\n${endUserId
  * one made for the request only when the session has none (see IdentifyRow). An end user that is an
  * alias resolves to its person first. An auth-aware identify then looks for the person of the project
  * who already has the same auth values (the first seen of them), makes this end user (and whatever was
- * aliased to it) an alias of that person, and merges the attributes there. Auth-aware identifies of
+ * aliased to it) an alias of that person, and merges the attributes there (a person that becomes an
+ * alias brings along those of its own the person has not); an alias whose values
+ * no one has, and whose person has others, becomes a person of its own. Auth-aware identifies of
  * one project run one at a time (a transaction-scoped advisory lock), so two devices signing in at
  * once end as one person.
  *
@@ -57,14 +59,29 @@ export const identitySink: Sink<IdentifyRow> = {
     for (const row of rows) {
       const endUserId = endUserOf(row)
       const current = personOf(row.projectId, endUserId)
-      const person = (row.auth && (await findPerson(tx, row.projectId, row.auth, people))) ?? current
-      if (person !== current) {
+      const found = row.auth ? await findPerson(tx, row.projectId, row.auth, people) : undefined
+      // An alias (a device) signing in with values no one has, where its person has others of its
+      // own, is someone else on that device too, not yet seen: it becomes a person of its own.
+      // Merged there, the values would make the person it was an alias of someone else.
+      const leaves = !found && row.auth !== null && endUserId !== current && (await holdsOtherValues(tx, row.projectId, current, row.auth, people))
+      const person = found ?? (leaves ? endUserId : current)
+      if (leaves) await unalias(tx, row.projectId, endUserId)
+      else if (person !== current) {
         // Only an end user that is a person takes its aliases along. An alias (a device) signing in
         // as another person moves alone (WIRE.md: "this userId becomes an alias"): the person it was
         // an alias of may be someone else who used the same device, and two people would become one.
         const isPerson = endUserId === current
         await alias(tx, row.projectId, endUserId, person, isPerson)
-        if (isPerson) for (const [k, v] of canonical) if (v === current && k.startsWith(`${row.projectId}\n`)) canonical.set(k, person)
+        if (isPerson) {
+          for (const [k, v] of canonical) if (v === current && k.startsWith(`${row.projectId}\n`)) canonical.set(k, person)
+          // A person brings its attributes along, the auth values it was found by among them: left
+          // behind on an alias, which no lookup finds, they would identify no one any more. Not one
+          // with other values for these fields: that is someone else who used this device before.
+          if (!(await holdsOtherValues(tx, row.projectId, endUserId, row.auth!, people))) {
+            const brought = await attributesToBring(tx, row.projectId, endUserId, person, people)
+            if (Object.keys(brought).length > 0) people.push({ projectId: row.projectId, endUserId: person, at: row.at, attributes: brought })
+          }
+        }
       }
       canonical.set(key(row.projectId, endUserId), person)
       row.canonical = person
@@ -136,6 +153,45 @@ function mergedPending(projectId: string, pending: readonly EndUserTouch[]) {
 async function findPerson(tx: Orm, projectId: string, auth: Record<string, unknown>, pending: readonly EndUserTouch[]): Promise<string | undefined> {
   const [found] = rowsOf<{ end_user_id: string }>(await tx.execute(personLookup(projectId, auth, pending)))
   return found?.end_user_id
+}
+
+/**
+ * Whether `person`, as the commit leaves it (see personLookup), has a value of its own for one of the
+ * fields of `auth` other than the one there (a field it has no value for, as authValues sees none, is
+ * no other value).
+ */
+async function holdsOtherValues(tx: Orm, projectId: string, person: string, auth: Record<string, unknown>, pending: readonly EndUserTouch[]): Promise<boolean> {
+  const written = mergedPending(projectId, pending).find((p) => p.endUserId === person)?.attributes ?? {}
+  const [found] = rowsOf<{ other: boolean }>(
+    await tx.execute(sql`
+      select exists (
+        select 1 from jsonb_each(${jsonParam(auth)}::jsonb) f
+        where c.attributes -> f.key not in ('null'::jsonb, '""'::jsonb, '[]'::jsonb, '{}'::jsonb) and c.attributes -> f.key <> f.value
+      ) as other
+      from (select coalesce((select attributes from end_users where project_id = ${projectId} and end_user_id = ${person}), '{}'::jsonb)
+        || ${jsonParam(written)}::jsonb as attributes) c`),
+  )
+  return found?.other === true
+}
+
+/**
+ * The attributes of `from`, a person becoming an alias of `to`, that `to` has no value for, both as
+ * the commit leaves them (see personLookup): what `to` has already stays.
+ */
+async function attributesToBring(tx: Orm, projectId: string, from: string, to: string, pending: readonly EndUserTouch[]): Promise<Record<string, unknown>> {
+  const merged = mergedPending(projectId, pending)
+  const written = (endUserId: string) => jsonParam(merged.find((p) => p.endUserId === endUserId)?.attributes ?? {})
+  const stored = (endUserId: string) => sql`coalesce((select attributes from end_users where project_id = ${projectId} and end_user_id = ${endUserId}), '{}'::jsonb)`
+  const [found] = rowsOf<{ attributes: Record<string, unknown> }>(
+    await tx.execute(sql`
+      select (${stored(from)} || ${written(from)}::jsonb) - array(select jsonb_object_keys(${stored(to)} || ${written(to)}::jsonb)) as attributes`),
+  )
+  return found?.attributes ?? {}
+}
+
+/** `endUserId` is an alias no more: a person of its own. */
+async function unalias(tx: Orm, projectId: string, endUserId: string): Promise<void> {
+  await tx.execute(sql`delete from end_user_aliases where project_id = ${projectId} and alias_id = ${endUserId}`)
 }
 
 /** Points `endUserId` at `person`, and, when it was a person itself, its aliases too, so aliases never chain. */
