@@ -76,15 +76,19 @@ export const isDroppedResponseHeader = (name: string, connectionNamed: Set<strin
 export function withoutDroppedHeaders(response: Response, body: ReadableStream<Uint8Array> | null = response.body): Response {
   const named = connectionOptions(response.headers.get('connection'))
   let dropped = false
+  // RFC 9112 §6.3: Transfer-Encoding overrides Content-Length, which an intermediary removes before
+  // passing the answer on (as the socket client's parser does). Bun's fetch keeps both fields.
+  let chunked = false
   response.headers.forEach((_, name) => {
     if (isDroppedResponseHeader(name, named)) dropped = true
+    if (name === 'transfer-encoding') chunked = true
   })
   if (!dropped && body === response.body) return response
   let headers = response.headers
   if (dropped) {
     headers = new Headers()
     response.headers.forEach((value, name) => {
-      if (!isDroppedResponseHeader(name, named)) headers.append(name, value)
+      if (!isDroppedResponseHeader(name, named) && !(chunked && name === 'content-length')) headers.append(name, value)
     })
   }
   return new Response(body, { status: response.status, statusText: response.statusText, headers })

@@ -1,7 +1,7 @@
 import { cappedStream, readUpTo } from './body.ts'
 import { errorResponse, UpstreamError } from './errors.ts'
 import { bearerToken, canCarryKey, KEY_IN_BODY_MAX_BYTES, shouldMoveKey, upstreamHeaders, writeKeyIntoBody, type ClientInfo, type KeyInBody } from './headers.ts'
-import { ALLOW, FORWARDED_METHODS, isForwardedPath, normalizePrefix, splitUrl, underPrefix, type SplitUrl } from './paths.ts'
+import { allowOn, FORWARDED_METHODS, isForwardedPath, normalizePrefix, splitUrl, underPrefix, type SplitUrl } from './paths.ts'
 import { serveScript, type ScriptOptions } from './script.ts'
 import { fetchClient } from './upstream/fetch.ts'
 import type { UpstreamClient } from './upstream/types.ts'
@@ -40,6 +40,11 @@ export interface Relay {
   readonly timeoutMs: number
   /** Whether a request path is under the prefix (middleware passes the others on). */
   handles(path: string): boolean
+  /**
+   * The 404 or 405 the relay answers a method on a path, or null when it would serve or forward
+   * them: for a method a Web Request cannot carry (node:http parses TRACE), which never reaches it.
+   */
+  refusal(method: string, path: string): Response | null
   /**
    * Settles once the script is read and compressed (at once without one); rejects, saying why,
    * when it cannot be served. The relay reports that on stderr by itself and keeps running.
@@ -143,18 +148,29 @@ export function createRelay(options: RelayOptions): Relay {
 
   const tooLarge = () => errorResponse('payload_too_large', `the body is over the relay's limit of ${maxBodyBytes} bytes`, { connection: 'close' })
 
+  /**
+   * The relay's own 404 or 405 for a method on a path (`path` under the prefix, null when outside
+   * it), or null when it serves the script or forwards. Decided by path first, then method.
+   */
+  function refusal(method: string, fullPath: string, path: string | null): Response | null {
+    if (path === null) return errorResponse('not_found', `no route for ${fullPath}`)
+    if (script && path === script.path) {
+      if (method === 'GET' || method === 'HEAD') return null
+      return errorResponse('method_not_allowed', `${method} is not allowed on ${fullPath}`, { allow: 'GET, HEAD' })
+    }
+    if (!isForwardedPath(path)) return errorResponse('not_found', `no route for ${fullPath}`)
+    if (!FORWARDED_METHODS.has(method)) return errorResponse('method_not_allowed', `${method} is not allowed on ${fullPath}`, { allow: allowOn(path) })
+    return null
+  }
+
   const relay = (request: Request, client: ClientInfo = {}): Promise<Response> => {
     const url = splitUrl(request.url)
     const { path: fullPath, search } = url
     const path = underPrefix(fullPath, prefix)
     const method = request.method
-    if (path === null) return Promise.resolve(errorResponse('not_found', `no route for ${fullPath}`))
-    if (script && path === script.path) {
-      if (method === 'GET' || method === 'HEAD') return script.respond(request)
-      return Promise.resolve(errorResponse('method_not_allowed', `${method} is not allowed on ${fullPath}`, { allow: 'GET, HEAD' }))
-    }
-    if (!isForwardedPath(path)) return Promise.resolve(errorResponse('not_found', `no route for ${fullPath}`))
-    if (!FORWARDED_METHODS.has(method)) return Promise.resolve(errorResponse('method_not_allowed', `${method} is not allowed on ${fullPath}`, { allow: ALLOW }))
+    const refused = refusal(method, fullPath, path)
+    if (refused) return Promise.resolve(refused)
+    if (script && path === script.path) return script.respond(request)
 
     const target = basePath + path + search
     if (method !== 'POST') return exchange(request, target, url, client, NO_BODY)
@@ -174,6 +190,7 @@ export function createRelay(options: RelayOptions): Relay {
     prefix,
     timeoutMs,
     handles: (path: string) => underPrefix(path, prefix) !== null,
+    refusal: (method: string, path: string) => refusal(method, path, underPrefix(path, prefix)),
     ready: script ? script.ready : Promise.resolve(),
   })
 }

@@ -15,9 +15,15 @@ const HEALTH = new Set(['/health', '/health/simple'])
 
 export const isForwardedPath = (path: string): boolean => HEALTH.has(path) || INGESTION.test(path)
 
-/** What core answers to these methods on its public paths; anything else is refused by the relay (405, with ALLOW). */
+/** What core answers to these methods on its public paths; anything else is refused by the relay (405, with `allowOn`). */
 export const FORWARDED_METHODS = new Set(['GET', 'HEAD', 'POST', 'OPTIONS'])
-export const ALLOW = 'GET, HEAD, POST, OPTIONS'
+
+/**
+ * The methods core serves on a public path, as its own 405 lists them (RFC 9110 §15.5.6: `Allow` is
+ * the target's methods): the health probes `GET, HEAD, OPTIONS`, ingestion `POST, OPTIONS`. Not every
+ * method the relay forwards: POST on /health is core's 405, and a client told otherwise tries it.
+ */
+export const allowOn = (path: string): string => (HEALTH.has(path) ? 'GET, HEAD, OPTIONS' : 'POST, OPTIONS')
 
 /** A prefix as configured ("_sl", "/_sl/") in the one form the matcher uses ("/_sl"). */
 export function normalizePrefix(prefix: string): string {

@@ -104,6 +104,8 @@ async function variantsOf(bytes: Uint8Array<ArrayBuffer>): Promise<Variants> {
 /** Serves the script as `<prefix>/<name>`; the prefix only names it in what the relay reports. */
 export function serveScript({ name = 't.js', maxAgeSeconds = 300, ...script }: ScriptOptions, prefix = ''): ServedScript {
   if (!/^[A-Za-z0-9._-]+$/.test(name) || name.startsWith('.')) throw new TypeError(`script name "${name}" is not a plain file name`)
+  // RFC 9111 §1.2.2: max-age is delta-seconds, 1*DIGIT; "max-age=1.5" or "=-1" is no directive a cache honours.
+  if (!Number.isSafeInteger(maxAgeSeconds) || maxAgeSeconds < 0) throw new TypeError(`script maxAgeSeconds must be a whole number of seconds, not ${String(maxAgeSeconds)}`)
   // Read, hashed and compressed once, as the relay is created. A file that cannot be read is said at
   // once on stderr (and by `ready`) rather than only when a page asks for it; the relay itself keeps
   // running and answers 404 for the script.

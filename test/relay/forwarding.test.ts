@@ -227,3 +227,38 @@ describe('core behind a proxy that compresses what the request accepts', () => {
     }
   })
 })
+
+describe('an answer framed by both Transfer-Encoding and Content-Length', () => {
+  test('goes on without the Content-Length (RFC 9112 §6.3), on either client, for GET and HEAD', async () => {
+    // Transfer-Encoding overrides Content-Length, which an intermediary must remove before passing
+    // the answer on: kept, it framed the re-chunked body as 999 bytes, and a client waited for the rest.
+    const body = '{"status":"ok"}'
+    const upstream = Bun.listen({
+      hostname: '127.0.0.1',
+      port: 0,
+      socket: {
+        data(socket, chunk) {
+          const head = Buffer.from(chunk).toString('latin1').startsWith('HEAD ')
+          socket.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\ncontent-length: 999\r\n\r\n${head ? '' : `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`}`)
+        },
+      },
+    })
+    try {
+      for (const [clientName, makeClient] of Object.entries(CLIENTS)) {
+        const relay = createRelay({ upstream: `http://127.0.0.1:${upstream.port}`, prefix: '/_sl', client: makeClient() })
+        for (const method of ['GET', 'HEAD']) {
+          const res = await relay(new Request('http://shop.test/_sl/health/simple', { method }))
+          expect({ clientName, method, status: res.status, length: res.headers.get('content-length'), text: await res.text() }).toEqual({
+            clientName,
+            method,
+            status: 200,
+            length: null,
+            text: method === 'GET' ? body : '',
+          })
+        }
+      }
+    } finally {
+      upstream.stop(true)
+    }
+  })
+})

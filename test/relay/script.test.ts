@@ -108,3 +108,14 @@ describe('the tracker script', () => {
     expect(() => createRelay({ upstream, prefix: '/_sl', script: { source: SCRIPT, name: '../t.js' } })).toThrow()
   })
 })
+
+describe('script options that would make an invalid Cache-Control', () => {
+  test('a maxAgeSeconds that is not a whole number of seconds is refused at start (RFC 9111 §1.2.2: delta-seconds is 1*DIGIT)', () => {
+    for (const maxAgeSeconds of [-1, 1.5, NaN, Infinity, '300']) {
+      expect(() => createRelay({ upstream, prefix: '/_sl', script: { source: SCRIPT, maxAgeSeconds: maxAgeSeconds as number } })).toThrow(TypeError)
+    }
+    for (const maxAgeSeconds of [0, 60, 31_536_000]) {
+      expect(() => createRelay({ upstream, prefix: '/_sl', script: { source: SCRIPT, maxAgeSeconds } })).not.toThrow()
+    }
+  })
+})

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import type { Server } from 'bun'
+import { createRelay } from '@sightline/relay'
 import { bunRelay } from '@sightline/relay/adapters/bun'
 import { startCore } from '../helpers/core'
 import { rawRequest, RESOLVED_TO_HEALTH, startLineRecorder, startRelay, startTap, type AdapterName } from './helpers'
@@ -157,5 +158,48 @@ describe('a peer the runtime no longer knows', () => {
     } finally {
       await trusting.close()
     }
+  })
+})
+
+describe('a method no Web Request can carry (TRACE) is refused as the relay refuses any other method, by path', () => {
+  for (const adapter of ['bun', 'node', 'node-middleware', 'elysia'] as AdapterName[]) {
+    test(`${adapter}: 405 naming the script's own methods on <prefix>/t.js, 404 on a path the relay does not serve`, async () => {
+      const relay = await startRelay(adapter, { upstream: tap.url, prefix: '/_sl', script: { source: 'window.a=1' } })
+      try {
+        const before = tap.seen.length
+        const answers: { target: string; status: number; allow?: string; code?: string }[] = []
+        for (const target of ['/_sl/t.js', '/_sl/nope', '/_sl/health']) {
+          const { status, headers, text } = await rawRequest(relay.url, `TRACE ${target} HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n`)
+          answers.push({ target, status, allow: headers.allow, code: text.match(/"code":"(\w+)"/)?.[1] })
+        }
+        expect(answers).toEqual([
+          // RFC 9110 §15.5.6: Allow lists the target's methods; the script is GET and HEAD only.
+          { target: '/_sl/t.js', status: 405, allow: 'GET, HEAD', code: 'method_not_allowed' },
+          { target: '/_sl/nope', status: 404, allow: undefined, code: 'not_found' },
+          { target: '/_sl/health', status: 405, allow: 'GET, HEAD, OPTIONS', code: 'method_not_allowed' },
+        ])
+        expect(tap.seen.length).toBe(before)
+      } finally {
+        await relay.close()
+      }
+    })
+  }
+})
+
+describe("the relay's own 405", () => {
+  test("lists the methods core serves on that path, as core's own 405 does (RFC 9110 §15.5.6), not every method the relay forwards", async () => {
+    const relay = createRelay({ upstream: tap.url, prefix: '/_sl' })
+    const before = tap.seen.length
+    for (const [method, path] of [
+      ['PUT', '/health'],
+      ['DELETE', '/health/simple'],
+      ['PUT', '/api/ingestion/customEvent'],
+      ['PATCH', '/api/ingestion/events'],
+    ]) {
+      const direct = await fetch(coreUrl + path, { method })
+      const relayed = await relay(new Request(`http://shop.test/_sl${path}`, { method }))
+      expect({ method, path, status: relayed.status, allow: relayed.headers.get('allow') }).toEqual({ method, path, status: 405, allow: direct.headers.get('allow') })
+    }
+    expect(tap.seen.length).toBe(before)
   })
 })

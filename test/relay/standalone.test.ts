@@ -45,6 +45,21 @@ test('standalone mode relays to core and the event is stored', async () => {
   }
 })
 
+test("a body declared far over --max-body-bytes is the relay's 413 in the error shape, not Bun's own bare one", async () => {
+  // Bun.serve answers a declared length over its maxRequestBodySize itself, with no body, before the relay sees it.
+  const proc = startStandalone(['--upstream', coreUrl, '--port', '0', '--host', '127.0.0.1', '--max-body-bytes', '1000'])
+  try {
+    const url = (await firstLine(proc.stdout)).match(/listening on (http:\/\/\S+?)\/? /)![1]
+    for (const length of [1001, 5000, 10 * 1024 * 1024 * 1024]) {
+      const { status, headers, text } = await rawRequest(url, `POST /_sl/api/ingestion/customEvent HTTP/1.1\r\nHost: shop.test\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n{}`)
+      expect({ length, status, type: headers['content-type'], code: text.match(/"code":"(\w+)"/)?.[1] }).toEqual({ length, status: 413, type: 'application/json', code: 'payload_too_large' })
+    }
+  } finally {
+    proc.kill()
+    await proc.exited
+  }
+})
+
 test('bad arguments exit 2 with the usage', async () => {
   const proc = startStandalone(['--prefix', '/_sl'])
   expect(await proc.exited).toBe(2)

@@ -1,5 +1,5 @@
 import type { Server } from 'bun'
-import { createRelay, DEFAULT_MAX_BODY_BYTES, type RelayOptions } from '../index.ts'
+import { createRelay, type RelayOptions } from '../index.ts'
 import { socketClient } from '../upstream/socket.ts'
 
 /**
@@ -30,8 +30,12 @@ export function serveRelay(options: RelayOptions & { port?: number; hostname?: s
   return Bun.serve({
     port,
     hostname,
-    // The relay enforces its own limit with WIRE.md's 413; Bun's must not answer first.
-    maxRequestBodySize: 2 * (relayOptions.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES),
+    // The relay enforces its own limit with WIRE.md's 413; Bun's must not answer first. Bun refuses a
+    // declared length over its limit before any handler runs, with a bare 413 and no body: any finite
+    // limit left a body declared past it (twice maxBodyBytes, as this was) outside WIRE.md's shape.
+    // The relay never buffers past maxBodyBytes: a declared body over it is refused unread, one of
+    // undeclared size is counted as it streams.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     fetch,
   })
 }

@@ -2,7 +2,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { pipeline, Readable } from 'node:stream'
 import { errorResponse } from '../errors.ts'
 import { createRelay, type RelayOptions } from '../index.ts'
-import { ALLOW } from '../paths.ts'
 
 type Next = (error?: unknown) => void
 
@@ -21,7 +20,9 @@ export function nodeRelay(options: RelayOptions) {
     if (url === null) return void send(errorResponse('bad_request', 'the request target or Host is not a URL'), res)
     const aborted = new AbortController()
     const request = toRequest(req, url, aborted.signal)
-    if (request === null) return void send(refusedMethod(req.method, url.pathname), res)
+    // Refused as the relay refuses any method it does not take, by path: 405 with the methods of
+    // that path (the script's are GET and HEAD), or 404 for a path it does not serve.
+    if (request === null) return void send(relay.refusal(req.method!, url.pathname)!, res)
     const forward = () => {
       res.once('close', () => res.writableFinished || aborted.abort())
       relay(request, { address: req.socket.remoteAddress ?? null }).then(
@@ -126,9 +127,6 @@ function bodyOf(req: IncomingMessage): ReadableStream<Uint8Array> {
     { highWaterMark: 0 },
   )
 }
-
-/** None of them is forwarded: 405 with the methods that are, as the relay answers them on a public path (RFC 9110 §15.5.6). */
-const refusedMethod = (method: string | undefined, path: string) => errorResponse('method_not_allowed', `${method} is not allowed on ${path}`, { allow: ALLOW })
 
 /** Writes a Web Response to Node's, streaming the body with backpressure. */
 async function send(response: Response, res: ServerResponse): Promise<void> {
