@@ -217,6 +217,19 @@ describe('POST /api/ingestion/spans/batch', () => {
     expect([received(early.start), early.events![0].timeMs]).toEqual([true, 0])
   })
 
+  test('times with fractions of a millisecond (a browser clock): duration_ms is exactly the stored end less the stored start', async () => {
+    // performance.timeOrigin + performance.now(): fractions finer than the microseconds timestamptz keeps.
+    const spans = [
+      span('7777777777777701', { startTimeMs: 1712345678901.2345, endTimeMs: 1712345679013.5678 }),
+      span('7777777777777702', { startTimeMs: 1712345678901.0004, endTimeMs: 1712345678901.0006 }),
+      span('7777777777777703', { startTimeMs: 1712345678901.1, endTimeMs: 1712345678901.3 }),
+    ]
+    expect(await (await core.post('/api/ingestion/spans/batch', { spans: spans.map((s) => ({ ...s, traceId: '9'.repeat(32) })) })).json()).toEqual({ success: true, accepted: 3 })
+    const stored = await rows<{ duration_ms: number; stored: number }>(sql`
+      select duration_ms, (extract(epoch from end_time - start_time) * 1000)::float8 as stored from spans where trace_id = ${'9'.repeat(32)} order by span_id`)
+    expect(stored.map((row) => row.duration_ms)).toEqual(stored.map((row) => row.stored))
+  })
+
   test('null in every optional field is taken as absent; an all-zero parent is no parent (a root span)', async () => {
     const body = {
       sessionId: null,

@@ -16,7 +16,6 @@ export interface SpanRow {
   kind: string
   startTime: number
   endTime: number
-  durationMs: number
   statusCode: string
   statusMessage: string | null
   attributes: Record<string, unknown> | null
@@ -29,7 +28,8 @@ export interface SpanRows extends SessionTouches {
 
 /**
  * Spans as rows, ids in lowercase as W3C trace context writes them. A span may not end before it
- * starts. Its times are stored as spanTimes says.
+ * starts. Its times are stored as spanTimes says; its duration is the stored end less the stored
+ * start, which the store takes from the stored times (spansSink).
  */
 export function spanRows(body: SpanBatchBody, caller: Caller, receivedAt: number): SpanRows {
   const sessionId = body.sessionId ?? null
@@ -50,7 +50,6 @@ export function spanRows(body: SpanBatchBody, caller: Caller, receivedAt: number
       kind: span.kind ?? 'internal',
       startTime: times.startTime,
       endTime: times.endTime,
-      durationMs: times.endTime - times.startTime,
       statusCode: span.status?.code ?? 'unset',
       statusMessage: optionalText(span.status?.message, MESSAGE_LIMIT_BYTES),
       attributes: span.attributes ?? null,
