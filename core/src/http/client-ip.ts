@@ -42,13 +42,15 @@ export function parseCidrs(cidrs: readonly string[]): BlockList {
   for (const entry of cidrs) {
     const [base, bits, extra] = entry.split('/')
     const address = normalizeAddress(base)
-    const family = address ? familyOf(address) : undefined
+    // An IPv4-mapped range (`::ffff:10.0.0.0/104`) is an IPv6 one: IPv4 addresses are checked against it as mapped.
+    const mapped = address !== null && bits !== undefined && isIP(address) === 4 && isIP(base.trim()) === 6
+    const family = address ? (mapped ? 'ipv6' : familyOf(address)) : undefined
     const max = family === 'ipv6' ? 128 : 32
     const prefix = bits === undefined ? max : Number(bits)
     if (!address || !family || extra !== undefined || !/^\d+$/.test(bits ?? String(max)) || prefix > max) {
       throw new ConfigError(`TRUSTED_PROXIES: "${entry}" is not an IP address or CIDR range`)
     }
-    list.addSubnet(address, prefix, family)
+    list.addSubnet(mapped ? `::ffff:${address}` : address, prefix, family)
   }
   return list
 }
@@ -63,6 +65,8 @@ export function clientAddress(trustedProxies: readonly string[]): ClientAddress 
     if (!anyTrusted || !client || !forwardedFor || !isTrusted(client)) return client
     const hops = forwardedFor.split(',')
     for (let i = hops.length - 1; i >= 0; i--) {
+      // An empty member (as an empty header line among several leaves) is no hop: lists may hold them (RFC 9110 5.6.1).
+      if (!hops[i].trim()) continue
       // A hop a trusted proxy wrote that is not an address: nothing left of it can be believed.
       const hop = normalizeAddress(hops[i])
       if (!hop) return null
@@ -96,5 +100,25 @@ function parseCidrsUnchecked(ranges: [string, number][]): BlockList {
 /** An address that can be located: valid, and not private, loopback or otherwise special. */
 export function isPublicAddress(raw: string | null | undefined): boolean {
   const address = normalizeAddress(raw)
-  return address !== null && !NOT_PUBLIC.check(address, familyOf(address))
+  if (address === null || NOT_PUBLIC.check(address, familyOf(address))) return false
+  // 6to4 (2002::/16) carries an IPv4 address in its second and third groups: public only when that one is.
+  if (address.startsWith('2002:')) {
+    const [, high, low] = ipv6Groups(address)
+    return isPublicAddress([high >> 8, high & 255, low >> 8, low & 255].join('.'))
+  }
+  return true
+}
+
+/** The eight 16-bit groups of a valid IPv6 address, `::` filled in and a dotted tail as two groups. */
+function ipv6Groups(address: string): number[] {
+  const word = (text: string) => {
+    if (!text.includes('.')) return [parseInt(text, 16)]
+    const [a, b, c, d] = text.split('.').map(Number)
+    return [(a << 8) | b, (c << 8) | d]
+  }
+  const words = (part: string | undefined) => (part ? part.split(':').flatMap(word) : [])
+  const [head, tail] = address.split('::')
+  const front = words(head)
+  const back = words(tail)
+  return [...front, ...Array<number>(8 - front.length - back.length).fill(0), ...back]
 }

@@ -40,6 +40,12 @@ describe('addresses', () => {
     ['5f00:1::1', false],
     ['224.0.0.1', false],
     ['not an ip', false],
+    // 6to4 (2002::/16) carries an IPv4 address in its second and third groups: a private one is not located.
+    ['2002:a00:1::1', false],
+    ['2002:c0a8:101::1', false],
+    ['2002:7f00:1:0:0:0:0:1', false],
+    ['2002::1', false],
+    ['2002:808:808::1', true],
   ])('%s is public: %p', (address, expected) => {
     expect(isPublicAddress(address)).toBe(expected)
   })
@@ -68,6 +74,21 @@ describe('X-Forwarded-For behind trusted proxies', () => {
     expect(behind('fd00::5', '8.8.4.4:1234,  [fd00::9]:80')).toBe('8.8.4.4')
     // All trusted: the leftmost is the client.
     expect(behind('127.0.0.1', '10.0.0.1, 10.0.0.2')).toBe('10.0.0.1')
+  })
+
+  test('empty members (an empty header line among several) are skipped, not taken for garbage', () => {
+    expect(behind('127.0.0.1', '8.8.8.8, ')).toBe('8.8.8.8')
+    expect(behind('127.0.0.1', '1.1.1.1, 8.8.8.8,, 10.1.1.1, ')).toBe('8.8.8.8')
+    expect(behind('127.0.0.1', ', 8.8.8.8')).toBe('8.8.8.8')
+    expect(behind('127.0.0.1', '10.0.0.1, , 10.0.0.2')).toBe('10.0.0.1')
+  })
+
+  test('an IPv4-mapped IPv6 range in TRUSTED_PROXIES covers the IPv4 addresses it maps', () => {
+    const mapped = clientAddress(['::ffff:10.0.0.0/104'])
+    expect(mapped('10.1.2.3', '8.8.8.8')).toBe('8.8.8.8')
+    expect(mapped('::ffff:10.1.2.3', '8.8.8.8')).toBe('8.8.8.8')
+    expect(mapped('11.1.2.3', '8.8.8.8')).toBe('11.1.2.3')
+    expect(clientAddress(['::ffff:10.0.0.1/128'])('10.0.0.1', '8.8.8.8')).toBe('8.8.8.8')
   })
 
   test('no header: the proxy itself; garbage written by a trusted hop: no address', () => {

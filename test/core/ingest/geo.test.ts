@@ -20,6 +20,11 @@ describe('GeoIP database', () => {
     for (const address of ['10.0.0.1', '192.168.0.10', '127.0.0.1', '::1', 'fd00::1', 'nonsense', '', null]) expect(geo.lookup(address)).toBeNull()
   })
 
+  test('6to4 addresses carrying a private or loopback IPv4 address are not located', () => {
+    // DB-IP locates all of 2002::/16 (in California): 10.0.0.1, 192.168.1.1 and 127.0.0.1 as 6to4 would be "found" there.
+    for (const address of ['2002:a00:1::1', '2002:c0a8:101::1', '2002:7f00:1::1', '2002::1']) expect(geo.lookup(address)).toBeNull()
+  })
+
   test('MaxMind GeoIP2 records read the same as DB-IP ones', () => {
     expect(
       geoFromRecord({
@@ -95,6 +100,10 @@ describe('POST /api/ingestion/ip-info', () => {
     const [session] = await core.database.db.rows<{ geo: unknown }>(sql`select geo from sessions where session_id = 'geo-1'`)
     expect(session.geo).toEqual(US)
   })
+
+  test('a 6to4 ip carrying a private IPv4 address is not taken', async () => {
+    expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-6to4', ip: '2002:c0a8:101::1' })).json()).toEqual({ success: true, geo: null })
+  })
 })
 
 describe('client address over a real socket', () => {
@@ -122,6 +131,12 @@ describe('client address over a real socket', () => {
   test('behind a trusted proxy the forwarded address is located', async () => {
     expect((await overSocket('127.0.0.1/32', '1.1.1.1, 8.8.8.8')).answer).toEqual({ success: true, geo: US })
     expect((await overSocket('127.0.0.0/8, 8.8.8.0/24', '1.1.1.1, 8.8.8.8')).answer.geo.country).toBe('AU')
+    // The proxy as it shows on a socket listening on `::`: an IPv4-mapped range.
+    expect((await overSocket('::ffff:127.0.0.0/104', '8.8.8.8')).answer).toEqual({ success: true, geo: US })
+  })
+
+  test('an empty member the proxies left at the right of X-Forwarded-For is skipped', async () => {
+    expect((await overSocket('127.0.0.1/32', '1.1.1.1, 8.8.8.8, ')).answer).toEqual({ success: true, geo: US })
   })
 
   test('replay chunks record the geo of the forwarded client on the session', async () => {
