@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from './config'
-import { DatabaseInUseError, openDatabase, type Database } from './db'
+import { DatabaseInUseError, errorMessage, openDatabase, type Database } from './db'
 import { ApiError } from './errors'
 import { KEY_PREFIX_LENGTH, keyPrefix } from './projects/keys'
 import * as projects from './projects/service'
@@ -142,8 +142,9 @@ export async function runCli(argv: string[], env = process.env): Promise<number>
   } catch (error) {
     const known = error instanceof UsageError || error instanceof ApiError || error instanceof ConfigError || error instanceof DatabaseInUseError
     const isUsage = error instanceof UsageError || (error as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')
-    // One line, never a stack trace: the database's own message says enough (and holds no password).
-    const message = withoutKeys(known || isUsage ? (error as Error).message : String((error as Error)?.message ?? error))
+    // One line, never a stack trace: the database's own message says enough (and holds no password),
+    // not the statement Drizzle wraps it in ("Failed query: …" and its parameters, on lines of their own).
+    const message = withoutKeys(known || isUsage ? (error as Error).message : errorMessage(error))
     const code = error instanceof ApiError ? error.code : isUsage ? 'usage' : 'error'
     process.stderr.write(json ? `${JSON.stringify({ error: { code, message } })}\n` : `error: ${message}${isUsage ? `\n\n${USAGE}` : ''}\n`)
     return isUsage ? 2 : 1

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { sql } from 'drizzle-orm'
 import { createTestDatabase, engine, type TestDatabase } from '../helpers/database'
 import { runAdmin, spawnCore } from '../helpers/process'
 
@@ -87,6 +88,10 @@ describe('admin command line', () => {
     expect(badFlag.stderr).toContain('frobnicate')
     const badLimit = await admin('project', 'create', '--name', 'x', '--monthly-limit', 'lots')
     expect(badLimit.exitCode).toBe(2)
+    // Digits, but past what is counted exactly: said in the command's words, not the service's "null".
+    const hugeLimit = await admin('project', 'create', '--name', 'x', '--monthly-limit', '9007199254740993')
+    expect(hugeLimit.exitCode).toBe(1)
+    expect(JSON.parse(hugeLimit.stderr).error.message).toBe('the monthly limit is a whole number of events up to 9007199254740991, or none (unlimited)')
     // A flag of another command is refused, not ignored: this rotation would have replaced every production key.
     const keysNow = (await admin('key', 'list', '--project', projectId)).json
     const stray = await runAdmin(['key', 'rotate', '--project', projectId, '--env', 'production', '--key-prefix', 'sl_live_abcdef'], env)
@@ -200,6 +205,34 @@ describe('admin command line beside a serving core', () => {
       await core.stop()
     }
     expect((await admin('project', 'list')).json.map((p: { name: string }) => p.name)).not.toContain('while-serving')
+  })
+
+  test.skipIf(engine !== 'postgres')('a statement the database refuses: one line with its reason, not the query Drizzle failed', async () => {
+    const own = await createTestDatabase()
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    let locked!: () => void
+    const isLocked = new Promise<void>((resolve) => (locked = resolve))
+    try {
+      await own.db.rows(sql`do $$ begin execute format('alter database %I set lock_timeout = %L', current_database(), '200ms'); end $$`)
+      const holder = own.db.transaction(async (tx) => {
+        await tx.execute(sql`lock table projects in access exclusive mode`)
+        locked()
+        await held
+      })
+      await isLocked
+      const text = await runAdmin(['project', 'list'], { DATABASE_URL: own.url! })
+      const json = await runAdmin(['project', 'create', '--name', 'shop', '--json'], { DATABASE_URL: own.url! })
+      release()
+      await holder
+      expect(text.exitCode).toBe(1)
+      expect(text.stderr.trimEnd().split('\n')).toEqual(['error: canceling statement due to lock timeout'])
+      expect(json.exitCode).toBe(1)
+      expect(json.stderr.trimEnd().split('\n')).toEqual([JSON.stringify({ error: { code: 'error', message: 'canceling statement due to lock timeout' } })])
+    } finally {
+      release()
+      await own.close()
+    }
   })
 
   test('a database that cannot be reached: one line naming DATABASE_URL, without its password', async () => {

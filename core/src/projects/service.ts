@@ -48,7 +48,7 @@ function requireEnvironmentName(name: string): void {
 
 function requireMonthlyLimit(limit: number | null): void {
   if (limit !== null && !(Number.isSafeInteger(limit) && limit >= 0)) {
-    throw new ApiError('validation_failed', 'the monthly limit is a whole number of events, or null for unlimited')
+    throw new ApiError('validation_failed', `the monthly limit is a whole number of events up to ${Number.MAX_SAFE_INTEGER}, or none (unlimited)`)
   }
 }
 
