@@ -152,6 +152,24 @@ describe('text in attributes', () => {
     expect(everything).toContain('VISIBLE-PLACEHOLDER')
     expect(everything).toContain('*'.repeat('SECRET-PLACEHOLDER'.length))
   })
+
+  test("the other attributes that say what an element says are masked with it: a date, an abbreviation, braille and MathML labels, a custom control's value", async () => {
+    // A time's datetime repeats its (masked) text in another form: a birthday, an appointment, an order's date.
+    const html = `<p>Born <time id="born" datetime="1990-04-12">SECRET-TIME</time></p>
+      <table><tr><th abbr="SECRET-ABBR">x</th></tr></table>
+      <button aria-braillelabel="SECRET-BRAILLE" aria-brailleroledescription="SECRET-BRAILLE-ROLE">x</button>
+      <math alttext="SECRET-MATH"><mi>x</mi></math>
+      <div role="slider" aria-valuenow="1987" aria-valuemin="1900" aria-valuemax="2030">Year of birth</div>`
+    const t = tracked({}, { html })
+    t.tracker.start()
+    await settle()
+    t.win.document.getElementById('born')!.setAttribute('datetime', '1991-05-13')
+    await settle()
+    await t.clock.advance(3000)
+    const everything = t.service.sent.map((request) => request.text).join('\n')
+    expect(everything.match(/SECRET-[A-Z-]+|199\d-\d\d-\d\d|1987/g)).toBeNull()
+    expect(everything).toContain('*'.repeat('1990-04-12'.length))
+  })
 })
 
 describe('visibility-first', () => {

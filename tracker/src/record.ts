@@ -11,10 +11,11 @@ const TEXT = 3 // rrweb's NodeType.Text
 const USER_SOURCES = [1, 2, 3, 5, 6, 7, 12, 14]
 
 /**
- * Attributes that hold text a person reads, or a control's value. rrweb's mask functions see text
+ * Attributes that hold text a person reads (or hears, or feels in braille), or a control's value, or
+ * repeat an element's text in another form (a time's `datetime`). rrweb's mask functions see text
  * nodes and most input values only: not these, nor the values of buttons, checkboxes, radios and options.
  */
-const TEXT_ATTRIBUTES = ['value', 'placeholder', 'title', 'alt', 'label', 'aria-label', 'aria-description', 'aria-placeholder', 'aria-valuetext', 'aria-roledescription', 'srcdoc']
+const TEXT_ATTRIBUTES = /^(value|placeholder|title|alt(text)?|label|abbr|datetime|srcdoc|aria-((braille)?(label|roledescription)|description|placeholder|value(text|now)))$/
 
 /**
  * Values a page keeps out of sight, often a CSRF token or a record's id: a hidden input's value and
@@ -102,14 +103,14 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
   const isCardField = (el: HTMLElement | null) => /(^|\s)cc-/i.test(el?.getAttribute?.('autocomplete') ?? '')
   const mask = (text: string, el: HTMLElement | null) => (redaction.masked(el) || el?.hasAttribute('data-rr-is-password') || isCardField(el) ? hide(text) : text)
   const element = (id: number) => record.mirror.getNode(id) as HTMLElement | null
-  const maskAttributes = (attributes: Record<string, unknown> | undefined, id: number, tag = element(id)?.localName) => {
+  const maskAttributes = (attributes: Record<string, unknown> | undefined, id: number, el = element(id), tag = el?.localName) => {
     for (const name in attributes) {
       const value = attributes[name]
       if (typeof value !== 'string') continue
-      if (outOfSight(element(id), name)) attributes[name] = hide(value)
-      else if (TEXT_ATTRIBUTES.includes(name)) attributes[name] = mask(value, element(id))
-      else if (leadsAway(tag, name)) attributes[name] = withoutQuery(value, element(id)?.baseURI ?? document.baseURI)
-      else if (redaction.privacyFirst && namesPage(element(id), name, value)) attributes[name] = redaction.pageUrl(value)
+      if (outOfSight(el, name)) attributes[name] = hide(value)
+      else if (TEXT_ATTRIBUTES.test(name)) attributes[name] = mask(value, el)
+      else if (leadsAway(tag, name)) attributes[name] = withoutQuery(value, el?.baseURI ?? document.baseURI)
+      else if (redaction.privacyFirst && namesPage(el, name, value)) attributes[name] = redaction.pageUrl(value)
     }
   }
   // Text right inside a shadow root has no parent element: rrweb offers it to maskTextFn with none
@@ -120,7 +121,7 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
     return parent?.nodeType === 11 ? mask(node!.textContent!, parent.host as HTMLElement) : text
   }
   const maskTree = (node: Serialized): void => {
-    maskAttributes(node.attributes, node.id, node.tagName)
+    maskAttributes(node.attributes, node.id, element(node.id), node.tagName)
     if (node.type === TEXT) node.textContent = maskBare(node.textContent!, node.id)
     node.childNodes?.forEach(maskTree)
   }
