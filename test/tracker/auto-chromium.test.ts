@@ -132,3 +132,23 @@ describe('network tracking in Chromium', () => {
     expect(events.find((e: any) => e.eventName === '$form_submit').eventProperties.action).toBe(base + 'pay')
   })
 })
+
+describe('clicks in Chromium', () => {
+  test("visibility-first: a click's text is what the page shows, never an inline script's data (which the replay never records either)", async () => {
+    // A short page: a click below its body lands on the <html> element, whose textContent begins with the
+    // head's scripts; an app's state, embedded in the body for hydration, is in the body's.
+    pages['/account'] = `<!doctype html><html><head><title>Account</title><script>window.__USER__ = { email: 'SCRIPT-SECRET@x.test' }</script></head>
+      <body style="margin:0"><div id="app" style="height:40px">Your account</div><script type="application/json">{"card":"JSON-SECRET"}</script><script src="/t.js"></script></body></html>`
+    await open('/account', { redactionStrategy: { mode: 'visibility-first' }, automaticTrackingOptions: { clicks: true } })
+    await browser.page.mouse.click(10, 300)
+    await browser.page.evaluate(() => document.body.click())
+    await browser.page.click('#app')
+    await flushed()
+    const clicks = items('/customEvent/batch', 'events').filter((e: any) => e.eventName === '$click').map((e: any) => [e.eventProperties.tag, e.eventProperties.text])
+    expect(clicks).toEqual([
+      ['html', 'Your account'],
+      ['body', 'Your account'],
+      ['div', 'Your account'],
+    ])
+  })
+})

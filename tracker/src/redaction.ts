@@ -54,14 +54,17 @@ export function createRedaction(strategy: RedactionStrategy | undefined, top: Do
   return {
     privacyFirst,
     masked,
-    /** The element's own text, or undefined when any of it is masked. */
+    /**
+     * The element's own text as the page renders it, or undefined when any of it is masked: not its
+     * inline scripts' (an app's state, which the recorder never records either), nor hidden text.
+     */
     visibleText(el: Element | null | undefined): string | undefined {
       try {
         if (!el || masked(el) || el.querySelector(masking)) return undefined
       } catch {
         return undefined
       }
-      return el.textContent?.trim().replace(/\s+/g, ' ').slice(0, 200) || undefined
+      return (el as HTMLElement).innerText?.trim().replace(/\s+/g, ' ').slice(0, 200) || undefined
     },
     /**
      * A URL of the page (or its referrer) as it may be sent: without credentials and, in privacy-first
