@@ -46,6 +46,12 @@ describe('withoutCredentials', () => {
     expect(withoutCredentials('https://app.test/?keyword=red&zipcode=1&author=jane&next=a@b.test')).toBe('https://app.test/?keyword=red&zipcode=1&author=jane&next=a@b.test')
   })
 
+  test("a name containing auth is a credential's, authorization too (the header's name, in a URL: a socket's, an API's); an author is not", () => {
+    expect(withoutCredentials('wss://api.test/socket?authorization=Bearer%20eyJ&Authorisation=b&x_authorization=c&authorize_code=d&author=jane')).toBe(
+      'wss://api.test/socket?authorization=[redacted]&Authorisation=[redacted]&x_authorization=[redacted]&authorize_code=[redacted]&author=jane',
+    )
+  })
+
   test('in text, every URL it names, up to the next space', () => {
     expect(withoutCredentials("Request cannot be constructed from a URL that includes credentials: http://u:pw@api.test/x?token=t (see https://docs.test/?q=1)")).toBe(
       'Request cannot be constructed from a URL that includes credentials: http://api.test/x?token=[redacted] (see https://docs.test/?q=1)',
@@ -108,6 +114,10 @@ describe('what was typed into a page URL', () => {
     expect(stack.replace(URL_IN_TEXT, withoutParameterValues)).toBe(
       'at a (http://localhost:3000/s?q=[redacted]:12:5)\n    at http://shop.test/s?[redacted]:1:2\nb@https://cdn.test/app.js?v=[redacted]:4:5 "http://shop.test/?q=[redacted]"',
     )
+  })
+
+  test('in text, a URL whose scheme is in capitals is one too (a link as someone typed it, an old system\'s message)', () => {
+    expect('failed: HTTPS://shop.test/s?q=hunter2 and Http://shop.test/?hunter3'.replace(URL_IN_TEXT, withoutParameterValues)).toBe('failed: HTTPS://shop.test/s?q=[redacted] and Http://shop.test/?[redacted]')
   })
 
   /** A search box sent by GET (its text masked on the page), reached from another search, from a campaign's link. */

@@ -1,9 +1,10 @@
 /**
  * A parameter whose value is a credential, by its name: OAuth's tokens and codes (`#access_token=`,
  * `?code=`), signed links' signatures and keys, passwords, sessions (`;jsessionid=`), sign-on tickets.
- * Short words count as the whole name only (`key`, not `keyword`); long ones anywhere in it.
+ * Short words count as the whole name only (`key`, not `keyword`); long ones anywhere in it (`auth` in
+ * `authorization`, not in `author`).
  */
-const CREDENTIAL_PARAMETER = /([?#&;](code|key|sig|sid|pass|otp|ticket|[^\s?#&;=]*(token|secret|passw|pwd|signature|cred|api.?key|auth(?!or)|sess|jwt)[^\s?#&;=]*)=)[^\s?#&;]*/gi
+const CREDENTIAL_PARAMETER = /([?#&;](code|key|sig|sid|pass|otp|ticket|[^\s?#&;=]*(token|secret|passw|pwd|signature|cred|api.?key|auth(?!or\b)|sess|jwt)[^\s?#&;=]*)=)[^\s?#&;]*/gi
 
 /**
  * A URL, or text naming URLs (some of the browser's error messages repeat one as the page gave it),
@@ -23,8 +24,8 @@ const PARAMETER_VALUE = /([?#&;](?!(utm_\w+|gclid|fbclid|msclkid|ref)=)[^\s?#&;=
 /** A URL with the value of every parameter but campaigns' replaced; the names say which page it was. */
 export const withoutParameterValues = (url: string): string => url.replace(PARAMETER_VALUE, '$1[redacted]')
 
-/** A URL in text (a message, a stack frame): up to a space, a quote or a parenthesis, without a frame's `:line:column`. */
-export const URL_IN_TEXT = /https?:\/\/[^\s'"()<>]+?(?=(:\d+)*([\s'"()<>]|$))/g
+/** A URL in text (a message, a stack frame), its scheme in any case: up to a space, a quote or a parenthesis, without a frame's `:line:column`. */
+export const URL_IN_TEXT = /https?:\/\/[^\s'"()<>]+?(?=(:\d+)*([\s'"()<>]|$))/gi
 
 /**
  * A URL without its query and fragment (often tokens of any name), and without credentials. Of a URL
