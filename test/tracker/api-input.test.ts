@@ -134,6 +134,15 @@ describe('init given options it cannot use', () => {
     ['redactSelectors that are no list', { redactionStrategy: { mode: 'visibility-first', redactSelectors: {} } }],
     ['automaticTrackingOptions null', { automaticTrackingOptions: null, ingestionUrl: SERVICE_BASE }],
   ]
+  test('an ingestionUrl that is no string (42) is refused with a warning, not taken as a path', () => {
+    const t = tracked({ logLevel: 'warn' })
+    t.tracker.stop()
+    const tracker = ServiceTracker.init(KEY + '_other', { ingestionUrl: 42 as never }, { window: t.win, fetch: t.service.fetch, clock: t.clock, scriptUrl: null })
+    expect(tracker.getConnectionStatus()).toMatchObject({ ingestionUrl: 'http://shop.test/_sl', source: 'default' })
+    expect(tracker.viewLogs().map((entry) => entry.message)).toEqual([expect.stringMatching(/^init: .*; the options are ignored$/)])
+    tracker.stop()
+  })
+
   test.each(options)('%s: a tracker that works, never an exception', async (_label, given) => {
     const t = tracked({ logLevel: 'warn' })
     t.tracker.stop()

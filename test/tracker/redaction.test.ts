@@ -170,6 +170,18 @@ describe('text in attributes', () => {
     expect(everything.match(/SECRET-[A-Z-]+|199\d-\d\d-\d\d|1987/g)).toBeNull()
     expect(everything).toContain('*'.repeat('1990-04-12'.length))
   })
+
+  test("a link's download attribute, the name its file is saved under, is masked with its text", async () => {
+    const t = tracked({}, { html: '<a id="inv" href="/files/1.pdf" download="invoice-jane-doe.pdf">SECRET-LINK</a>' })
+    t.tracker.start()
+    await settle()
+    t.win.document.getElementById('inv')!.setAttribute('download', 'invoice-john-roe.pdf')
+    await settle()
+    await t.clock.advance(3000)
+    const everything = t.service.sent.map((request) => request.text).join('\n')
+    expect(everything.match(/SECRET-[A-Z-]+|invoice-\w+-\w+/g)).toBeNull()
+    expect(everything).toContain('*'.repeat('invoice-jane-doe.pdf'.length))
+  })
 })
 
 describe('visibility-first', () => {
@@ -198,6 +210,17 @@ describe('visibility-first', () => {
     const everything = t.service.sent.map((r) => r.text).join('\n')
     for (const value of ['4111111111111111', '737', '12/31']) expect(everything).not.toContain(value)
     expect(everything).toContain('*'.repeat(16))
+  })
+
+  test("a card select's options are masked when its autocomplete names billing, shipping or a section before the cc- token", async () => {
+    const html = `<form><select id="m" autocomplete="billing cc-exp-month"><option value="MONTH-07">SECRET-JULY</option></select><select id="y" autocomplete="section-pay shipping cc-exp-year"><option>SECRET-2031</option></select></form>`
+    const t = tracked({ redactionStrategy: { mode: 'visibility-first' } }, { html })
+    t.tracker.start()
+    await settle()
+    await t.clock.advance(3000)
+    const everything = t.service.sent.map((r) => r.text).join('\n')
+    expect(everything).toContain('"type":2')
+    expect(everything.match(/SECRET-[A-Z0-9-]+|MONTH-07/g)).toBeNull()
   })
 
   test('an element holding redacted text shows none of its text in automatic events', async () => {

@@ -412,6 +412,13 @@ describe('logging', () => {
     expect(tracker.viewLogs()).toHaveLength(2)
   })
 
+  test('an unknown logLevel (a typo) logs at the default level, warn, rather than nothing', () => {
+    const { tracker } = tracked({ logLevel: 'verbose' as never })
+    tracker.configureLogging({ enableConsole: false })
+    tracker.customEvent('')
+    expect(tracker.viewLogs().map((entry) => entry.message)).toEqual(['customEvent needs an event name'])
+  })
+
   test('logLevel none is silent', () => {
     const { tracker } = tracked({ logLevel: 'none' })
     tracker.customEvent('')

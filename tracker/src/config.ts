@@ -1,3 +1,4 @@
+import { strings } from './guard'
 import type { ConnectionStatus } from './types'
 
 /** Where the service's ingestion routes are, under the base. */
@@ -29,7 +30,8 @@ export interface IngestionBase {
  */
 export function resolveIngestionBase({ option, scriptUrl, meta, pageUrl }: BaseInputs): IngestionBase {
   const absolute = (url: string) => new URL(url, pageUrl).href.replace(/\/+$/, '')
-  if (option) return { base: absolute(option), source: 'option' }
+  // One that is no string (a number would be taken as a path) is refused, as the guard refuses arguments.
+  if (option) return strings(option), { base: absolute(option), source: 'option' }
   if (scriptUrl) {
     const script = new URL(scriptUrl, pageUrl)
     const relay = RELAY_SCRIPT.exec(script.pathname)

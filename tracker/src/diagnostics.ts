@@ -9,16 +9,12 @@ export const STORAGE_REFUSED = 'localStorage is disabled or full: unsent data is
 /** Requests through the relay stay on the page's own origin, where blocklists do not look. */
 const THROUGH_RELAY = 'load the tracker through the relay (<prefix>/t.js)'
 
-/** What the page can tell about its sends, and what to do about it: `getConnectionStatus()`. */
-export type ConnectionFacts = Omit<ConnectionStatus, 'transport' | 'recommendations'> & {
-  /** The page's own URL: a base on another origin is not first-party. */
-  pageUrl: string
-  /** localStorage refused a write. */
-  storageRefused: boolean
-}
-
-export function connectionStatus(facts: ConnectionFacts): ConnectionStatus {
-  const { pageUrl, storageRefused, ...status } = facts
+/**
+ * What the page can tell about its sends, and what to do about it: `getConnectionStatus()`. `pageUrl`,
+ * the page's own URL: a base on another origin is not first-party; `storageRefused`: localStorage
+ * refused a write.
+ */
+export function connectionStatus(status: Omit<ConnectionStatus, 'transport' | 'recommendations'>, pageUrl: string, storageRefused: boolean): ConnectionStatus {
   const { ingestionUrl, blocked, reachable, online, stopped } = status
   const firstParty = new URL(ingestionUrl).origin === new URL(pageUrl).origin
   const recommendations = [

@@ -106,7 +106,7 @@ export class ServiceTracker {
     // A frame shares its tab's sessionStorage with the page around it, whose tracker keeps its window
     // there: a frame's window is its own, in memory.
     const tab = webStorage(() => (win == win.top ? win.sessionStorage : null))
-    const log = (this.#log = createLogger(options.logLevel ?? 'warn', tab, win.console, now))
+    const log = (this.#log = createLogger(options.logLevel, tab, win.console, now))
     guardMethods(this, ServiceTracker.prototype, log.warn)
     this.#identity = createIdentity({ local, tab, cookie: cookieStorage(win.document) }, now, () => uuid(now()), () =>
       // The first events of a new session need a full snapshot to replay; not from inside rrweb's emit.
@@ -304,15 +304,13 @@ export class ServiceTracker {
     return connectionStatus({
       ingestionUrl: this.#base.base,
       source: this.#base.source,
-      pageUrl: this.#win.location.href,
-      storageRefused: this.#storageRefused,
       blocked: this.#transport.blocked,
       reachable: this.#transport.answering,
       online: this.#transport.online(),
       stopped: this.#delivery.halted,
       queued: this.#outbox.size(),
       dropped: { ...this.#delivery.drops(), outbox: this.#outbox.dropped(), error_flood: this.#messages.flooded() },
-    })
+    }, this.#win.location.href, this.#storageRefused)
   }
 
   viewLogs(): LogEntry[] {

@@ -12,10 +12,11 @@ const USER_SOURCES = [1, 2, 3, 5, 6, 7, 12, 14]
 
 /**
  * Attributes that hold text a person reads (or hears, or feels in braille), or a control's value, or
- * repeat an element's text in another form (a time's `datetime`). rrweb's mask functions see text
- * nodes and most input values only: not these, nor the values of buttons, checkboxes, radios and options.
+ * repeat an element's text in another form (a time's `datetime`), or name a file saved (a link's
+ * `download`: "invoice-jane-doe.pdf"). rrweb's mask functions see text nodes and most input values
+ * only: not these, nor the values of buttons, checkboxes, radios and options.
  */
-const TEXT_ATTRIBUTES = /^(value|placeholder|title|alt(text)?|label|abbr|datetime|srcdoc|aria-((braille)?(label|roledescription)|description|placeholder|value(text|now)))$/
+const TEXT_ATTRIBUTES = /^(value|placeholder|title|alt(text)?|label|abbr|datetime|download|srcdoc|aria-((braille)?(label|roledescription)|description|placeholder|value(text|now)))$/
 
 /**
  * Values a page keeps out of sight, often a CSRF token or a record's id: a hidden input's value and

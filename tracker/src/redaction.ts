@@ -1,20 +1,17 @@
+import { attempt } from './storage'
 import type { RedactionStrategy } from './types'
 import { withoutCredentials, withoutParameterValues } from './urls'
 
-/** Masked in every mode, whatever the selectors say. */
-export const ALWAYS_MASKED = 'input[type=password],[autocomplete^=cc-]'
+/**
+ * Masked in every mode, whatever the selectors say: passwords, and card fields, whose autocomplete may
+ * name a section or billing/shipping before the cc- token ("billing cc-exp-month": a select's options).
+ */
+export const ALWAYS_MASKED = 'input[type=password],[autocomplete^=cc-],[autocomplete*=" cc-"]'
 
 export type Redaction = ReturnType<typeof createRedaction>
 
 /** Whether `selector` is valid CSS (an invalid one would make every match throw). */
-export function isSelector(doc: Document, selector: string): boolean {
-  try {
-    doc.createDocumentFragment().querySelector(selector)
-    return true
-  } catch {
-    return false
-  }
-}
+export const isSelector = (doc: Document, selector: string): boolean => attempt(() => (doc.createDocumentFragment().querySelector(selector), true), false)
 
 /**
  * Whether `el` or an element around it matches `selector`, looking out of shadow roots (to their
@@ -42,14 +39,9 @@ export function createRedaction(strategy: RedactionStrategy | undefined, top: Do
   let pending = [...(strategy?.unredactSelectors ?? [])]
   let shown = pending.join(',')
 
-  const masked = (el: Element | null | undefined): boolean => {
-    if (!el) return privacyFirst
-    try {
-      return within(el, masking, top) || (privacyFirst && !(shown && within(el, shown, top)))
-    } catch {
-      return true
-    }
-  }
+  /** Any doubt masks: an element of none, or selectors that throw. */
+  const masked = (el: Element | null | undefined): boolean =>
+    el ? attempt(() => within(el, masking, top) || (privacyFirst && !(shown && within(el, shown, top))), true) : privacyFirst
 
   return {
     privacyFirst,
@@ -59,11 +51,7 @@ export function createRedaction(strategy: RedactionStrategy | undefined, top: Do
      * inline scripts' (an app's state, which the recorder never records either), nor hidden text.
      */
     visibleText(el: Element | null | undefined): string | undefined {
-      try {
-        if (!el || masked(el) || el.querySelector(masking)) return undefined
-      } catch {
-        return undefined
-      }
+      if (attempt(() => !el || masked(el) || el.querySelector(masking), true)) return undefined
       return (el as HTMLElement).innerText?.trim().replace(/\s+/g, ' ').slice(0, 200) || undefined
     },
     /**

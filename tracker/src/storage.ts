@@ -11,7 +11,8 @@ export interface KeyList extends KeyValue {
   keys(): string[]
 }
 
-const attempt = <T>(use: () => T, fallback: T): T => {
+/** `use()`, or `fallback` where it throws. */
+export const attempt = <T>(use: () => T, fallback: T): T => {
   try {
     return use()
   } catch {
@@ -68,13 +69,7 @@ export function cookieStorage(doc: Document): KeyValue {
   }
 }
 
-export function readJson<T>(store: KeyValue, key: string): T | null {
-  try {
-    return JSON.parse(store.get(key) ?? 'null') as T | null
-  } catch {
-    return null
-  }
-}
+export const readJson = <T>(store: KeyValue, key: string): T | null => attempt(() => JSON.parse(store.get(key) ?? 'null'), null)
 
 /** A request waiting to be sent; `id` lets a late success remove its persisted copy. */
 export interface Parcel {

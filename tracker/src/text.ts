@@ -1,3 +1,4 @@
+import { attempt } from './storage'
 const isErrorLike = (value: unknown): value is Error =>
   typeof value === 'object' && value !== null && 'message' in value
 
@@ -11,11 +12,7 @@ const nodeAsName = (_: string, value: unknown) => (value as Node | null)?.nodeNa
 export function toText(value: unknown): string {
   if (typeof value === 'string') return value
   if (isErrorLike(value)) return `${value.name ?? 'Error'}: ${value.message}`
-  try {
-    return JSON.stringify(value, nodeAsName) ?? String(value)
-  } catch {
-    return String(value)
-  }
+  return attempt(() => JSON.stringify(value, nodeAsName), undefined) ?? String(value)
 }
 
 /**
@@ -24,13 +21,10 @@ export function toText(value: unknown): string {
  * batch and every retry of it). Undefined for nothing; false for what cannot be sent: a cycle or a
  * BigInt, or what is no object in JSON (the service refuses a string, an array or a number).
  */
-export function asProperties<T>(value: T): T | undefined | false {
-  try {
+export const asProperties = <T>(value: T): T | undefined | false =>
+  attempt(() => {
     const json = JSON.stringify(value)
     return value == null ? undefined : json[0] === '{' && JSON.parse(json)
-  } catch {
-    return false
-  }
-}
+  }, false)
 
 export { isErrorLike }
