@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, statfsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { PGlite, type Transaction } from '@electric-sql/pglite'
 import { sql, type SQLWrapper } from 'drizzle-orm'
@@ -42,6 +42,8 @@ export interface Database {
    * when another process holds that lock, so that a start waiting on it says why.
    */
   migrate(whileLocked?: (orm: Orm) => Promise<void>, onWait?: () => void): Promise<void>
+  /** Embedded, on disk: whether DATA_DIR has the room to take writes (see EMBEDDED_MIN_FREE_BYTES). */
+  hasRoom?(): boolean
   close(): Promise<void>
 }
 
@@ -218,19 +220,45 @@ export async function openEmbeddedDatabase(dataDir: string): Promise<Database> {
   }
   try {
     const pg = await PGlite.create(join(dataDir, 'pglite'), embeddedStartOptions())
+    const checkSpace = freeSpaceCheck(dataDir)
     // A first start runs initdb in a second PGlite and leaves it as garbage, most of a gigabyte,
     // which the collector only frees once that instance's last callbacks have run.
     await Bun.sleep(0)
     Bun.gc(true)
-    return embeddedDatabase(pg, releaseLock)
+    return embeddedDatabase(pg, releaseLock, checkSpace)
   } catch (error) {
     releaseLock()
     throw unusable(error)
   }
 }
 
-/** Wraps an open PGlite (in memory in tests, on disk in production). See pglite.ts for the clients. */
-export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}): Database {
+/**
+ * Free space the embedded database keeps on DATA_DIR's file system. PGlite (0.5.16) does not survive
+ * failing to create a write-ahead log segment (16 MB) on a full disk: where Postgres would stop and
+ * recover, it spins for ever on the thread that serves requests, and core answers nothing more, not
+ * /health/simple, not SIGTERM. So its writers' transactions are refused while less than this is left
+ * (storage trouble: 503 storage_unavailable, with Retry-After) and taken again once space is freed.
+ * It covers a new segment and a commit of the writer's largest batch (8 MB), logged and stored.
+ */
+export const EMBEDDED_MIN_FREE_BYTES = 64 * 1024 * 1024
+
+/** Throws, as storage trouble (see faultOf), while `dir`'s file system has less than `minBytes` free. */
+export function freeSpaceCheck(dir: string, minBytes = EMBEDDED_MIN_FREE_BYTES): () => void {
+  return () => {
+    // One statfs, a few microseconds: nothing beside a commit.
+    const { bavail, bsize } = statfsSync(dir)
+    const free = Number(bavail) * Number(bsize)
+    if (free < minBytes) {
+      throw new Error(`DATA_DIR's file system has ${Math.floor(free / 1048576)} MB free, under the ${Math.floor(minBytes / 1048576)} MB the embedded database needs to take writes`)
+    }
+  }
+}
+
+/**
+ * Wraps an open PGlite (in memory in tests, on disk in production). See pglite.ts for the clients.
+ * `checkSpace`, if given, runs before each writer transaction and fails it by throwing (see freeSpaceCheck).
+ */
+export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}, checkSpace?: () => void): Database {
   adoptDrizzleParsers(pg)
   const orm = drizzlePglite({ client: drizzleClient(pg) as unknown as PGlite, schema }) as unknown as Orm
   // The writers' transactions (raw SQL, a few statements again and again) prepare their statements.
@@ -245,7 +273,11 @@ export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}): Da
     kind: 'embedded',
     orm,
     rows: async (query, executor = orm) => rowsOf(await executor.execute(query)),
-    transaction: (fn) => writers.transaction((tx) => fn(tx, copyInto(opened!))),
+    hasRoom: checkSpace && (() => !throws(checkSpace)),
+    async transaction(fn) {
+      checkSpace?.()
+      return writers.transaction((tx) => fn(tx, copyInto(opened!)))
+    },
     async listen(channel, onMessage, onConnect) {
       const unlisten = await pg.listen(channel, onMessage)
       onConnect?.()
@@ -266,9 +298,18 @@ export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}): Da
   }
 }
 
+function throws(fn: () => void): boolean {
+  try {
+    fn()
+    return false
+  } catch {
+    return true
+  }
+}
+
 export interface DatabasePing {
   latencyMs: number
-  /** False on a standby (a failover left core on a replica) or a database set read-only. */
+  /** False on a standby (a failover left core on a replica), a database set read-only, or an embedded one short of room. */
   writable: boolean
 }
 
@@ -276,5 +317,5 @@ export interface DatabasePing {
 export async function pingDatabase(db: Database): Promise<DatabasePing> {
   const started = performance.now()
   const [row] = await db.rows<{ read_only: string }>(sql`select current_setting('transaction_read_only') as read_only`)
-  return { latencyMs: performance.now() - started, writable: row.read_only !== 'on' }
+  return { latencyMs: performance.now() - started, writable: row.read_only !== 'on' && (db.hasRoom?.() ?? true) }
 }

@@ -201,7 +201,8 @@ export function startEmbeddedUpkeep(db: Database, log: Logger, options: UpkeepOp
     if (tablesToo) lastTablesLook = performance.now()
     for (const table of tablesToo ? await readTableStats(db) : []) {
       const upkeep = upkeepDue(table, rules)
-      if (!upkeep || stopped) continue
+      // A vacuum logs what it freezes: not on a DATA_DIR short of room (see EMBEDDED_MIN_FREE_BYTES).
+      if (!upkeep || stopped || db.hasRoom?.() === false) continue
       // The name comes from the catalog, quoted as Postgres quotes it; VACUUM takes no parameters.
       const command = upkeep === 'analyze' ? 'analyze' : table.system ? 'vacuum (freeze)' : 'vacuum (freeze, analyze)'
       await timed(`${command} ${table.name}`, { upkeep, table: table.name })
