@@ -80,15 +80,16 @@ export function clientAddress(trustedProxies: readonly string[]): ClientAddress 
 /**
  * Special-purpose ranges (IANA IPv4/IPv6 special-purpose registries, RFC 6890): private, loopback,
  * link-local, shared, documentation (3fff::/20 too, RFC 9637), benchmarking, SRv6 segment ids
- * (5f00::/16, RFC 9602), multicast, reserved. None of them says where a person is, so they never
- * reach the GeoIP lookup.
+ * (5f00::/16, RFC 9602), multicast, reserved, and the deprecated IPv4-compatible (::/96), IPv4-translated
+ * (::ffff:0:0:0/96) and site-local (fec0::/10) forms. None of them says where a person is, so they
+ * never reach the GeoIP lookup.
  */
 const NOT_PUBLIC = parseCidrsUnchecked([
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
   ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
   ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-  ['::', 128], ['::1', 128], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32], ['3fff::', 20], ['5f00::', 16],
-  ['fc00::', 7], ['fe80::', 10], ['ff00::', 8],
+  ['::', 96], ['::ffff:0:0:0', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32], ['3fff::', 20], ['5f00::', 16],
+  ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
 ])
 
 function parseCidrsUnchecked(ranges: [string, number][]): BlockList {
@@ -101,12 +102,22 @@ function parseCidrsUnchecked(ranges: [string, number][]): BlockList {
 export function isPublicAddress(raw: string | null | undefined): boolean {
   const address = normalizeAddress(raw)
   if (address === null || NOT_PUBLIC.check(address, familyOf(address))) return false
-  // 6to4 (2002::/16) carries an IPv4 address in its second and third groups: public only when that one is.
-  if (address.startsWith('2002:')) {
-    const [, high, low] = ipv6Groups(address)
-    return isPublicAddress([high >> 8, high & 255, low >> 8, low & 255].join('.'))
-  }
-  return true
+  const carried = carriedIpv4(address)
+  return carried === null || isPublicAddress(carried)
+}
+
+/**
+ * The IPv4 address an IPv6 one carries, public only when that one is: 6to4 (2002::/16) in its second
+ * and third groups, NAT64 (64:ff9b::/96) in its last two. Null for any other address.
+ */
+function carriedIpv4(address: string): string | null {
+  if (familyOf(address) !== 'ipv6') return null
+  const groups = ipv6Groups(address)
+  const nat64 = groups[0] === 0x64 && groups[1] === 0xff9b && groups.slice(2, 6).every((group) => group === 0)
+  const at = groups[0] === 0x2002 ? 1 : nat64 ? 6 : -1
+  if (at === -1) return null
+  const [high, low] = [groups[at], groups[at + 1]]
+  return [high >> 8, high & 255, low >> 8, low & 255].join('.')
 }
 
 /** The eight 16-bit groups of a valid IPv6 address, `::` filled in and a dotted tail as two groups. */

@@ -46,6 +46,16 @@ describe('addresses', () => {
     ['2002:7f00:1:0:0:0:0:1', false],
     ['2002::1', false],
     ['2002:808:808::1', true],
+    // NAT64 (64:ff9b::/96) carries one in its last two groups, however the address is written.
+    ['64:ff9b::a00:1', false],
+    ['64:ff9b::10.0.0.1', false],
+    ['64:ff9b:0:0:0:0:c0a8:101', false],
+    ['64:ff9b::808:808', true],
+    // Older forms that locate no one: IPv4-compatible (::/96), IPv4-translated (::ffff:0:0:0/96), site-local.
+    ['::a00:1', false],
+    ['::808:808', false],
+    ['::ffff:0:a00:1', false],
+    ['fec0::1', false],
   ])('%s is public: %p', (address, expected) => {
     expect(isPublicAddress(address)).toBe(expected)
   })
