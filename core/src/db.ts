@@ -220,12 +220,12 @@ export async function openEmbeddedDatabase(dataDir: string): Promise<Database> {
   }
   try {
     const pg = await PGlite.create(join(dataDir, 'pglite'), embeddedStartOptions())
-    const checkSpace = freeSpaceCheck(dataDir)
+    const shortOfRoom = freeSpaceCheck(dataDir)
     // A first start runs initdb in a second PGlite and leaves it as garbage, most of a gigabyte,
     // which the collector only frees once that instance's last callbacks have run.
     await Bun.sleep(0)
     Bun.gc(true)
-    return embeddedDatabase(pg, releaseLock, checkSpace)
+    return embeddedDatabase(pg, releaseLock, shortOfRoom)
   } catch (error) {
     releaseLock()
     throw unusable(error)
@@ -242,23 +242,23 @@ export async function openEmbeddedDatabase(dataDir: string): Promise<Database> {
  */
 export const EMBEDDED_MIN_FREE_BYTES = 64 * 1024 * 1024
 
-/** Throws, as storage trouble (see faultOf), while `dir`'s file system has less than `minBytes` free. */
-export function freeSpaceCheck(dir: string, minBytes = EMBEDDED_MIN_FREE_BYTES): () => void {
+/** Says why while `dir`'s file system has less than `minBytes` free; null while it has room. */
+export function freeSpaceCheck(dir: string, minBytes = EMBEDDED_MIN_FREE_BYTES): () => string | null {
   return () => {
     // One statfs, a few microseconds: nothing beside a commit.
     const { bavail, bsize } = statfsSync(dir)
     const free = Number(bavail) * Number(bsize)
-    if (free < minBytes) {
-      throw new Error(`DATA_DIR's file system has ${Math.floor(free / 1048576)} MB free, under the ${Math.floor(minBytes / 1048576)} MB the embedded database needs to take writes`)
-    }
+    if (free >= minBytes) return null
+    return `DATA_DIR's file system has ${Math.floor(free / 1048576)} MB free, under the ${Math.floor(minBytes / 1048576)} MB the embedded database needs to take writes`
   }
 }
 
 /**
  * Wraps an open PGlite (in memory in tests, on disk in production). See pglite.ts for the clients.
- * `checkSpace`, if given, runs before each writer transaction and fails it by throwing (see freeSpaceCheck).
+ * `shortOfRoom`, if given, is asked before each writer transaction, which fails as storage trouble
+ * (see faultOf) with the reason it gives (see freeSpaceCheck).
  */
-export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}, checkSpace?: () => void): Database {
+export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}, shortOfRoom?: () => string | null): Database {
   adoptDrizzleParsers(pg)
   const orm = drizzlePglite({ client: drizzleClient(pg) as unknown as PGlite, schema }) as unknown as Orm
   // The writers' transactions (raw SQL, a few statements again and again) prepare their statements.
@@ -273,9 +273,10 @@ export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}, che
     kind: 'embedded',
     orm,
     rows: async (query, executor = orm) => rowsOf(await executor.execute(query)),
-    hasRoom: checkSpace && (() => !throws(checkSpace)),
+    hasRoom: shortOfRoom && (() => shortOfRoom() === null),
     async transaction(fn) {
-      checkSpace?.()
+      const short = shortOfRoom?.()
+      if (short) throw new Error(short)
       return writers.transaction((tx) => fn(tx, copyInto(opened!)))
     },
     async listen(channel, onMessage, onConnect) {
@@ -295,15 +296,6 @@ export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}, che
       await pg.close()
       onClose()
     },
-  }
-}
-
-function throws(fn: () => void): boolean {
-  try {
-    fn()
-    return false
-  } catch {
-    return true
   }
 }
 
