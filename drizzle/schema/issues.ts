@@ -1,7 +1,12 @@
-import { bigint, boolean, pgTable, primaryKey, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core'
+import { bigint, boolean, pgTable, primaryKey, text, uuid } from 'drizzle-orm/pg-core'
 import { at, projectId } from './columns'
 
-/** Error reports grouped by fingerprint. */
+/**
+ * Error reports grouped by fingerprint. `issue_id` is a hash of the project and fingerprint
+ * (issueIdOf), so the primary key is the only unique key: a second one on the fingerprint would be
+ * the same key, and two commits creating one Issue at once would meet it outside their upsert's
+ * `on conflict` and fail (Postgres resolves only the arbiter's conflicts).
+ */
 export const issues = pgTable(
   'issues',
   {
@@ -22,5 +27,5 @@ export const issues = pgTable(
     lastRelease: text('last_release'),
     resolvedAt: at('resolved_at'),
   },
-  (t) => [primaryKey({ columns: [t.projectId, t.issueId] }), uniqueIndex('issues_fingerprint_idx').on(t.projectId, t.fingerprint)],
+  (t) => [primaryKey({ columns: [t.projectId, t.issueId] })],
 )

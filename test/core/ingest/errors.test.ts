@@ -371,6 +371,21 @@ describe('POST /api/ingestion/errors', () => {
     expect(await issue(rowsFor('gift-a', 0)[0].issueId)).toMatchObject({ occurrences: 2, affected_users: 2 })
   })
 
+  test('many commits creating the same new Issue at once all store it: one Issue, every occurrence and user counted', async () => {
+    // Each round is a fingerprint never seen, so every commit of it may be the one that creates the Issue.
+    const caller = { projectId: core.project.projectId, environment: 'development', monthlyLimit: null }
+    for (let round = 0; round < 100; round++) {
+      const stack = CHROME.replaceAll('renderTotal', `renderRace${round}`)
+      const commits = Array.from({ length: 6 }, (_, i) => {
+        const body = { sessionId: 'err-12', errors: [report({ sessionId: 'err-12', endUserId: `race-${i}`, timestampMs: 1_700_000_000_000 + i, stack })] }
+        const { occurrences } = errorRows(body, body.errors.map((r) => symbolicate(reportedFrames(r), () => undefined)), caller, Date.now())
+        return core.database.db.orm.transaction((tx) => errorEventsSink.write(tx, occurrences)).then(() => occurrences[0].issueId)
+      })
+      const [issueId] = await Promise.all(commits)
+      expect(await issue(issueId)).toMatchObject({ occurrences: 6, affected_users: 6 })
+    }
+  })
+
   test.each([
     [{ ...report(), sessionId: undefined }, '/sessionId'],
     [{ ...report(), name: undefined }, '/name'],

@@ -57,7 +57,7 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
       from jsonb_to_recordset(${jsonParam(issueDeltas(fresh, addedUsers))}::jsonb) as d(
         "projectId" uuid, "issueId" uuid, fingerprint text, title text, culprit text, level text,
         "firstAt" float8, "lastAt" float8, count bigint, "newUsers" bigint, "firstRelease" text, "lastRelease" text)
-      on conflict (project_id, fingerprint) do update set
+      on conflict (project_id, issue_id) do update set
         first_seen_at = least(i.first_seen_at, excluded.first_seen_at),
         last_seen_at = greatest(i.last_seen_at, excluded.last_seen_at),
         occurrences = i.occurrences + excluded.occurrences,

@@ -1,0 +1,1 @@
+DROP INDEX "issues_fingerprint_idx";
