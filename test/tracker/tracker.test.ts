@@ -210,6 +210,40 @@ describe('identity', () => {
     expect(tracker.getUserInfo()).toMatchObject({ endUserId: id, identified: true, attributes: { plan: 'pro' } })
   })
 
+  test('an identify the service refuses (400 validation_failed) leaves its attributes out of the merged ones: later identifies go', async () => {
+    const { tracker, service } = tracked()
+    const id = tracker.getUserInfo().endUserId
+    await tracker.identifyUser({ userProperties: { email: 'ada@example.com', plan: 'free' } })
+    service.reply(({ body }) =>
+      body?.userAttributes?.deep ? { status: 400, body: { error: { code: 'validation_failed', message: 'too deep' }, path: '/userAttributes/deep' } } : { status: 200, body: { success: true, endUserId: id } },
+    )
+    expect(await tracker.identifyUser({ userProperties: { deep: { a: 1 }, plan: 'pro' } })).toBe(id)
+    expect(tracker.getUserAttributes()).toEqual({ email: 'ada@example.com', plan: 'free' })
+    await tracker.identifyUser({ userProperties: { name: 'Ada' } })
+    expect(service.to('/user').map((request) => request.body.userAttributes)).toEqual([
+      { email: 'ada@example.com', plan: 'free' },
+      { email: 'ada@example.com', plan: 'pro', deep: { a: 1 } },
+      { email: 'ada@example.com', plan: 'free', name: 'Ada' },
+    ])
+    expect(tracker.getUserAttributes()).toEqual({ email: 'ada@example.com', plan: 'free', name: 'Ada' })
+  })
+
+  test('two identifies not awaited, the first refused: the second carried its value and is refused too; neither value stays', async () => {
+    const { tracker, service, win, clock, close } = tracked()
+    const id = tracker.getUserInfo().endUserId
+    await tracker.identifyUser({ userProperties: { plan: 'free' } })
+    service.reply(({ body }) => (body?.userAttributes?.deep ? { status: 400, body: { error: { code: 'validation_failed', message: 'too deep' } } } : { status: 200, body: { success: true, endUserId: id } }))
+    await Promise.all([tracker.identifyUser({ userProperties: { deep: { a: 1 } } }), tracker.identifyUser({ userProperties: { name: 'Ada', plan: 'pro' } })])
+    expect(tracker.getUserAttributes()).toEqual({ plan: 'free' })
+    await tracker.identifyUser({ userProperties: { name: 'Ada' } })
+    expect(service.to('/user').at(-1)?.body.userAttributes).toEqual({ plan: 'free', name: 'Ada' })
+    // What is stored for the next page too.
+    pageHide(win)
+    const storage = storageOf(win)
+    await close()
+    expect(tracked({}, { storage, clock }).tracker.getUserAttributes()).toEqual({ plan: 'free', name: 'Ada' })
+  })
+
   test('ids and attributes persist across a reload; isPreexistingUser says whether the browser was known', async () => {
     const first = tracked()
     expect(first.tracker.isPreexistingUser()).toBe(false)

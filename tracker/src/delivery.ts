@@ -98,6 +98,8 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
     outbox.remove(parcel.id)
     drops[reason] = (drops[reason] ?? 0) + 1
     log.warn(`dropped a request to ${parcel.path}: ${reason}`)
+    // deliver's answer for a parcel the service refused (falsy, so a drain goes on): identify undoes it.
+    return 0 as const
   }
   /** Cancels the retries waiting; with `keep`, their parcels go to the outbox. */
   const cancel = (keep: boolean) => {
@@ -118,9 +120,10 @@ export function createDelivery({ transport, outbox, clock, log, random = Math.ra
 
   /**
    * `attempt` MAX_ATTEMPTS: a parcel drained from the outbox, which keeps it until it is stored. True
-   * when a drain should stop there: that parcel stays kept, and so would the ones after it.
+   * when a drain should stop there: that parcel stays kept, and so would the ones after it; 0 when it
+   * was dropped, refused by the service.
    */
-  async function deliver(parcel: Parcel, unload = false, attempt = 0): Promise<boolean | void> {
+  async function deliver(parcel: Parcel, unload = false, attempt = 0): Promise<boolean | 0 | void> {
     const drained = attempt === MAX_ATTEMPTS
     const keep = () => drained || outbox.put(parcel)
     /** Try `next` after `wait`; kept instead where no timer is to wait (see the end). */

@@ -13,7 +13,7 @@ export function guardMethods(tracker: object, prototype: object, warn: (message:
     if (name != 'constructor') {
       methods[name] = (...args) => {
         try {
-          return method.apply(tracker, args)
+          return method.apply(methods, args)
         } catch (error) {
           warn(name + ': ' + error + '; ignored')
         }

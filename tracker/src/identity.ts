@@ -61,8 +61,13 @@ export function createIdentity({ local, tab, cookie }: IdentityStores, now: () =
     return id
   }
   const stored = () => readJson<Session>(local, KEYS.session)
+  /** The live session, or null when it has expired (nothing renews it but activity). */
+  const current = (): string | null => {
+    const session = stored()
+    return isLive(session, now()) ? session!.id : null
+  }
   /** The session this tab's events went to last. */
-  let seen = isLive(stored(), now()) ? stored()!.id : newSession(now())
+  let seen = current() ?? newSession(now())
 
   return {
     preexisting,
@@ -71,11 +76,7 @@ export function createIdentity({ local, tab, cookie }: IdentityStores, now: () =
     get endUserId() {
       return (endUserId = found([local], KEYS.user) ?? endUserId)
     },
-    /** The live session, or null when it has expired (nothing renews it but activity). */
-    current(): string | null {
-      const session = stored()
-      return isLive(session, now()) ? session!.id : null
-    },
+    current,
     /**
      * The session for something happening now: activity keeps it alive, or starts a new one. One new
      * to this tab, whether started here or by another tab of the origin (its activity after the

@@ -202,14 +202,24 @@ export class ServiceTracker {
     if (recorded) this.#messages.record(recorded, true)
   }
 
-  /** Merges the properties into the end user's attributes; the `endUserId` stays the same. */
+  /**
+   * Merges the properties into the end user's attributes; the `endUserId` stays the same. Refused by
+   * the service (a value nested too deep, too large), they are taken back, each key to what it was:
+   * kept, every later identify would carry them and be refused too.
+   */
   async identifyUser(user: { userProperties: UserAttributes }): Promise<string> {
     const userProperties = this.#properties(user?.userProperties ?? 0, 'identifyUser')
     if (!userProperties) return this.#identity.endUserId
-    const userAttributes = { ...this.#identity.attributes(), ...userProperties }
+    const before = this.#identity.attributes()
+    const userAttributes = { ...before, ...userProperties }
     this.#identity.setAttributes(userAttributes)
     const { sessionId, endUserId } = this.#messages.owner(true)
-    await this.#send('/user', { userId: endUserId, userAttributes, sessionId })
+    if ((await this.#send('/user', { userId: endUserId, userAttributes, sessionId })) === 0) {
+      const now = this.#identity.attributes()
+      // A key that was not there before is undefined, which the stored JSON leaves out.
+      for (const key in userProperties) now[key] = before[key]
+      this.#identity.setAttributes(now)
+    }
     return endUserId
   }
 
@@ -249,12 +259,13 @@ export class ServiceTracker {
   /** Privacy-first mode: these selectors (and what is inside them) are shown, from the next full snapshot. */
   setUnredactedFields(selectors: string[]): void {
     if (!this.#redaction.privacyFirst) return this.#log.warn('unredacted fields apply in privacy-first mode only')
-    const valid = selectors.filter((selector) => {
-      const ok = typeof selector === 'string' && isSelector(this.#win.document, selector)
-      if (!ok) this.#log.warn('ignored an invalid selector: ' + selector)
-      return ok
-    })
-    this.#showFields(valid)
+    this.#showFields(
+      selectors.filter((selector) => {
+        const ok = typeof selector === 'string' && isSelector(this.#win.document, selector)
+        if (!ok) this.#log.warn('ignored an invalid selector: ' + selector)
+        return ok
+      }),
+    )
   }
 
   clearUnredactedFields(): void {
@@ -262,7 +273,7 @@ export class ServiceTracker {
   }
 
   hasUnredactedFields(): boolean {
-    return this.getUnredactedFields().length > 0
+    return this.#redaction.shownSelectors().length > 0
   }
 
   getUnredactedFields(): string[] {
@@ -351,25 +362,23 @@ export class ServiceTracker {
     if (this.#lifecycle.length) return
     const win = this.#win
     const { document } = win
-    const delivery = this.#delivery
-    const identity = this.#identity
     this.#lifecycle = [
-      listen(win, 'pagehide', () => (identity.releaseTab(), this.#hide(true))),
+      listen(win, 'pagehide', () => (this.#identity.releaseTab(), this.#hide(true))),
       // Hidden after the page hide (the spec's order, and Chromium's): it left, and stays unloading.
-      listen(document, 'visibilitychange', () => (document.visibilityState === 'hidden' ? this.#hide(this.#unloading) : delivery.shown())),
-      listen(win, 'online', delivery.drain),
+      listen(document, 'visibilitychange', () => (document.visibilityState === 'hidden' ? this.#hide(this.#unloading) : this.#delivery.shown())),
+      listen(win, 'online', this.#delivery.drain),
       listen<PageTransitionEvent>(win, 'pageshow', (event) => {
         this.#unloading = false
         if (!event.persisted) return
-        identity.holdTab()
-        delivery.shown()
+        this.#identity.holdTab()
+        this.#delivery.shown()
         // Back from the back/forward cache: the tab may have shown other pages meanwhile, whose
         // snapshots the replay of this window would go on from.
         this.#recording?.snapshot()
       }),
     ]
-    identity.holdTab()
-    void delivery.resume()
+    this.#identity.holdTab()
+    void this.#delivery.resume()
   }
 
   /**
