@@ -244,6 +244,34 @@ describe('symbolication of a minified bundle', () => {
     }
   })
 
+  test('frames in the sources a map marks as third-party (`ignoreList`, `x_google_ignoreList`) are not in-app: they neither group nor name the Issue', async () => {
+    // Generated column 0 of line 1 is in the framework (source 1), column 10 in the app (source 0).
+    const sources = ['../src/checkout.ts', '../vendor/framework.js']
+    const mappings = 'ACAA,UDAA'
+    const stack = (caller: string) => `TypeError: coupon x is too short\n    at dispatch (https://shop.example/assets/fw.js:1:1)\n    at ${caller} (https://shop.example/assets/fw.js:1:11)`
+    const maps: Record<string, object> = {
+      'shop@ignore-google': { version: 3, sources, names: [], mappings, x_google_ignoreList: [1] },
+      'shop@ignore-spec': { version: 3, sources, names: [], mappings, ignoreList: [1] },
+      'shop@ignore-section': { version: 3, sections: [{ offset: { line: 0, column: 0 }, map: { version: 3, sources, names: [], mappings, x_google_ignoreList: [1] } }] },
+    }
+    for (const [release, content] of Object.entries(maps)) {
+      expect((await core.post('/api/ingestion/sourcemaps', { release, files: [{ name: 'fw.js.map', content }] })).status).toBe(200)
+      const { issueId, frames } = await send(stack('applyCoupon'), release)
+      expect(frames.map((f) => [f.mapped?.source, f.inApp])).toEqual([
+        ['../vendor/framework.js', false],
+        ['../src/checkout.ts', true],
+      ])
+      const [issue] = await core.database.db.rows<{ culprit: string }>(sql`select culprit from issues where issue_id = ${issueId}`)
+      expect(issue.culprit).toBe('applyCoupon (src/checkout.ts)')
+    }
+    // An ignore list that is not a list of indexes marks nothing, and costs no report.
+    for (const [i, ignore] of [5, 'abc1', { 0: 1 }, [null, '1']].entries()) {
+      const release = `shop@ignore-odd-${i}`
+      expect((await core.post('/api/ingestion/sourcemaps', { release, files: [{ name: 'fw.js.map', content: { version: 3, sources, names: [], mappings, x_google_ignoreList: ignore } }] })).status).toBe(200)
+      expect((await send(stack('applyCoupon'), release)).frames.map((f) => f.inApp)).toEqual([true, true])
+    }
+  })
+
   test('the file and function a map gives a frame are cut as a reported one is: a small report cannot store megabytes', async () => {
     const longName = 'f'.repeat(100_000)
     const map = { version: 3, sources: [`../src/${'x'.repeat(1_000_000)}.ts`], names: [longName], mappings: 'AAAAA,CAAAA' }

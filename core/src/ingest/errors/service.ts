@@ -64,11 +64,15 @@ export function reportedFrames(report: ErrorReport): ReportedFrame[] {
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 
-/** A client's `inApp` hint wins when it is a boolean; else the file decides, the original one when a map led there. */
+/**
+ * A client's `inApp` hint wins when it is a boolean; else the file decides, the original one when a
+ * map led there, unless the map lists that source as third-party (bundled framework code that no
+ * `node_modules/` path gives away).
+ */
 function storedFrames(frames: readonly Frame[], hints: readonly unknown[]): StoredFrame[] {
   return frames.map((frame, i) => {
     const hint = hints[i]
-    return { ...frame, inApp: typeof hint === 'boolean' ? hint : isInApp(frame.mapped?.source ?? frame.filename) }
+    return { ...frame, inApp: typeof hint === 'boolean' ? hint : !frame.mapped?.ignoreListed && isInApp(frame.mapped?.source ?? frame.filename) }
   })
 }
 

@@ -29,6 +29,8 @@ export interface MappedPosition {
   functionFrom?: 'source' | 'call site' | 'reported'
   /** The stored map that was used. */
   sourcemap: string
+  /** The map lists the source as third-party code (its ignore list): the frame is not in-app. */
+  ignoreListed?: true
   preContext?: string[]
   contextLine?: string
   postContext?: string[]
@@ -93,14 +95,15 @@ export function symbolicate(frames: readonly ReportedFrame[], lookup: SourceMapL
     const at = traced[i]
     if (!at) return { ...frame }
     const lines = at.loaded.sourceLines(at.source)
+    const ignoreListed = at.loaded.isIgnored(at.source)
     // Dependencies' frames do not take part in grouping: their names are not worth a scan of their sources.
-    const declared = isInApp(at.source) ? (scopesOf(at.loaded, at.source)?.nameAt(at.line, at.column) ?? null) : null
+    const declared = isInApp(at.source) && !ignoreListed ? (scopesOf(at.loaded, at.source)?.nameAt(at.line, at.column) ?? null) : null
     const named = declared !== null ? { function: declared, functionFrom: 'source' as const } : nameWithoutSource(traced[i + 1]?.name, frame.function)
     // Cut as a reported frame is: a map's source and names may be megabytes long, and a report of a
     // few kilobytes would otherwise store them once per frame.
     const source = at.source.slice(0, MAX_FILENAME_CHARS)
     const mapped = { source, line: at.line, column: at.column + 1, ...named, function: named.function.slice(0, MAX_FUNCTION_CHARS) }
-    return { ...frame, mapped: { ...mapped, sourcemap: at.loaded.name, ...context(lines, at.line) } }
+    return { ...frame, mapped: { ...mapped, sourcemap: at.loaded.name, ...(ignoreListed && { ignoreListed: true as const }), ...context(lines, at.line) } }
   })
 }
 

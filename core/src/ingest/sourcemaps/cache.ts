@@ -9,6 +9,8 @@ export interface LoadedSourceMap {
   sourceText(source: string): string | null
   /** Its lines, split once. */
   sourceLines(source: string): readonly string[] | null
+  /** Whether the map lists the source as third-party code (`ignoreList`, or `x_google_ignoreList` before it). */
+  isIgnored(source: string): boolean
   /** Roughly what it takes in memory once used: see memoryEstimate. */
   bytes: number
 }
@@ -46,11 +48,16 @@ export function loadSourceMap(name: string, json: string): LoadedSourceMap {
     const text: unknown = map.sourcesContent?.[i]
     contents.set(source, typeof text === 'string' ? text : null)
   })
+  // trace-mapping reads either name, and shifts a section's indexes; whatever else an upload put
+  // there (a number, a text, an object) marks nothing.
+  const listed: unknown = map.ignoreList
+  const ignored = new Set(Array.isArray(listed) ? listed.filter((i) => Number.isSafeInteger(i)).map((i: number) => map.resolvedSources[i]) : [])
   return {
     name,
     map,
     bytes: memoryEstimate(json, map),
     sourceText: (source) => contents.get(source) ?? null,
+    isIgnored: (source) => ignored.has(source),
     sourceLines(source) {
       if (!split.has(source)) split.set(source, contents.get(source)?.split(/\r?\n/) ?? null)
       return split.get(source) ?? null
