@@ -39,6 +39,25 @@ describe('POST /api/ingestion/sourcemaps', () => {
     expect(rows[0].size_bytes).toBe(JSON.stringify(map('app.3f2a1b9c.js')).length)
   })
 
+  test('multipart: a script links its map by a sourceMappingURL that climbs out of its folder, is absolute, or carries a query', async () => {
+    const form = new FormData()
+    form.append('release', 'web@1.1.0')
+    const noFile = (source: string) => JSON.stringify({ version: 3, sources: [source], names: [], mappings: 'AAAA' })
+    form.append('file', new File(['a()\n//# debugId=85314830-023f-4cf1-a267-535f4e37bb17\n//# sourceMappingURL=https://cdn.example/static/assets/app.js.map?v=2\n'], 'assets/app.3f2a1b9c.js'))
+    form.append('file', new File([noFile('src/app.ts')], 'assets/app.js.map'))
+    form.append('file', new File(['b()\n//# sourceMappingURL=../maps/home.js.map\n'], 'pages/home.77e0d1aa.js'))
+    form.append('file', new File([noFile('src/home.ts')], 'maps/home.js.map'))
+    form.append('file', new File(['c()\n//# sourceMappingURL=/about.js.map\n'], 'about.1234abcd.js'))
+    form.append('file', new File([noFile('src/about.ts')], 'about.js.map'))
+    const res = await upload(form)
+    expect(res.status).toBe(200)
+    expect((await stored('web@1.1.0')).map(({ name, url, debug_id }) => ({ name, url, debug_id }))).toEqual([
+      { name: 'about.js.map', url: 'about.1234abcd.js', debug_id: null },
+      { name: 'assets/app.js.map', url: 'assets/app.3f2a1b9c.js', debug_id: '85314830023f4cf1a267535f4e37bb17' },
+      { name: 'maps/home.js.map', url: 'pages/home.77e0d1aa.js', debug_id: null },
+    ])
+  })
+
   test('JSON form, content as text or as an object; re-uploading a (release, name) replaces it', async () => {
     const first = await core.post('/api/ingestion/sourcemaps', {
       release: 'web@2.0.0',
@@ -289,6 +308,12 @@ describe('which frames a stored map serves', () => {
     expect(await mappedSource('m@3', 'https://shop.example/query.js?v=4')).toBe('src/query.ts')
   })
 
+  test('a map uploaded under a name with a query serves the file it names', async () => {
+    await uploadJson('m@9', [{ name: 'assets/named.js.map?v=3', content: mapOf('src/named.ts') }])
+    expect(await mappedSource('m@9', 'https://shop.example/assets/named.js')).toBe('src/named.ts')
+    expect(await mappedSource('m@9', 'https://shop.example/assets/named.js?v=3')).toBe('src/named.ts')
+  })
+
   test('a file named with spaces or non-ASCII letters maps the frames browsers write its URL in, percent-encoded', async () => {
     // Named as the build wrote it to disk (as upload-sourcemaps sends it); Chrome's stack names
     // `assets/Über uns-1a2b.js` as `assets/%C3%9Cber%20uns-1a2b.js`.
@@ -301,6 +326,17 @@ describe('which frames a stored map serves', () => {
     // A name with a literal `%20` in it is served as `%2520`; a malformed escape is matched as it came.
     expect(await mappedSource('m@6', 'https://shop.example/assets/a%2520b.js')).toBe('src/literal.ts')
     expect(await mappedSource('m@6', 'https://shop.example/assets/%E0%A4%A.js')).toBeNull()
+  })
+
+  test('of maps that share a file name, the one whose path matches more of the frame\'s URL serves it, whatever the upload order', async () => {
+    // A site with a root `app.js` and a widgets bundle `widgets/app.js`: both paths end the frame's
+    // `/widgets/app.js`, and the first stored map served both.
+    for (const [release, order] of [['m@7', ['app.js.map', 'widgets/app.js.map']], ['m@8', ['widgets/app.js.map', 'app.js.map']]] as const) {
+      for (const name of order) await uploadJson(release, [{ name, content: mapOf(name === 'app.js.map' ? 'src/root.ts' : 'src/widgets.ts') }])
+      expect(await mappedSource(release, 'https://shop.example/widgets/app.js')).toBe('src/widgets.ts')
+      expect(await mappedSource(release, 'https://cdn.example/static/widgets/app.js?v=2')).toBe('src/widgets.ts')
+      expect(await mappedSource(release, 'https://shop.example/app.js')).toBe('src/root.ts')
+    }
   })
 
   test('the same map twice is one map; concurrent uploads of one name leave one of them, whole', async () => {

@@ -143,6 +143,29 @@ const scriptComment = (script: string, name: string): string | null => {
 }
 
 /**
+ * Where a script's `sourceMappingURL` points, resolved against the script's folder (`../maps/a.js.map`
+ * beside `pages/a.js` is `maps/a.js.map`), without query. An absolute URL or path
+ * (`https://cdn.example/static/a.js.map`, `/static/a.js.map`) says where the map is served, which may
+ * lie under a prefix the upload's names do not have: `served`, and it links the map whose name it
+ * ends in. Without a comment, or with an inline `data:` map, the map is `<script>.map`.
+ */
+function mapPathOf(script: string, mapUrl: string | null): { path: string; served: boolean } {
+  if (!mapUrl || mapUrl.startsWith('data:')) return { path: `${script}.map`, served: false }
+  let url = stripQuery(mapUrl)
+  try {
+    url = decodeURI(url)
+  } catch {}
+  if (/^(?:[a-z][a-z0-9+.-]*:|\/)/i.test(url)) return { path: pathOf(url), served: true }
+  // `..` climbs out of the script's folder; one that climbs above the upload's names is kept, as cleanName keeps it.
+  const segments: string[] = []
+  for (const segment of cleanName(dirOf(script) + url).split('/')) {
+    if (segment === '..' && segments.length > 0 && segments.at(-1) !== '..') segments.pop()
+    else segments.push(segment)
+  }
+  return { path: segments.join('/'), served: false }
+}
+
+/**
  * The maps of an upload, each validated and told which served file it belongs to: the URL given
  * with it, else the script uploaded beside it (by its `sourceMappingURL` comment or by the name
  * `<script>.map`), else the map's own `file` field. A script lends its `debugId` to a map that has
@@ -157,18 +180,23 @@ export function sourceMapUploads(files: readonly UploadedFile[]): SourceMapUploa
   const maps: UploadedFile[] = []
   for (const file of files) (isScript(file) ? scripts : maps).push(file)
   if (maps.length === 0) throw invalid('the upload holds no source map')
-  const linked = new Map<string, { script: string; debugId: string | null }>()
+  type Link = { script: string; debugId: string | null }
+  const linked = new Map<string, Link>()
+  // Served paths that absolute sourceMappingURLs name, by file name (see mapPathOf).
+  const linkedByServedPath = new Map<string, { path: string; link: Link }[]>()
   for (const script of scripts) {
     const name = cleanName(script.name)
-    const mapUrl = scriptComment(script.content as string, 'sourceMappingURL')
-    const mapName = mapUrl && !mapUrl.startsWith('data:') ? cleanName(dirOf(name) + stripQuery(mapUrl)) : `${name}.map`
-    linked.set(mapName, { script: name, debugId: normalizeDebugId(scriptComment(script.content as string, 'debugId')) })
+    const link = { script: name, debugId: normalizeDebugId(scriptComment(script.content as string, 'debugId')) }
+    const mapPath = mapPathOf(name, scriptComment(script.content as string, 'sourceMappingURL'))
+    if (!mapPath.served) linked.set(mapPath.path, link)
+    else linkedByServedPath.set(baseOf(mapPath.path), [...(linkedByServedPath.get(baseOf(mapPath.path)) ?? []), { path: mapPath.path, link }])
   }
+  const linkOf = (name: string) => linked.get(name) ?? linkedByServedPath.get(baseOf(name))?.find(({ path }) => path.endsWith(`/${name}`))?.link
   return maps.map((file) => {
     const name = cleanName(file.name)
     if (name === '') throw invalid('a file has no name', file.path)
     const map = parseSourceMap(name, file.content, file.path)
-    const script = linked.get(name)
+    const script = linkOf(name)
     const generated = typeof map.file === 'string' && map.file !== '' ? cleanName(dirOf(name) + map.file) : null
     return {
       name,
@@ -204,13 +232,15 @@ const servedPathOf = (served: string) => pathOf(served).replace(/^~\//, '/')
 /**
  * How well a frame's file (`url` without query, and its `path`) matches a served file: the same URL,
  * the same path (`~/` or `/` prefixed), the path ending in the served file's path, or the same file
- * name; 0 for none. Every match is of the same file name.
+ * name; 0 for none. Every match is of the same file name. Of paths the frame's ends in, the longer
+ * is the closer (between 2 and 3): `/widgets/app.js` is `widgets/app.js`, not the root's `app.js`.
  */
 function matchScore(served: string, url: string, path: string): number {
   const servedPath = servedPathOf(served)
+  const relative = servedPath.replace(/^\//, '')
   return served === url ? 4
     : servedPath.startsWith('/') && servedPath === path ? 3
-    : path.endsWith(`/${servedPath.replace(/^\//, '')}`) ? 2
+    : path.endsWith(`/${relative}`) ? 2 + relative.length / path.length
     : baseOf(servedPath) === baseOf(path) ? 1
     : 0
 }
@@ -231,7 +261,7 @@ function frameFileForms(filename: string): string[] {
 }
 
 /** The two names a map gives its served file: its own name without `.map`, and its URL. */
-const servedNames = (candidate: SourceMapCandidate) => [candidate.name.replace(/\.map$/i, ''), ...(candidate.url ? [candidate.url] : [])]
+const servedNames = (candidate: SourceMapCandidate) => [stripQuery(candidate.name).replace(/\.map$/i, ''), ...(candidate.url ? [candidate.url] : [])]
 
 /**
  * Picks the map for a frame's file: by debug id first; else, among the maps of the frame's release,
