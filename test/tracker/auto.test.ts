@@ -360,6 +360,32 @@ describe('network and spans', () => {
     ])
   })
 
+  test('what fetch rejects, an input or method that cannot become text or an init whose getter throws, rejects as it does: the call throws nothing', async () => {
+    const t = tracked({ automaticTrackingOptions: only({ network: true, spans: true }) })
+    // As a browser does: it reads the arguments inside the promise it returns, so what fails there rejects.
+    t.win.fetch = (async (input: unknown, init?: RequestInit) => new Response(String(input) + String(init?.method))) as typeof fetch
+    t.tracker.start()
+    await settle()
+    const textless = Object.create(null)
+    const throwing = {
+      get method(): string {
+        throw new TypeError('no method')
+      },
+    }
+    const calls = [() => t.win.fetch(textless), () => t.win.fetch(`${apiBase}/ok`, { method: textless }), () => t.win.fetch(`${apiBase}/ok`, throwing)]
+    // (Not `expect(call).not.toThrow()`: Bun's awaits the promise the call returns, and takes its rejection for a throw.)
+    const answers = calls.map((call) => {
+      try {
+        return call().then(() => 'resolved', (error: Error) => `rejected: ${error.name}`)
+      } catch (error) {
+        return `thrown: ${(error as Error).name}`
+      }
+    })
+    expect(await Promise.all(answers)).toEqual(['rejected: TypeError', 'rejected: TypeError', 'rejected: TypeError'])
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(t.service.to('/network')).toEqual([])
+  })
+
   test("a failed request's message, which repeats its URL as the page gave it, loses the query and fragment too", async () => {
     const t = tracked({ automaticTrackingOptions: only({ network: true, spans: true }) })
     // As Chromium rejects a URL with credentials: "...: https://u:p@host/path?query" in its message.

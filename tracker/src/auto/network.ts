@@ -48,9 +48,20 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
   // The tracker's own requests, by their routes: the base may be the page's own origin (a relay
   // mounted at its root), and the page's requests there are the page's.
   const own = [context.base + API + '/', context.base + '/health/']
-  const describe = (method: string, rawUrl: string, start: number, status: number | null, statusText: string | null, failure?: { name?: string; message?: string }) => {
+  /**
+   * A request as the page gave it, to fetch or to an XMLHttpRequest's open: its input (a URL as text or
+   * an object, or a Request) and init, read here, when it has ended, where nothing throws into the page
+   * (what fetch rejects, a method that cannot become text or a getter that throws, would throw at its call).
+   */
+  const describe = (input: unknown, init: RequestInit | undefined, start: number, status: number | null, statusText: string | null, failure?: { name?: string; message?: string }) => {
     statusText ||= null
-    const url = withoutQuery(rawUrl, win.document.baseURI)
+    // What the browser takes, too: `fetch(undefined)` fetches ./undefined (it never throws, it rejects).
+    const request = input as Partial<Request> | undefined
+    const method = String(init?.method ?? request?.method ?? 'GET').toUpperCase()
+    const url = withoutQuery(request?.url ?? String(input), win.document.baseURI)
+    // An abort rejects with its signal's reason (which is none before), whatever the page gave it
+    // (`abort('superseded')`, a library's cancel error); only `AbortSignal.timeout`'s, a TimeoutError, is a failure.
+    if (failure && failure === (init?.signal ?? request?.signal)?.reason && failure.name != 'TimeoutError') failure = { name: 'AbortError' }
     // Not what never crosses the network: a `data:` URL is its content (a photo being uploaded, say).
     if (!url.startsWith('http') || own.some((prefix) => url.startsWith(prefix))) return
     // The page's clock may have been set back meanwhile (a time sync); the service refuses a span
@@ -101,21 +112,14 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
   const undo = [
     patch(win, 'fetch', (original) =>
       function (this: unknown, input: RequestInfo | URL, init?: RequestInit) {
-        // What the browser takes, too: `fetch(undefined)` fetches ./undefined (it never throws, it rejects).
-        const request = input as Partial<Request> | undefined
-        const url = request?.url ?? String(input)
-        const method = String(init?.method ?? request?.method ?? 'GET').toUpperCase()
         const start = context.now()
         return original.call(this, input, init).then(
           (response) => {
-            report(method, url, start, response.status, response.statusText)
+            report(input, init, start, response.status, response.statusText)
             return response
           },
           (error: Error) => {
-            // An abort rejects with its signal's reason (which is none before), whatever the page gave it
-            // (`abort('superseded')`, a library's cancel error); only `AbortSignal.timeout`'s, a TimeoutError, is a failure.
-            const signal = init?.signal ?? request?.signal
-            report(method, url, start, null, null, error === signal?.reason && error?.name != 'TimeoutError' ? { name: 'AbortError' } : error)
+            report(input, init, start, null, null, error)
             throw error
           },
         )
@@ -129,7 +133,7 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
   // no event. (An abort is this request's, whatever the state: happy-dom's is unsent by then.) This
   // tracker's own key, and listener: those of one stopped before report nothing.
   const REQUEST = Symbol()
-  type TrackedXhr = XMLHttpRequest & { [REQUEST]?: [method: string, url: string, start?: number] }
+  type TrackedXhr = XMLHttpRequest & { [REQUEST]?: [url: unknown, init: RequestInit, start?: number] }
   const ended = function (this: TrackedXhr, event?: Event) {
     const request = this[REQUEST]
     const aborted = event?.type == 'abort'
@@ -144,7 +148,7 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
       patch(xhr, 'open', (original) =>
         function (this: TrackedXhr, method: string, url: string | URL, ...rest: unknown[]) {
           ended.call(this)
-          this[REQUEST] = [String(method).toUpperCase(), String(url)]
+          this[REQUEST] = [url, { method }]
           return (original as (...args: unknown[]) => void).call(this, method, url, ...rest)
         } as XMLHttpRequest['open'],
       ),
