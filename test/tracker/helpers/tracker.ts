@@ -5,6 +5,10 @@ import { SERVICE_BASE, fakeService, type FakeService } from './service'
 
 export const KEY = 'sl_dev_test_key'
 
+// The modules start() imports, loaded once here: a test then waits a few ticks (settle) for them,
+// however long the first load of each (read and compiled) takes on a busy machine.
+await Promise.all([import('@sightline/tracker/auto'), import('@sightline/tracker/record'), import('@sightline/tracker/presence')])
+
 export interface Tracked {
   tracker: ServiceTracker
   page: Page
