@@ -2,6 +2,7 @@ import { gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { decodeChunk } from '@sightline/core/ingest/replay/encode'
+import { parseUserAgent } from '@sightline/core/ingest/sessions/user-agent'
 import { startCore, type TestCore } from '../../helpers/core'
 
 let core: TestCore
@@ -149,6 +150,24 @@ describe('POST /api/ingestion/events', () => {
     expect(together.map((res) => res.status)).toEqual([200, 200])
     for (const sessionId of ['rp-ref-1', 'rp-ref-2'])
       expect(await sessionOf(sessionId)).toMatchObject({ started_ms: String(t0 + 50), entry_url: 'https://late.test/page-2', referrer: 'https://late.test/page-1' })
+  })
+
+  test("a later page under another user agent (a phone's desktop site, then its own) leaves the session one browser, OS and device: the first user agent's", async () => {
+    const DESKTOP_SITE = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36'
+    const PHONE = 'Mozilla/5.0 (Linux; Android 14; SM-S911B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36'
+    const page = (n: number, userAgent: string) => ({ body: { windowId: 'w', events: [move(t0 + n * 1000, n)] }, headers: { 'user-agent': userAgent } })
+    const send = (sessionId: string, { body, headers }: ReturnType<typeof page>) => core.post('/api/ingestion/events', { sessionId, ...body }, { headers })
+    const columns = (userAgent: string) => {
+      const parsed = parseUserAgent(userAgent)!
+      return { user_agent: userAgent, browser: parsed.browser, browser_version: parsed.browserVersion, os: parsed.os, os_version: parsed.osVersion,
+        device_type: parsed.deviceType, device_vendor: parsed.deviceVendor, device_model: parsed.deviceModel }
+    }
+    for (const p of [page(1, DESKTOP_SITE), page(2, PHONE)]) expect((await send('rp-ua-1', p)).status).toBe(200)
+    expect(await sessionOf('rp-ua-1')).toMatchObject(columns(DESKTOP_SITE))
+    // At once (one commit or two, in either order): one of the two, whole.
+    expect((await Promise.all([page(1, DESKTOP_SITE), page(2, PHONE)].map((p) => send('rp-ua-2', p)))).map((res) => res.status)).toEqual([200, 200])
+    const together = await sessionOf('rp-ua-2')
+    expect(together).toMatchObject(columns(together.user_agent as string))
   })
 
   test('invalid items are dropped and counted; the rest is stored', async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { ACTIVITY_RESOLUTION_MS, endUserTouchIsKnown, knownAfter, sessionTouchIsKnown, type SessionTouch } from '@sightline/core/ingest/sessions/service'
+import { ACTIVITY_RESOLUTION_MS, endUserTouchIsKnown, knownAfter, mergeSessionTouches, sessionTouchIsKnown, type SessionTouch } from '@sightline/core/ingest/sessions/service'
 import { parseUserAgent } from '@sightline/core/ingest/sessions/user-agent'
 import { startCore, type TestCore } from '../../helpers/core'
 
@@ -39,6 +39,13 @@ describe('touches that add nothing', () => {
     expect(endUserTouchIsKnown({ projectId: 'p', endUserId: 'u', at: 10_500, attributes: {} }, user)).toBe(true)
     expect(endUserTouchIsKnown({ projectId: 'p', endUserId: 'u', at: 10_500, attributes: { a: 1 } }, user)).toBe(false)
     expect(endUserTouchIsKnown({ projectId: 'p', endUserId: 'u', at: 12_000 }, user)).toBe(false)
+  })
+
+  test("touches of one commit with two user agents keep one of them whole, never one's browser with the other's device", () => {
+    const desktop = parseUserAgent('Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36')!
+    const phone = parseUserAgent('Mozilla/5.0 (Linux; Android 14; SM-S911B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36')!
+    const [merged] = mergeSessionTouches([touch({ firstAt: 20_000, ...phone }), touch({ firstAt: 10_000, ...desktop }), touch({ firstAt: 5_000 })])
+    expect(merged).toMatchObject(desktop)
   })
 
   test('user agents parse into browser, OS and device', () => {

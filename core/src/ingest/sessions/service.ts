@@ -68,6 +68,7 @@ export function mergeSessionTouches(touches: readonly SessionTouch[]): SessionTo
     merged.set(key, {
       ...late,
       ...definedOnly(early),
+      ...userAgentOf(early.userAgent ? early : late),
       ...earliestEntry(seen, touch),
       firstAt: Math.min(seen.firstAt, touch.firstAt),
       lastAt: Math.max(seen.lastAt, touch.lastAt),
@@ -110,6 +111,19 @@ function earliestEntry(a: SessionTouch, b: SessionTouch): Pick<SessionTouch, 'en
   if (!a.entryUrl && !b.entryUrl) return undefined // the spread of the earlier touch decided
   const first = !b.entryUrl ? a : !a.entryUrl ? b : (b.entryAt ?? b.firstAt) < (a.entryAt ?? a.firstAt) ? b : a
   return { entryUrl: first.entryUrl, entryAt: first.entryAt, referrer: first.referrer }
+}
+
+type UserAgentFields = Pick<SessionTouch, 'userAgent' | 'browser' | 'browserVersion' | 'os' | 'osVersion' | 'deviceType' | 'deviceVendor' | 'deviceModel'>
+
+/**
+ * The user agent of one touch with all it was parsed into, absent parts included: taken field by
+ * field, two user agents of a session (a phone asking for the desktop site on one page only) would
+ * make a device of neither, a Linux desktop with a Samsung phone's model. The sessions sink keeps
+ * them together likewise (USER_AGENT_UNKNOWN).
+ */
+function userAgentOf(touch: SessionTouch): UserAgentFields {
+  const { userAgent, browser, browserVersion, os, osVersion, deviceType, deviceVendor, deviceModel } = touch
+  return { userAgent, browser, browserVersion, os, osVersion, deviceType, deviceVendor, deviceModel }
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

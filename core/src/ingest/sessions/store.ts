@@ -51,6 +51,12 @@ const knownEndUsers = knownRows<EndUserTouch>()
 const EARLIER_ENTRY = sql.raw('excluded.entry_url is not null and (s.entry_url is null or excluded.entry_at < coalesce(s.entry_at, s.started_at))')
 
 /**
+ * The session has no user agent yet and the touch brings one: the touch's user agent is taken with
+ * everything parsed from it, nulls included, never a column at a time (see userAgentOf).
+ */
+const USER_AGENT_UNKNOWN = sql.raw('s.user_agent is null and excluded.user_agent is not null')
+
+/**
  * Creates or extends sessions: times widen, first-known fields stay, properties and windows merge; an
  * ended session's end moves with activity that comes after it (what a page sent as it closed, racing
  * its goodbye), so that it never ends before its last activity. A
@@ -86,14 +92,14 @@ export const sessionsSink: Sink<SessionTouch> = {
         referrer = case when ${EARLIER_ENTRY} then excluded.referrer
                         when s.entry_url is null and excluded.referrer is not null and (s.referrer is null or excluded.started_at < s.started_at)
                         then excluded.referrer else s.referrer end,
-        user_agent = coalesce(s.user_agent, excluded.user_agent),
-        browser = coalesce(s.browser, excluded.browser),
-        browser_version = coalesce(s.browser_version, excluded.browser_version),
-        os = coalesce(s.os, excluded.os),
-        os_version = coalesce(s.os_version, excluded.os_version),
-        device_type = coalesce(s.device_type, excluded.device_type),
-        device_vendor = coalesce(s.device_vendor, excluded.device_vendor),
-        device_model = coalesce(s.device_model, excluded.device_model),
+        user_agent = case when ${USER_AGENT_UNKNOWN} then excluded.user_agent else s.user_agent end,
+        browser = case when ${USER_AGENT_UNKNOWN} then excluded.browser else s.browser end,
+        browser_version = case when ${USER_AGENT_UNKNOWN} then excluded.browser_version else s.browser_version end,
+        os = case when ${USER_AGENT_UNKNOWN} then excluded.os else s.os end,
+        os_version = case when ${USER_AGENT_UNKNOWN} then excluded.os_version else s.os_version end,
+        device_type = case when ${USER_AGENT_UNKNOWN} then excluded.device_type else s.device_type end,
+        device_vendor = case when ${USER_AGENT_UNKNOWN} then excluded.device_vendor else s.device_vendor end,
+        device_model = case when ${USER_AGENT_UNKNOWN} then excluded.device_model else s.device_model end,
         automatic_properties = case when excluded.automatic_properties is null then s.automatic_properties
                                     else coalesce(s.automatic_properties, '{}'::jsonb) || excluded.automatic_properties end,
         window_ids = case when cardinality(excluded.window_ids) = 0 then s.window_ids
