@@ -4,6 +4,7 @@
  */
 export type RelayErrorCode =
   | 'bad_request'
+  | 'body_already_read'
   | 'not_found'
   | 'method_not_allowed'
   | 'payload_too_large'
@@ -14,6 +15,9 @@ export type RelayErrorCode =
 const STATUS: Record<RelayErrorCode, number> = {
   // A request target or Host that is no URL (the Node adapter parses them itself).
   bad_request: 400,
+  // The site read the request body before the relay could (a body parser mounted ahead of the Node
+  // middleware): a fault of the site's set-up, not of the client nor of core.
+  body_already_read: 500,
   not_found: 404,
   method_not_allowed: 405,
   payload_too_large: 413,

@@ -19,8 +19,14 @@ export function elysiaRelay(options: RelayOptions) {
   // An app compiled without aot (`new Elysia({ aot: false })`) leaves `server` out of the context
   // even when listening: the plugin then asks Elysia for it (the server of the app it is used in,
   // through groups and prefixed instances), or it appended no client address to X-Forwarded-For.
-  const handle = ({ request, server }: { request: Request; server?: ServerLike | null }) => {
+  const handle = ({ request, server, set }: { request: Request; server?: ServerLike | null; set: SiteSet }) => {
     if (!relay.handles(splitUrl(request.url).path)) return undefined
+    // Elysia merges what the site's own earlier hooks put on `set` into the answer a hook returns,
+    // a Set-Cookie appended to any the answer has: a site's session cookie came back on the relay's
+    // answers. The relay never returns Set-Cookie, on any adapter; the site's other headers
+    // (`app.headers()`, security headers) still apply as to every answer of the site.
+    delete set.headers['set-cookie']
+    set.cookie = undefined
     const running = server ?? (plugin as unknown as { getServer(): ServerLike | null }).getServer()
     running?.timeout(request, seconds)
     return relay(request, { address: running ? (running.requestIP(request)?.address ?? null) : undefined })
@@ -31,3 +37,5 @@ export function elysiaRelay(options: RelayOptions) {
 }
 
 type ServerLike = Pick<Server<unknown>, 'requestIP' | 'timeout'>
+/** The part of Elysia's `set` that carries cookies into an answer. */
+type SiteSet = { headers: Record<string, unknown>; cookie?: unknown }

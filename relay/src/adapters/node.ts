@@ -23,6 +23,13 @@ export function nodeRelay(options: RelayOptions) {
     // Refused as the relay refuses any method it does not take, by path: 405 with the methods of
     // that path (the script's are GET and HEAD), or 404 for a path it does not serve.
     if (request === null) return void send(relay.refusal(req.method!, url.pathname)!, res)
+    // A body parser mounted before the relay (express.json(), body-parser) has read the body already:
+    // what is left of the stream is nothing. Forwarded, core got an empty body for a small one (the
+    // batch lost, answered 400) and, for one over 64 KB, a stream short of its Content-Length (502
+    // upstream_unreachable, blaming core). Said as what it is, and core is not contacted.
+    if (req.method === 'POST' && req.readableDidRead) {
+      return void send(errorResponse('body_already_read', 'the request body was read before the relay: mount it before any body parser (express.json(), body-parser)'), res)
+    }
     const forward = () => {
       res.once('close', () => res.writableFinished || aborted.abort())
       relay(request, { address: req.socket.remoteAddress ?? null }).then(
