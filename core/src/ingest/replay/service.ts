@@ -168,7 +168,9 @@ export interface ReplayRows extends SessionTouches {
 /**
  * The rows one `/events` request stores: the chunk (when it kept any event) and what it tells of the
  * session and end user. Client times more than a day ahead are clamped for the columns; the events
- * themselves are stored untouched, so that they replay as recorded.
+ * themselves are stored untouched, so that they replay as recorded. A chunk without a valid event
+ * shows no activity (a tracker's outbox may resend it hours later): its receipt time is only what a
+ * session or end user it creates starts at, never a time it moves.
  */
 export function replayRows(body: ReplayBody, chunk: ReceivedChunk, caller: Caller, client: ClientFacts, receivedAt: number): ReplayRows {
   const endUserId = body.endUserId ?? null
@@ -185,6 +187,7 @@ export function replayRows(body: ReplayBody, chunk: ReceivedChunk, caller: Calle
     endUserId,
     firstAt: Math.min(firstAt, lastAt),
     lastAt: Math.max(firstAt, lastAt),
+    ...(!kept && { noActivity: true }),
     entryUrl: chunk.entryUrl ? sessionText(chunk.entryUrl) : null,
     entryAt: chunk.entryUrl ? clampTimestamp(chunk.entryAt, receivedAt) : null,
     referrer: sessionText(properties?.referrer),
@@ -214,6 +217,6 @@ export function replayRows(body: ReplayBody, chunk: ReceivedChunk, caller: Calle
           ]
         : [],
     sessions: [session],
-    endUsers: endUserId ? [{ projectId: caller.projectId, endUserId, firstAt: session.firstAt, at: session.lastAt, geo: session.geo }] : [],
+    endUsers: endUserId ? [{ projectId: caller.projectId, endUserId, firstAt: session.firstAt, at: session.lastAt, noActivity: session.noActivity, geo: session.geo }] : [],
   }
 }

@@ -12,6 +12,12 @@ export interface SessionTouch {
   /** Earliest and latest activity this request shows, epoch ms. */
   firstAt: number
   lastAt: number
+  /**
+   * The request shows no activity (a replay chunk without a valid event, resent hours later from an
+   * outbox): `firstAt` and `lastAt` are only its receipt time, which a session it creates starts at;
+   * an existing session's times (and end) are kept.
+   */
+  noActivity?: boolean
   entryUrl?: string | null
   /** When the page of `entryUrl` was loaded, epoch ms (its meta event); the earliest entry wins. */
   entryAt?: number | null
@@ -38,6 +44,8 @@ export interface EndUserTouch {
   at: number
   /** Earliest activity, when the request shows more than one moment (a batch, a replay chunk); else `at`. */
   firstAt?: number
+  /** As SessionTouch's: `at` is only the receipt time, for an end user it creates; an existing one's times are kept. */
+  noActivity?: boolean
   /** Merged into what is stored (identify). */
   attributes?: Record<string, unknown> | null
   geo?: Geo | null
@@ -57,7 +65,8 @@ export const firstSeenOf = (touch: EndUserTouch): number => touch.firstAt ?? tou
  */
 export function mergeSessionTouches(touches: readonly SessionTouch[]): SessionTouch[] {
   const merged = new Map<string, SessionTouch>()
-  for (const touch of touches) {
+  for (const given of touches) {
+    const touch = { ...given, automaticProperties: knownMembers(given.automaticProperties) }
     const key = sessionKey(touch)
     const seen = merged.get(key)
     if (!seen) {
@@ -70,8 +79,7 @@ export function mergeSessionTouches(touches: readonly SessionTouch[]): SessionTo
       ...definedOnly(early),
       ...userAgentOf(early.userAgent ? early : late),
       ...earliestEntry(seen, touch),
-      firstAt: Math.min(seen.firstAt, touch.firstAt),
-      lastAt: Math.max(seen.lastAt, touch.lastAt),
+      ...activityOf(seen, touch),
       endUserId: seen.endUserId ?? touch.endUserId,
       automaticProperties: seen.automaticProperties || touch.automaticProperties ? { ...seen.automaticProperties, ...touch.automaticProperties } : null,
       windowIds: [...new Set([...(seen.windowIds ?? []), ...(touch.windowIds ?? [])])],
@@ -91,8 +99,7 @@ export function mergeEndUserTouches(touches: readonly EndUserTouch[]): EndUserTo
       seen
         ? {
             ...seen,
-            at: Math.max(seen.at, touch.at),
-            firstAt: Math.min(firstSeenOf(seen), firstSeenOf(touch)),
+            ...endUserActivityOf(seen, touch),
             attributes: seen.attributes || touch.attributes ? { ...seen.attributes, ...touch.attributes } : null,
             geo: touch.geo ?? seen.geo,
           }
@@ -100,6 +107,35 @@ export function mergeEndUserTouches(touches: readonly EndUserTouch[]): EndUserTo
     )
   }
   return [...merged.values()].sort((a, b) => (endUserKey(a) < endUserKey(b) ? -1 : 1))
+}
+
+/**
+ * The times of the touches that show activity: a touch that shows none (`noActivity`) has only its
+ * receipt time, which must not stretch the others'. Touches that all show none keep their receipt.
+ */
+function activityOf(a: SessionTouch, b: SessionTouch): Pick<SessionTouch, 'firstAt' | 'lastAt' | 'noActivity'> {
+  if (a.noActivity && !b.noActivity) return { firstAt: b.firstAt, lastAt: b.lastAt, noActivity: undefined }
+  if (b.noActivity && !a.noActivity) return { firstAt: a.firstAt, lastAt: a.lastAt, noActivity: undefined }
+  return { firstAt: Math.min(a.firstAt, b.firstAt), lastAt: Math.max(a.lastAt, b.lastAt), noActivity: a.noActivity }
+}
+
+function endUserActivityOf(a: EndUserTouch, b: EndUserTouch): Pick<EndUserTouch, 'firstAt' | 'at' | 'noActivity'> {
+  if (a.noActivity && !b.noActivity) return { firstAt: firstSeenOf(b), at: b.at, noActivity: undefined }
+  if (b.noActivity && !a.noActivity) return { firstAt: firstSeenOf(a), at: a.at, noActivity: undefined }
+  return { firstAt: Math.min(firstSeenOf(a), firstSeenOf(b)), at: Math.max(a.at, b.at), noActivity: a.noActivity }
+}
+
+/**
+ * `automaticProperties` without its null members: old trackers send null for what they do not know,
+ * which must never erase what the session has (properties merge, the latest value winning), nor be
+ * stored. Null when nothing is left. Nested values are kept as they came.
+ */
+export function knownMembers(properties: Record<string, unknown> | null | undefined): Record<string, unknown> | null {
+  if (!properties) return null
+  const values = Object.values(properties)
+  if (values.every((value) => !nothing(value))) return values.length === 0 ? null : properties
+  const known = Object.entries(properties).filter(([, value]) => !nothing(value))
+  return known.length === 0 ? null : Object.fromEntries(known)
 }
 
 /**
@@ -150,7 +186,7 @@ const nothing = (value: unknown) => value === undefined || value === null
 /** True when writing the touch would change nothing but last activity, by less than the resolution. */
 export function sessionTouchIsKnown(touch: SessionTouch, known: KnownRow | undefined): boolean {
   if (!known) return false
-  if (touch.firstAt < known.firstAt || touch.lastAt > known.lastAt + ACTIVITY_RESOLUTION_MS) return false
+  if (!touch.noActivity && (touch.firstAt < known.firstAt || touch.lastAt > known.lastAt + ACTIVITY_RESOLUTION_MS)) return false
   if (touch.endUserId !== null && known.endUserId === null) return false
   if (touch.windowIds?.some((w) => !known.windowIds.has(w))) return false
   return (
@@ -160,15 +196,22 @@ export function sessionTouchIsKnown(touch: SessionTouch, known: KnownRow | undef
 
 export function endUserTouchIsKnown(touch: EndUserTouch, known: KnownRow | undefined): boolean {
   if (!known) return false
-  if (firstSeenOf(touch) < known.firstAt || touch.at > known.lastAt + ACTIVITY_RESOLUTION_MS) return false
+  if (!touch.noActivity && (firstSeenOf(touch) < known.firstAt || touch.at > known.lastAt + ACTIVITY_RESOLUTION_MS)) return false
   return nothing(touch.geo) && (nothing(touch.attributes) || Object.keys(touch.attributes!).length === 0)
 }
 
-/** What is known after a committed write of `touch` on top of `known`. */
-export function knownAfter(known: KnownRow | undefined, touch: { firstAt: number; lastAt: number; endUserId?: string | null; windowIds?: readonly string[] }): KnownRow {
+/**
+ * What is known after a committed write of `touch` on top of `known`. A touch without activity
+ * teaches no times: it kept an existing row's, and may have raced another request creating the row.
+ */
+export function knownAfter(
+  known: KnownRow | undefined,
+  touch: { firstAt: number; lastAt: number; noActivity?: boolean; endUserId?: string | null; windowIds?: readonly string[] },
+): KnownRow {
+  const times = touch.noActivity ? { firstAt: Infinity, lastAt: -Infinity } : touch
   return {
-    firstAt: Math.min(known?.firstAt ?? Infinity, touch.firstAt),
-    lastAt: Math.max(known?.lastAt ?? -Infinity, touch.lastAt),
+    firstAt: Math.min(known?.firstAt ?? Infinity, times.firstAt),
+    lastAt: Math.max(known?.lastAt ?? -Infinity, times.lastAt),
     endUserId: known?.endUserId ?? touch.endUserId ?? null,
     windowIds: touch.windowIds?.length ? new Set([...(known?.windowIds ?? []), ...touch.windowIds]) : (known?.windowIds ?? new Set()),
   }

@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm'
+import { type SQL, sql } from 'drizzle-orm'
 import { rowsOf, type Orm } from '../../db'
 import type { Sink, SinkRows } from '../../sink'
 import { jsonParam } from '../shared/values'
@@ -57,10 +57,22 @@ const EARLIER_ENTRY = sql.raw('excluded.entry_url is not null and (s.entry_url i
 const USER_AGENT_UNKNOWN = sql.raw('s.user_agent is null and excluded.user_agent is not null')
 
 /**
- * Creates or extends sessions: times widen, first-known fields stay, properties and windows merge; an
- * ended session's end moves with activity that comes after it (what a page sent as it closed, racing
- * its goodbye), so that it never ends before its last activity. A
- * touch that adds nothing is not written, and so takes no row lock: commits of a busy session do not
+ * Whether the conflicting row is one of `quiet`, the touches that show no activity (`noActivity`):
+ * those rows keep their times. An insert's `excluded` holds only columns, so the keys go beside the
+ * touches (not the stored times read before the insert: a concurrent request may create the row).
+ * Usually there are none, and the test is a constant.
+ */
+function isQuiet(quiet: { projectId: string; id: string }[], idColumn: 'session_id' | 'end_user_id'): SQL {
+  if (quiet.length === 0) return sql`false`
+  return sql`(excluded.project_id, excluded.${sql.raw(idColumn)}) in (
+    select q."projectId", q.id from jsonb_to_recordset(${jsonParam(quiet)}::jsonb) as q("projectId" uuid, id text))`
+}
+
+/**
+ * Creates or extends sessions: times widen (never by a touch without activity), first-known fields
+ * stay, properties and windows merge; an ended session's end moves with activity that comes after it
+ * (what a page sent as it closed, racing its goodbye), so that it never ends before its last
+ * activity. A touch that adds nothing is not written, and so takes no row lock: commits of a busy session do not
  * queue behind each other. A sink that needs a session's row to itself locks it (presence does).
  */
 export const sessionsSink: Sink<SessionTouch> = {
@@ -71,6 +83,7 @@ export const sessionsSink: Sink<SessionTouch> = {
     const touches = mergeSessionTouches(rows).filter((t) => !sessionTouchIsKnown(t, knownSessions.get(sessionKey(t))))
     knownSessions.wrote(rows, touches)
     if (touches.length === 0) return
+    const quiet = isQuiet(touches.filter((t) => t.noActivity).map((t) => ({ projectId: t.projectId, id: t.sessionId })), 'session_id')
     await tx.execute(sql`
       insert into sessions as s (project_id, session_id, environment, end_user_id, started_at, last_activity_at,
         entry_url, entry_at, referrer, user_agent, browser, browser_version, os, os_version, device_type, device_vendor, device_model,
@@ -83,9 +96,9 @@ export const sessionsSink: Sink<SessionTouch> = {
         "entryUrl" text, "entryAt" float8, referrer text, "userAgent" text, browser text, "browserVersion" text, os text, "osVersion" text,
         "deviceType" text, "deviceVendor" text, "deviceModel" text, "automaticProperties" jsonb, "windowIds" text[], geo jsonb, "sdkVersion" text)
       on conflict (project_id, session_id) do update set
-        started_at = least(s.started_at, excluded.started_at),
-        last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at),
-        ended_at = case when s.ended_at is not null then greatest(s.ended_at, excluded.last_activity_at) end,
+        started_at = case when ${quiet} then s.started_at else least(s.started_at, excluded.started_at) end,
+        last_activity_at = case when ${quiet} then s.last_activity_at else greatest(s.last_activity_at, excluded.last_activity_at) end,
+        ended_at = case when s.ended_at is null or ${quiet} then s.ended_at else greatest(s.ended_at, excluded.last_activity_at) end,
         end_user_id = coalesce(s.end_user_id, excluded.end_user_id),
         entry_url = case when ${EARLIER_ENTRY} then excluded.entry_url else s.entry_url end,
         entry_at = case when ${EARLIER_ENTRY} then excluded.entry_at else s.entry_at end,
@@ -148,6 +161,7 @@ export const endUsersSink: Sink<EndUserTouch> = {
     const touches = mergeEndUserTouches(rows).filter((t) => !endUserTouchIsKnown(t, knownEndUsers.get(endUserKey(t))))
     knownEndUsers.wrote(rows, touches)
     if (touches.length === 0) return
+    const quiet = isQuiet(touches.filter((t) => t.noActivity).map((t) => ({ projectId: t.projectId, id: t.endUserId })), 'end_user_id')
     await tx.execute(sql`
       insert into end_users as u (project_id, end_user_id, attributes, geo, first_seen_at, last_seen_at)
       select t."projectId", t."endUserId", coalesce(t.attributes, '{}'::jsonb), t.geo, to_timestamp(coalesce(t."firstAt", t.at) / 1000.0), to_timestamp(t.at / 1000.0)
@@ -155,10 +169,10 @@ export const endUsersSink: Sink<EndUserTouch> = {
       on conflict (project_id, end_user_id) do update set
         attributes = case when excluded.attributes = '{}'::jsonb then u.attributes else u.attributes || excluded.attributes end,
         geo = coalesce(excluded.geo, u.geo),
-        first_seen_at = least(u.first_seen_at, excluded.first_seen_at),
-        last_seen_at = greatest(u.last_seen_at, excluded.last_seen_at)`)
+        first_seen_at = case when ${quiet} then u.first_seen_at else least(u.first_seen_at, excluded.first_seen_at) end,
+        last_seen_at = case when ${quiet} then u.last_seen_at else greatest(u.last_seen_at, excluded.last_seen_at) end`)
   },
-  committed: (rows) => knownEndUsers.committed(rows, endUserKey, (t, before) => knownAfter(before, { firstAt: firstSeenOf(t), lastAt: t.at })),
+  committed: (rows) => knownEndUsers.committed(rows, endUserKey, (t, before) => knownAfter(before, { firstAt: firstSeenOf(t), lastAt: t.at, noActivity: t.noActivity })),
 }
 
 /** The writes of a request's session and end-user touches, beside those of its own rows. */
