@@ -116,3 +116,36 @@ describe.skipIf(engine !== 'postgres')('the locks a commit of identifies takes',
     expect(person).toEqual({ attributes: { identified: true, email: 'c@locks.test' } })
   })
 })
+
+describe.skipIf(engine !== 'postgres')('what a commit of identifies reads once it holds the identity lock', () => {
+  test('the people its end users are aliases of, as the commit it waited for left them', async () => {
+    // Ann's desktop, a person, and her phone, its alias.
+    await core.post('/api/ingestion/user/auth', { userId: 'st-desk', userAttributes: { email: 'ann@stale.test' }, authFields: ['email'] })
+    expect((await core.post('/api/ingestion/user/auth', { userId: 'st-phone', userAttributes: { email: 'ann@stale.test' }, authFields: ['email'] }).then((r) => r.json())).endUserId).toBe('st-desk')
+    // Another commit holds the lock and, meanwhile, leaves Ann behind under another id, as a desktop
+    // signing in as someone else does; the phone's sign-in waits for it.
+    let release!: () => void
+    let held!: () => void
+    const isHeld = new Promise<void>((resolve) => (held = resolve))
+    const holder = core.database.db.orm.transaction(async (tx) => {
+      await tx.execute(sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${core.project.projectId}))`)
+      held()
+      await new Promise<void>((resolve) => (release = resolve))
+      await tx.execute(sql`insert into end_users (project_id, end_user_id, attributes) values (${core.project.projectId}, 'st-ann', '{"email":"ann@stale.test"}'::jsonb)`)
+      await tx.execute(sql`update end_user_aliases set end_user_id = 'st-ann' where project_id = ${core.project.projectId} and end_user_id = 'st-desk'`)
+    })
+    await isHeld
+    const row = identify('st-phone', { phone: '555-0606' })
+    const written = core.services.writer.write({ projectId: core.project.projectId, monthlyLimit: null, items: 1, bytes: 100, writes: [{ sink: identitySink, rows: [row] }] })
+    try {
+      await untilAWriteWaitsOnALock()
+    } finally {
+      release()
+      await holder
+      await written
+    }
+    expect(row.canonical).toBe('st-ann')
+    const [ann] = await core.database.db.rows(sql`select attributes from end_users where end_user_id = 'st-ann'`)
+    expect(ann).toEqual({ attributes: { email: 'ann@stale.test', identified: true, phone: '555-0606' } })
+  })
+})

@@ -288,6 +288,62 @@ describe('POST /api/ingestion/user/auth', () => {
   })
 })
 
+// A core of their own: a device's row keeps the attributes its person had, and two end users with
+// the same attributes would change the planner's estimates the index test above relies on.
+describe('POST /api/ingestion/user/auth on a shared device', () => {
+  let core: TestCore
+  beforeAll(async () => {
+    core = await startCore()
+  })
+  afterAll(() => core.close())
+
+  const auth = (userId: string, userAttributes: Record<string, unknown>) =>
+    core.post('/api/ingestion/user/auth', { userId, userAttributes, sessionId: `s-${userId}`, authFields: ['email'] }).then((r) => r.json())
+
+  test('a device that is a person signing in as someone else moves alone: its person stays one, with its other devices, under a new id', async () => {
+    // Ann signs in on the shared desktop (a person: hers) and on her phone; then Ben, known, on the desktop.
+    expect((await auth('sh-desk', { email: 'ann@share.test', name: 'Ann' })).endUserId).toBe('sh-desk')
+    expect((await auth('sh-phone', { email: 'ann@share.test', plan: 'pro' })).endUserId).toBe('sh-desk')
+    expect((await auth('sh-ben', { email: 'ben@share.test', name: 'Ben' })).endUserId).toBe('sh-ben')
+    expect((await auth('sh-desk', { email: 'ben@share.test' })).endUserId).toBe('sh-ben')
+    const links = (await aliases(core)).filter((a) => a.alias_id.startsWith('sh-'))
+    const ann = links.find((a) => a.alias_id === 'sh-phone')!.end_user_id
+    expect(ann).not.toBe('sh-desk')
+    expect(ann).not.toBe('sh-ben')
+    expect(links).toEqual([
+      { alias_id: 'sh-desk', end_user_id: 'sh-ben' },
+      { alias_id: 'sh-phone', end_user_id: ann },
+    ])
+    // Ann keeps everything that was hers, Ben gains nothing of it.
+    expect(await attributesOf(core, ann)).toEqual({ email: 'ann@share.test', name: 'Ann', plan: 'pro' })
+    expect(await attributesOf(core, 'sh-ben')).toEqual({ email: 'ben@share.test', name: 'Ben' })
+    // Her phone is still Ann, a new device of hers finds her, and so does the desktop when she signs in there again.
+    expect((await auth('sh-phone', { email: 'ann@share.test' })).endUserId).toBe(ann)
+    expect((await core.post('/api/ingestion/user', { userId: 'sh-phone', userAttributes: { age: 30 }, sessionId: 's-sh-phone' }).then((r) => r.json())).endUserId).toBe(ann)
+    expect((await auth('sh-laptop', { email: 'ann@share.test' })).endUserId).toBe(ann)
+    expect((await auth('sh-desk', { email: 'ben@share.test' })).endUserId).toBe('sh-ben')
+    expect((await auth('sh-desk', { email: 'ann@share.test' })).endUserId).toBe(ann)
+    expect(await attributesOf(core, ann)).toEqual({ email: 'ann@share.test', name: 'Ann', plan: 'pro', age: 30 })
+    expect(await attributesOf(core, 'sh-ben')).toEqual({ email: 'ben@share.test', name: 'Ben' })
+    expect((await aliases(core)).filter((a) => a.alias_id.startsWith('sh-'))).toEqual([
+      { alias_id: 'sh-desk', end_user_id: ann },
+      { alias_id: 'sh-laptop', end_user_id: ann },
+      { alias_id: 'sh-phone', end_user_id: ann },
+    ])
+  })
+
+  test('a person seen on one device only, whose device signs in as someone else, stays findable by its auth values', async () => {
+    expect((await auth('solo-kiosk', { email: 'cy@solo.test', name: 'Cy' })).endUserId).toBe('solo-kiosk')
+    expect((await auth('solo-dee', { email: 'dee@solo.test' })).endUserId).toBe('solo-dee')
+    expect((await auth('solo-kiosk', { email: 'dee@solo.test' })).endUserId).toBe('solo-dee')
+    const cy = (await auth('solo-phone', { email: 'cy@solo.test' })).endUserId
+    expect(cy).not.toBe('solo-phone')
+    expect(cy).not.toBe('solo-kiosk')
+    expect(await attributesOf(core, cy)).toEqual({ email: 'cy@solo.test', name: 'Cy' })
+    expect(await attributesOf(core, 'solo-dee')).toEqual({ email: 'dee@solo.test' })
+  })
+})
+
 describe('auth-aware identify under concurrency', () => {
   test('in one commit, an auth-aware identify finds people as the identifies before it in the commit left them', async () => {
     const core = await startCore()
@@ -383,6 +439,43 @@ describe('auth-aware identify under concurrency', () => {
       expect(await aliases(core)).toEqual([
         { alias_id: 'c-phone', end_user_id: 'c-tablet' },
         { alias_id: 'c-watch', end_user_id: 'c-laptop' },
+      ])
+    } finally {
+      await core.close()
+    }
+  })
+
+  test('in one commit, a device that is a person signs in as someone else: its other devices and later rows find the person it leaves', async () => {
+    const core = await startCore()
+    try {
+      const row = (endUserId: string, attributes: Record<string, unknown>): IdentifyRow => ({
+        projectId: core.project.projectId,
+        endUserId,
+        sessionOfMadeId: null,
+        attributes,
+        auth: authValues(attributes, ['email']),
+        at: Date.now(),
+      })
+      await core.post('/api/ingestion/user/auth', { userId: 'x-ben', userAttributes: { email: 'ben@x.test' }, authFields: ['email'] })
+      const rows = [
+        // Ann, first seen on the desktop within this commit, and her phone; then Ben on the desktop.
+        row('x-desk', { email: 'ann@x.test', name: 'Ann' }),
+        row('x-phone', { email: 'ann@x.test' }),
+        row('x-desk', { email: 'ben@x.test' }),
+        // Her phone again, and a new device of hers, in the same commit.
+        row('x-phone', { email: 'ann@x.test', plan: 'pro' }),
+        row('x-tablet', { email: 'ann@x.test' }),
+      ]
+      await core.services.writer.write({ projectId: core.project.projectId, monthlyLimit: null, items: rows.length, bytes: 100, writes: [{ sink: identitySink, rows }] })
+      const ann = rows[3].canonical!
+      expect(rows.map((r) => r.canonical)).toEqual(['x-desk', 'x-desk', 'x-ben', ann, ann])
+      expect(ann).not.toBe('x-desk')
+      expect(await attributesOf(core, ann)).toEqual({ email: 'ann@x.test', name: 'Ann', plan: 'pro' })
+      expect(await attributesOf(core, 'x-ben')).toEqual({ email: 'ben@x.test' })
+      expect(await aliases(core)).toEqual([
+        { alias_id: 'x-desk', end_user_id: 'x-ben' },
+        { alias_id: 'x-phone', end_user_id: ann },
+        { alias_id: 'x-tablet', end_user_id: ann },
       ])
     } finally {
       await core.close()

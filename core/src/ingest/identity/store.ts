@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { type SQL, sql } from 'drizzle-orm'
 import type { Orm } from '../../db'
 import { rowsOf } from '../../db'
@@ -18,7 +19,9 @@ const key = (projectId: string, endUserId: string) => `${projectId}\n${endUserId
  * alias resolves to its person first. An auth-aware identify then looks for the person of the project
  * who already has the same auth values (the first seen of them), makes this end user (and whatever was
  * aliased to it) an alias of that person, and merges the attributes there (a person that becomes an
- * alias brings along those of its own the person has not); an alias whose values
+ * alias brings along those of its own the person has not); a person with other values for these
+ * fields is someone else who used that device before, so the device moves alone and that someone
+ * stays a person under a new id (see leftBehind); an alias whose values
  * no one has, and whose person has others, becomes a person of its own. Auth-aware identifies of
  * one project run one at a time (a transaction-scoped advisory lock), so two devices signing in at
  * once end as one person.
@@ -37,7 +40,11 @@ export const identitySink: Sink<IdentifyRow> = {
     const locks = [...new Set(rows.flatMap((r) => (r.auth ? [r.projectId] : [])))]
       .sort()
       .map((projectId) => tx.execute(sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${projectId}))`).then(() => undefined))
-    const [canonical] = await Promise.all([aliasesOf(tx, rows), ...locks])
+    // Aliases are read once the lock is held, awaited rather than left to the order the queries are
+    // sent in: read before, they may be those the commit holding it changes (a person left behind
+    // under a new id), and attributes would go to the old one.
+    await Promise.all(locks)
+    const canonical = await aliasesOf(tx, rows)
     const ofSessions = await sessionEndUsers(
       tx,
       rows.flatMap((r) => (r.sessionOfMadeId ? [{ projectId: r.projectId, sessionId: r.sessionOfMadeId }] : [])),
@@ -67,21 +74,27 @@ export const identitySink: Sink<IdentifyRow> = {
       const person = found ?? (leaves ? endUserId : current)
       if (leaves) await unalias(tx, row.projectId, endUserId)
       else if (person !== current) {
-        // Only an end user that is a person takes its aliases along. An alias (a device) signing in
-        // as another person moves alone (WIRE.md: "this userId becomes an alias"): the person it was
-        // an alias of may be someone else who used the same device, and two people would become one.
+        // An alias (a device) signing in as another person moves alone (WIRE.md: "this userId becomes an
+        // alias"): the person it was an alias of may be someone else who used the same device. So does a
+        // person with other values for these fields: it is someone else too, who stays a person with its
+        // own aliases and attributes, under another id (leftBehind). Otherwise it is the same person,
+        // found by other fields, and comes whole.
         const isPerson = endUserId === current
-        await alias(tx, row.projectId, endUserId, person, isPerson)
         if (isPerson) {
-          for (const [k, v] of canonical) if (v === current && k.startsWith(`${row.projectId}\n`)) canonical.set(k, person)
-          // A person brings its attributes along, the auth values it was found by among them: left
-          // behind on an alias, which no lookup finds, they would identify no one any more. Not one
-          // with other values for these fields: that is someone else who used this device before.
-          if (!(await holdsOtherValues(tx, row.projectId, endUserId, row.auth!, people))) {
+          const someoneElse = await holdsOtherValues(tx, row.projectId, endUserId, row.auth!, people)
+          const left = someoneElse ? await leftBehind(tx, row.projectId, endUserId, people) : undefined
+          const aliasesGoTo = left?.endUserId ?? person
+          await moveAliases(tx, row.projectId, endUserId, aliasesGoTo)
+          for (const [k, v] of canonical) if (v === current && k.startsWith(`${row.projectId}\n`)) canonical.set(k, aliasesGoTo)
+          if (left) people.push(left)
+          else {
+            // A person brings its attributes along, the auth values it was found by among them: left
+            // behind on an alias, which no lookup finds, they would identify no one any more.
             const brought = await attributesToBring(tx, row.projectId, endUserId, person, people)
             if (Object.keys(brought).length > 0) people.push({ projectId: row.projectId, endUserId: person, at: row.at, attributes: brought })
           }
         }
+        await alias(tx, row.projectId, endUserId, person)
       }
       canonical.set(key(row.projectId, endUserId), person)
       row.canonical = person
@@ -194,10 +207,35 @@ async function unalias(tx: Orm, projectId: string, endUserId: string): Promise<v
   await tx.execute(sql`delete from end_user_aliases where project_id = ${projectId} and alias_id = ${endUserId}`)
 }
 
-/** Points `endUserId` at `person`, and, when it was a person itself, its aliases too, so aliases never chain. */
-async function alias(tx: Orm, projectId: string, endUserId: string, person: string, withItsAliases: boolean): Promise<void> {
+/** Points `endUserId` at `person`. */
+async function alias(tx: Orm, projectId: string, endUserId: string, person: string): Promise<void> {
   await tx.execute(sql`
     insert into end_user_aliases (project_id, alias_id, end_user_id) values (${projectId}, ${endUserId}, ${person})
     on conflict (project_id, alias_id) do update set end_user_id = excluded.end_user_id`)
-  if (withItsAliases) await tx.execute(sql`update end_user_aliases set end_user_id = ${person} where project_id = ${projectId} and end_user_id = ${endUserId}`)
+}
+
+/** The aliases of `from` become aliases of `to`, so aliases never chain. */
+async function moveAliases(tx: Orm, projectId: string, from: string, to: string): Promise<void> {
+  await tx.execute(sql`update end_user_aliases set end_user_id = ${to} where project_id = ${projectId} and end_user_id = ${from}`)
+}
+
+/**
+ * The person `endUserId` was, left behind when that device signs in as someone else: a new end user,
+ * made by this touch, with its attributes (its auth values among them, so that signing in with them
+ * on any device finds that person) and its first-seen time (its place among people with the same
+ * values), as the commit leaves them (see personLookup); its aliases go to it. Not one of the
+ * aliases promoted: one may have a row of its own, from before it was aliased, whose attributes would
+ * mix in, and a person seen on no other device has none. The device's own row stays as it was: once
+ * an alias, no lookup reads it.
+ */
+async function leftBehind(tx: Orm, projectId: string, endUserId: string, pending: readonly EndUserTouch[]): Promise<EndUserTouch> {
+  const written = mergedPending(projectId, pending).find((p) => p.endUserId === endUserId)
+  const [stored] = rowsOf<{ attributes: Record<string, unknown>; first_at: number; last_at: number }>(
+    await tx.execute(sql`
+      select attributes, (extract(epoch from first_seen_at) * 1000)::float8 as first_at, (extract(epoch from last_seen_at) * 1000)::float8 as last_at
+      from end_users where project_id = ${projectId} and end_user_id = ${endUserId}`),
+  )
+  const firstAt = Math.min(stored ? Number(stored.first_at) : Infinity, written?.firstAt ?? Infinity)
+  const at = stored ? Math.max(Number(stored.last_at), firstAt) : firstAt
+  return { projectId, endUserId: randomUUID(), at, firstAt, attributes: { ...stored?.attributes, ...written?.attributes } }
 }
