@@ -8,7 +8,7 @@ function setup(stores = { local: memoryStore(), tab: memoryStore(), cookie: memo
   let now = Date.UTC(2025, 0, 1)
   let counter = 0
   let newSessions = 0
-  const identity = createIdentity(stores, () => now, () => `id-${++counter}`, () => newSessions++)
+  const identity = createIdentity(stores.local, stores.tab, stores.cookie, () => now, () => `id-${++counter}`, () => newSessions++)
   return { identity, stores, newSessions: () => newSessions, advance: (ms: number) => (now += ms) }
 }
 
@@ -86,7 +86,7 @@ describe('session model', () => {
     const cookie = memoryStore()
     const tab = () => {
       const told = { newSessions: 0 }
-      const identity = createIdentity({ local, cookie, tab: memoryStore() }, () => now, () => `id-${++counter}`, () => told.newSessions++)
+      const identity = createIdentity(local, memoryStore(), cookie, () => now, () => `id-${++counter}`, () => told.newSessions++)
       return Object.assign(told, { identity })
     }
     return { one: tab(), two: tab(), advance: (ms: number) => (now += ms) }

@@ -18,7 +18,7 @@ function setup(options: { compression?: boolean } = {}) {
   if (options.compression) (page.win as { CompressionStream?: unknown }).CompressionStream = CompressionStream
   const log = quietLog()
   const clock = fakeClock()
-  const transport = createTransport({ base: SERVICE_BASE, apiKey: 'sl_dev_key', fetch: service.fetch, win: page.win, log, clock, later })
+  const transport = createTransport(SERVICE_BASE, 'sl_dev_key', service.fetch, page.win, log, clock, later)
   return { service, transport, log, win: page.win, clock }
 }
 

@@ -108,19 +108,19 @@ export class ServiceTracker {
     const tab = webStorage(() => (win == win.top ? win.sessionStorage : null))
     const log = (this.#log = createLogger(options.logLevel, tab, win.console, now))
     guardMethods(this, ServiceTracker.prototype, log.warn)
-    this.#identity = createIdentity({ local, tab, cookie: cookieStorage(win.document) }, now, () => uuid(now()), () =>
+    this.#identity = createIdentity(local, tab, cookieStorage(win.document), now, () => uuid(now()), () =>
       // The first events of a new session need a full snapshot to replay; not from inside rrweb's emit.
       this.#recording && clock.setTimeout(() => this.#recording?.snapshot(), 0),
     )
     this.#redaction = createRedaction(options.redactionStrategy, win.document)
-    this.#base = resolveIngestionBase({
-      option: options.ingestionUrl,
-      scriptUrl: environment.scriptUrl === undefined ? loadedFrom : environment.scriptUrl,
-      meta: win.document.querySelector('meta[name="sightline-ingestion-url"]')?.getAttribute('content'),
+    this.#base = resolveIngestionBase(
+      options.ingestionUrl,
+      environment.scriptUrl === undefined ? loadedFrom : environment.scriptUrl,
+      win.document.querySelector('meta[name="sightline-ingestion-url"]')?.getAttribute('content'),
       // A frame with no URL of its own (about:srcdoc, about:blank) has its parent's base URL.
-      pageUrl: win.location.origin == 'null' ? win.document.baseURI : win.location.href,
-    })
-    this.#transport = createTransport({ base: this.#base.base, apiKey, fetch: environment.fetch ?? win.fetch.bind(win), win, log, clock, later: connection })
+      win.location.origin == 'null' ? win.document.baseURI : win.location.href,
+    )
+    this.#transport = createTransport(this.#base.base, apiKey, environment.fetch ?? win.fetch.bind(win), win, log, clock, connection)
     const outboxKey = 'sl_outbox:' + apiKey
     this.#outbox = createOutbox(local, outboxKey)
     this.#delivery = createDelivery({
@@ -135,16 +135,16 @@ export class ServiceTracker {
       answered: (data) => this.#messages.answered(data),
       stopped: () => this.#halt(),
     })
-    this.#messages = createMessages({
+    this.#messages = createMessages(
       win,
       clock,
-      identity: this.#identity,
-      redaction: this.#redaction,
-      release: options.release,
-      send: (path, body) => this.#send(path, body),
-      idle: () => this.#delivery.idle || this.#unloading,
-      running: () => this.#started,
-    })
+      this.#identity,
+      this.#redaction,
+      options.release,
+      (path, body) => this.#send(path, body),
+      () => this.#delivery.idle || this.#unloading,
+      () => this.#started,
+    )
     this.#listen()
   }
 
