@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test
 import type { AutomaticTrackingOptions } from '@sightline/tracker'
 import { RAGE_CLICKS, RAGE_WINDOW_MS } from '@sightline/tracker/auto/clicks'
 import { ERROR_KEY_CHARS, ERROR_MESSAGE_MAX_CHARS, ERROR_STACK_MAX_CHARS, ERROR_WINDOW_MS, ERRORS_PER_WINDOW } from '@sightline/tracker/messages'
+import { LOG_MESSAGE_MAX_CHARS } from '@sightline/tracker/auto/console'
 import { TELEMETRY_FLUSH_MS } from '@sightline/tracker/queue'
 import { MESSAGE_LIMIT_BYTES, STACK_LIMIT_BYTES } from '@sightline/core/ingest/shared/text'
 import { fakeClock, settle } from './helpers/clock'
@@ -206,6 +207,37 @@ describe('console', () => {
     await t.clock.advance(TELEMETRY_FLUSH_MS)
     expect(printed).toEqual([[bare, 'left']])
     expect(t.service.to('/logs')[0].body.logs.map((log: { message: string }) => log.message)).toEqual(['{"sku":"A1"} left'])
+  })
+
+  test('a huge object logged is read only as far as the line is sent: no freeze of the page; cycles still as text', async () => {
+    const t = tracked({ automaticTrackingOptions: only({ console: true }) })
+    t.win.console.error = () => {}
+    t.tracker.start()
+    await settle()
+    const items = Array.from({ length: 200_000 }, (_, i) => ({ id: i, name: `item ${i}` }))
+    const byId = Object.fromEntries(items.map((item) => [`k${item.id}`, item]))
+    const numbers = Array.from({ length: 1_000_000 }, (_, i) => i)
+    const huge = [items, byId, numbers]
+    const cyclic: Record<string, unknown> = { ...byId }
+    cyclic.k5 = cyclic
+    const small = { a: 1, b: [1, undefined, () => 0, { c: null, d: undefined, at: new Date(0) }], s: 'x"y', n: NaN }
+    const timed = (work: () => unknown) => {
+      const start = performance.now()
+      work()
+      return performance.now() - start
+    }
+    // Against the whole JSON of the same values through a replacer, as they were read before (80-130 ms
+    // each), timed here too so that a busy machine slows both.
+    const wholeMs = huge.reduce((sum, value) => sum + timed(() => JSON.stringify(value, (_, item) => item)), 0)
+    const loggedMs = huge.reduce((sum, value) => sum + timed(() => t.win.console.error('state:', value)), 0)
+    t.win.console.error('state:', cyclic)
+    t.win.console.error('state:', small)
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(loggedMs).toBeLessThan(wholeMs / 3)
+    // (happy-dom logs its refusal to load rrweb's iframe with console.error too.)
+    const messages = t.service.to('/logs').flatMap((r) => r.body.logs.map((log: { message: string }) => log.message)).filter((message: string) => message.startsWith('state:'))
+    const whole = (value: unknown) => 'state: ' + JSON.stringify(value)
+    expect(messages).toEqual([...huge.map((value) => whole(value).slice(0, LOG_MESSAGE_MAX_CHARS)), 'state: [object Object]', whole(small)])
   })
 
   test("the tracker's own warnings are not sent as the page's logs", async () => {

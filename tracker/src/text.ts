@@ -3,16 +3,39 @@ const isErrorLike = (value: unknown): value is Error =>
   typeof value === 'object' && value !== null && 'message' in value
 
 /**
- * A page's node, as its name only: JSON would show what frameworks keep on it (Vue a field's `_value`,
- * jQuery its data), which redaction never sees.
+ * Values put into JSON, at most: each is a character of it at least, so what is cut (a console line at
+ * 8 KB, an error message at 32 KB) begins as the whole JSON would, and a huge object costs no more.
  */
-const nodeAsName = (_: string, value: unknown) => (value as Node | null)?.nodeName ?? value
+export const JSON_MAX_VALUES = 8192
 
-/** Anything the page logs or throws, as text: strings as they are, errors by name and message, nodes by name. */
+/**
+ * Anything the page logs or throws, as text: strings as they are, errors by name and message, nodes by
+ * name (JSON would show what frameworks keep on them, Vue a field's `_value`, jQuery its data, which
+ * redaction never sees). Past JSON_MAX_VALUES values nothing more is read (200,000 items took 130 ms
+ * whole, a freeze of the page): an array or object longer than what is left goes as a copy cut there,
+ * and met again inside that copy it is a cycle, which JSON.stringify refuses too.
+ */
 export function toText(value: unknown): string {
   if (typeof value === 'string') return value
   if (isErrorLike(value)) return `${value.name ?? 'Error'}: ${value.message}`
-  return attempt(() => JSON.stringify(value, nodeAsName), undefined) ?? String(value)
+  let left = JSON_MAX_VALUES
+  const cut = new Set<unknown>()
+  const bounded = (_: string, item: any) => {
+    if (--left < 0) return
+    item = item?.nodeName ?? item
+    if (cut.has(item)) throw item
+    let count = left
+    const copy: Record<string, unknown> = {}
+    if (Array.isArray(item) && item.length > count) return cut.add(item) && item.slice(0, count)
+    if (typeof item == 'object') {
+      for (const key in item) {
+        if (!count--) return cut.add(item) && copy
+        copy[key] = item[key]
+      }
+    }
+    return item
+  }
+  return attempt(() => JSON.stringify(value, bounded), undefined) ?? String(value)
 }
 
 /**
