@@ -104,6 +104,31 @@ describe('network tracking in Chromium', () => {
     expect(networkErrors()).toEqual([['GET', `http://127.0.0.1:${site.port}/api/fail`, null, 'network']])
   })
 
+  test('a synchronous XMLHttpRequest that fails on the network (send throws, no loadend) is a network error', async () => {
+    await open('/', { automaticTrackingOptions: { network: true, spans: true } })
+    const thrown = await browser.page.evaluate(() => {
+      const failing = new XMLHttpRequest()
+      failing.open('GET', 'http://127.0.0.1:1/refused', false)
+      let name = ''
+      try {
+        failing.send()
+      } catch (error) {
+        name = (error as Error).name
+      }
+      const ok = new XMLHttpRequest()
+      ok.open('GET', '/api/ok?sync', false)
+      ok.send()
+      return name
+    })
+    expect(thrown).toBe('NetworkError')
+    await flushed()
+    expect(spans()).toEqual([
+      ['GET /refused', 'error', null],
+      ['GET /api/ok', 'ok', 200],
+    ])
+    expect(networkErrors()).toEqual([['GET', 'http://127.0.0.1:1/refused', null, 'network']])
+  })
+
   test('a page with <base href>: a relative request, link or form action is reported where the browser sends it', async () => {
     pages['/app/products/42'] = pageOf('<base href="/shop/">')
     await open('/app/products/42', { automaticTrackingOptions: { network: true, spans: true, clicks: true, forms: true } })

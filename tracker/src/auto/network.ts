@@ -165,8 +165,9 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
           try {
             original.call(this, body)
           } catch (error) {
-            // Not sent (sent already, or never opened).
-            if (sending) request[2] = undefined
+            // Not sent (sent already, or never opened); or a synchronous request that failed, which
+            // throws here with no loadend to come: it has ended.
+            if (sending) ended.call(this), (request[2] = undefined)
             throw error
           }
         },
