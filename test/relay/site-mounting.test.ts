@@ -72,3 +72,29 @@ test("elysia plugin after a hook of the site that sets a cookie on every answer:
     await app.stop(true)
   }
 })
+
+test("elysia plugin after a hook of the site that sets a status: the relay's answers keep core's", async () => {
+  const app = new Elysia()
+    .onRequest(({ set }) => {
+      set.status = 418
+    })
+    .use(elysiaRelay({ upstream: tap.url, prefix: '/_sl', script: { source: 'console.log("t")' } }))
+    .get('/', () => 'the site')
+    .listen({ port: 0, hostname: '127.0.0.1' })
+  try {
+    const url = `http://127.0.0.1:${app.server!.port}`
+    const statuses = []
+    for (const path of ['/_sl/health/simple', '/_sl/t.js', '/_sl/nothing']) statuses.push([path, (await fetch(url + path)).status])
+    const refused = await fetch(`${url}/_sl/api/ingestion/customEvent`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+    statuses.push(['customEvent without a key', refused.status])
+    expect(statuses).toEqual([
+      ['/_sl/health/simple', 200],
+      ['/_sl/t.js', 200],
+      ['/_sl/nothing', 404],
+      ['customEvent without a key', 401],
+    ])
+    expect((await fetch(`${url}/`)).status).toBe(418)
+  } finally {
+    await app.stop(true)
+  }
+})

@@ -24,9 +24,13 @@ export function elysiaRelay(options: RelayOptions) {
     // Elysia merges what the site's own earlier hooks put on `set` into the answer a hook returns,
     // a Set-Cookie appended to any the answer has: a site's session cookie came back on the relay's
     // answers. The relay never returns Set-Cookie, on any adapter; the site's other headers
-    // (`app.headers()`, security headers) still apply as to every answer of the site.
+    // (`app.headers()`, security headers) still apply as to every answer of the site, but never over
+    // one the relay's answer has. A status the site set replaces the answer's: core's answer is the
+    // tracker's to read (a 429, a 503 to retry), so the status is reset to Elysia's default, which
+    // leaves an answer's own.
     delete set.headers['set-cookie']
     set.cookie = undefined
+    set.status = 200
     const running = server ?? (plugin as unknown as { getServer(): ServerLike | null }).getServer()
     running?.timeout(request, seconds)
     return relay(request, { address: running ? (running.requestIP(request)?.address ?? null) : undefined })
@@ -37,5 +41,5 @@ export function elysiaRelay(options: RelayOptions) {
 }
 
 type ServerLike = Pick<Server<unknown>, 'requestIP' | 'timeout'>
-/** The part of Elysia's `set` that carries cookies into an answer. */
-type SiteSet = { headers: Record<string, unknown>; cookie?: unknown }
+/** The parts of Elysia's `set` that carry a site's cookies and status into an answer. */
+type SiteSet = { headers: Record<string, unknown>; cookie?: unknown; status?: number | string }
