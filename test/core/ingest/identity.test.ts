@@ -11,6 +11,15 @@ const sessionEndUser = async (core: TestCore, sessionId: string) =>
   (await core.database.db.rows<{ end_user_id: string | null }>(sql`select end_user_id from sessions where session_id = ${sessionId}`))[0]?.end_user_id
 const aliases = (core: TestCore) =>
   core.database.db.rows<{ alias_id: string; end_user_id: string }>(sql`select alias_id, end_user_id from end_user_aliases order by alias_id`)
+/** An identify as the route makes it, to hand to the writer with others in one commit; null fields: a plain identify. */
+const identifyRow = (core: TestCore, endUserId: string, attributes: Record<string, unknown>, authFields: string[] | null = ['email']): IdentifyRow => ({
+  projectId: core.project.projectId,
+  endUserId,
+  sessionOfMadeId: null,
+  attributes,
+  auth: authFields ? authValues(attributes, authFields) : null,
+  at: Date.now(),
+})
 
 describe('auth values', () => {
   test('every named field must have a value', () => {
@@ -348,14 +357,7 @@ describe('auth-aware identify under concurrency', () => {
   test('in one commit, an auth-aware identify finds people as the identifies before it in the commit left them', async () => {
     const core = await startCore()
     try {
-      const row = (endUserId: string, attributes: Record<string, unknown>, authFields: string[]): IdentifyRow => ({
-        projectId: core.project.projectId,
-        endUserId,
-        sessionOfMadeId: null,
-        attributes,
-        auth: authValues(attributes, authFields),
-        at: Date.now(),
-      })
+      const row = (endUserId: string, attributes: Record<string, unknown>, authFields: string[]) => identifyRow(core, endUserId, attributes, authFields)
       // Stored first: a person with a phone number and no email.
       await core.post('/api/ingestion/user/auth', { userId: 'stored', userAttributes: { phone: '555-0101' }, authFields: ['phone'] })
       const rows = [
@@ -384,14 +386,7 @@ describe('auth-aware identify under concurrency', () => {
   test('in one commit, plain and auth-aware identifies take effect in the order they came, as one commit after another', async () => {
     const core = await startCore()
     try {
-      const row = (endUserId: string, attributes: Record<string, unknown>, authFields: string[] | null): IdentifyRow => ({
-        projectId: core.project.projectId,
-        endUserId,
-        sessionOfMadeId: null,
-        attributes,
-        auth: authFields ? authValues(attributes, authFields) : null,
-        at: Date.now(),
-      })
+      const row = (endUserId: string, attributes: Record<string, unknown>, authFields: string[] | null) => identifyRow(core, endUserId, attributes, authFields)
       const rows = [
         // A plain identify, then a later auth-aware one of the same end user: the later name stays.
         row('renamed', { name: 'Old' }, null),
@@ -413,14 +408,7 @@ describe('auth-aware identify under concurrency', () => {
   test('in one commit, an alias leaves its person for values no one has as the identifies before it left them', async () => {
     const core = await startCore()
     try {
-      const row = (endUserId: string, attributes: Record<string, unknown>): IdentifyRow => ({
-        projectId: core.project.projectId,
-        endUserId,
-        sessionOfMadeId: null,
-        attributes,
-        auth: authValues(attributes, ['email']),
-        at: Date.now(),
-      })
+      const row = (endUserId: string, attributes: Record<string, unknown>) => identifyRow(core, endUserId, attributes)
       await core.post('/api/ingestion/user/auth', { userId: 'c-laptop', userAttributes: { email: 'ann@commit.test' }, authFields: ['email'] })
       const rows = [
         // Ann signs in on the tablet, then Ben on it, then Ben on his phone; Ann's laptop changes her email.
@@ -448,14 +436,7 @@ describe('auth-aware identify under concurrency', () => {
   test('in one commit, a device that is a person signs in as someone else: its other devices and later rows find the person it leaves', async () => {
     const core = await startCore()
     try {
-      const row = (endUserId: string, attributes: Record<string, unknown>): IdentifyRow => ({
-        projectId: core.project.projectId,
-        endUserId,
-        sessionOfMadeId: null,
-        attributes,
-        auth: authValues(attributes, ['email']),
-        at: Date.now(),
-      })
+      const row = (endUserId: string, attributes: Record<string, unknown>) => identifyRow(core, endUserId, attributes)
       await core.post('/api/ingestion/user/auth', { userId: 'x-ben', userAttributes: { email: 'ben@x.test' }, authFields: ['email'] })
       const rows = [
         // Ann, first seen on the desktop within this commit, and her phone; then Ben on the desktop.
