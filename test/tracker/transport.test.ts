@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { randomHex } from '@sightline/tracker/ids'
-import { BEACON_MAX_BYTES, BLOCKED_AFTER_FAILURES, BLOCKED_RETRY_MS, GZIP_TIMEOUT_MS, REQUEST_TIMEOUT_MS, createTransport, type Transport } from '@sightline/tracker/transport'
-import { PROBE_TIMEOUT_MS } from '@sightline/tracker/connection'
+import { BEACON_MAX_BYTES, BLOCKED_AFTER_FAILURES, BLOCKED_RETRY_MS, GZIP_TIMEOUT_MS, PROBE_TIMEOUT_MS, REQUEST_TIMEOUT_MS, createTransport, type Transport } from '@sightline/tracker/transport'
 import { later } from './helpers/connection'
 import { fakeClock } from './helpers/clock'
 import { openPage, type Page } from './helpers/dom'

@@ -1,6 +1,6 @@
 import { API } from './config'
 import type { Messages } from './messages'
-import { GZIP_TIMEOUT_MS, type Transport } from './transport'
+import { GZIP_TIMEOUT_MS, PROBE_TIMEOUT_MS, type Transport } from './transport'
 import type { Clock, ConnectionTest, FetchFunction, PageWindow } from './types'
 import { SDK_VERSION } from './version'
 
@@ -11,13 +11,6 @@ import { SDK_VERSION } from './version'
  * a failed fetch. Where it cannot be loaded (a chunk gone after a deploy, the network down), bodies go
  * uncompressed and the service is taken for unreachable, as a failed probe says anyway.
  */
-
-/**
- * A probe not answered by then is given up: the service is taken for unreachable (a server that takes
- * the connection and never answers would otherwise hold the send that asked, and a drain behind it,
- * for as long as the page is open). Timed by the tracker's clock, as requests are.
- */
-export const PROBE_TIMEOUT_MS = 10_000
 
 /**
  * The status of a no-cors GET of the health probe (0, opaque, from another origin); it throws when

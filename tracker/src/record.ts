@@ -3,10 +3,13 @@ import type { Redaction } from './redaction'
 import { FULL_SNAPSHOT, META, type RecordedEvent } from './replay'
 import { withoutCredentials, withoutQuery } from './urls'
 
-const INCREMENTAL = 3
-const MUTATION = 0 // rrweb's IncrementalSource.Mutation
-const INPUT = 5 // rrweb's IncrementalSource.Input
-const TEXT = 3 // rrweb's NodeType.Text
+/** rrweb's numbers (its enums are not imported: that would bundle their names), inlined where used. */
+const enum Rrweb {
+  Incremental = 3,
+  Mutation = 0, // IncrementalSource.Mutation
+  Input = 5, // IncrementalSource.Input
+  Text = 3, // NodeType.Text
+}
 /** The incremental sources a person causes: mouse move, interaction, scroll, input, touch, media, drag, selection. */
 const USER_SOURCES = [1, 2, 3, 5, 6, 7, 12, 14]
 
@@ -80,8 +83,11 @@ interface Serialized {
   childNodes?: Serialized[]
 }
 
-/** A full snapshot every 10 minutes keeps long replays seekable. */
-export const CHECKOUT_MS = 10 * 60 * 1000
+/**
+ * A full snapshot every 10 minutes keeps long replays seekable. Not exported: the script-tag bundle
+ * lists every export of a module it loads on demand.
+ */
+const CHECKOUT_MS = 10 * 60 * 1000
 
 export interface Recording {
   stop(): void
@@ -123,11 +129,11 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
   }
   const maskTree = (node: Serialized): void => {
     maskAttributes(node.attributes, node.id, element(node.id), node.tagName)
-    if (node.type === TEXT) node.textContent = maskBare(node.textContent!, node.id)
+    if (node.type === Rrweb.Text) node.textContent = maskBare(node.textContent!, node.id)
     node.childNodes?.forEach(maskTree)
   }
   const stop = record({
-    emit(event) {
+    emit(event: RecordedEvent) {
       // The same rules for text in attributes, and URLs, on the serialized copy (the page is not touched).
       const data = event.data as { href?: string; source?: number; node?: Serialized; adds?: { node: Serialized }[]; attributes?: Serialized[]; texts?: { id: number; value: string }[]; id: number; text?: string }
       scrub(data as Record<string, unknown>)
@@ -136,16 +142,16 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
         data.href = redaction.pageUrl(data.href!)
         redaction.apply()
       } else if (event.type === FULL_SNAPSHOT) maskTree(data.node!)
-      else if (event.type === INCREMENTAL && data.source === MUTATION) {
+      else if (event.type === Rrweb.Incremental && data.source === Rrweb.Mutation) {
         data.adds!.forEach((add) => maskTree(add.node))
         data.attributes!.forEach((change) => maskAttributes(change.attributes, change.id))
         data.texts!.forEach((change) => (change.value = maskBare(change.value, change.id)))
-      } else if (event.type === INCREMENTAL && data.source === INPUT && typeof data.text === 'string') {
+      } else if (event.type === Rrweb.Incremental && data.source === Rrweb.Input && typeof data.text === 'string') {
         const el = element(data.id)
         data.text = outOfSight(el, 'value') ? hide(data.text) : mask(data.text, el)
       }
       // A person did this (DOM mutations and style changes happen on their own): it keeps the session alive.
-      emit(event as RecordedEvent, event.type === INCREMENTAL && USER_SOURCES.includes(data.source!))
+      emit(event, event.type === Rrweb.Incremental && USER_SOURCES.includes(data.source!))
     },
     maskAllInputs: true,
     maskTextSelector: '*',
@@ -157,7 +163,6 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
     // they repeat the title and text that privacy-first masks, and some name the person the page is of.
     slimDOMOptions: { comment: true, headMetaDescKeywords: true, headMetaSocial: true, headMetaAuthorship: true },
     recordCanvas: false,
-    collectFonts: false,
   })
   return {
     stop: () => stop?.(),

@@ -11,6 +11,13 @@ const GZIP_MIN_CHARS = 1024
  */
 export const GZIP_TIMEOUT_MS = 1000
 /**
+ * A probe not answered by then is given up: the service is taken for unreachable (a server that takes
+ * the connection and never answers would otherwise hold the send that asked, and a drain behind it,
+ * for as long as the page is open). Timed by the tracker's clock, as requests are. Used by connection.js,
+ * but kept here: the script-tag bundle lists every export of a module it loads on demand.
+ */
+export const PROBE_TIMEOUT_MS = 10_000
+/**
  * A request the service has not answered by then is given up, and retried like a failed one: a
  * service that takes connections but never answers would otherwise have the page hold every
  * request, one more every few seconds, for as long as the browser waits.
