@@ -107,6 +107,26 @@ describe('clicks and forms', () => {
     ])
   })
 
+  test('visibility-first: a click on a large element (the page background, a long list, a log) sends no text; a button, a link, a small card theirs', async () => {
+    const html = `<button id="buy">Buy <b>now</b></button><a id="more" href="/more">More orders</a>
+      <div id="card"><h3>Tea</h3><p>Two boxes, shipped</p><p>4 EUR</p></div>
+      <ul id="orders">${Array.from({ length: 500 }, (_, i) => `<li>Order ${i}</li>`).join('')}</ul><pre id="log">${'x'.repeat(5000)}</pre>`
+    const t = tracked({ redactionStrategy: { mode: 'visibility-first' }, automaticTrackingOptions: only({ clicks: true }) }, { html, url: 'http://shop.test/' })
+    t.tracker.start()
+    await settle()
+    const doc = t.win.document
+    for (const el of [...['buy', 'more', 'card', 'orders', 'log'].map((id) => doc.getElementById(id)!), doc.body]) el.dispatchEvent(new t.win.MouseEvent('click', { bubbles: true }))
+    await t.clock.advance(100)
+    expect(customEvents(t).map((e) => [e.eventProperties.tag, e.eventProperties.text])).toEqual([
+      ['button', 'Buy now'],
+      ['a', 'More orders'],
+      ['div', 'Tea Two boxes, shipped 4 EUR'],
+      ['ul', undefined],
+      ['pre', undefined],
+      ['body', undefined],
+    ])
+  })
+
   test("a clicked link's href goes without its query, fragment and credentials; of a mailto: or data: link only the scheme", async () => {
     // In this order: happy-dom follows a clicked link, and the page's URL is the base of the next one.
     const links = [

@@ -21,13 +21,26 @@ export function selectorOf(el: Element): string {
   return parts.join(' > ')
 }
 
-/** What a click shows of its element; the text only where redaction lets it be seen. */
+/**
+ * `el`, or none when it holds more than 1,000 nodes and characters of text (a node counts one, a text
+ * its length): the walk stops there, so describing a click on the page background, a long list or a log
+ * costs what one on a button does, not a layout and copy of all their text to keep 200 characters.
+ */
+function bounded(el: Element): Element | undefined {
+  for (let budget = 1e3, walker = el.ownerDocument.createTreeWalker(el), node; (node = walker.nextNode()); ) if ((budget -= 1 + (node.nodeValue?.length ?? 0)) < 0) return
+  return el
+}
+
+/**
+ * What a click shows of its element; the text only where redaction lets it be seen, and none of a
+ * large element (the page's body, a long list), which its tag and place describe.
+ */
 export function describeElement(el: Element, context: AutoContext): Properties {
   return {
     tag: el.tagName.toLowerCase(),
     id: idOf(el),
     selector: selectorOf(el),
-    text: context.redaction.visibleText(el),
+    text: context.redaction.visibleText(bounded(el)),
     // Like form actions and requests: without the query and fragment, which often carry tokens (signed
     // links, resets); of a `mailto:` or `data:` link (a download made in the page), only the scheme.
     href: el.hasAttribute('href') ? withoutQuery(el.getAttribute('href')!, context.win.document.baseURI) : undefined,
@@ -45,10 +58,9 @@ export function trackClicks(context: AutoContext, clicks: boolean, rageClicks: b
     'click',
     (event) => {
       const target = event.target as Element | null
-      if (!target?.tagName) return
-      // A label's click goes on to its control as a click of its own, at the same place and in the same
-      // task: a person's one click, not two (nor, twice, a rage click).
-      if (target === passedTo) return
+      // Not an element's; nor a label's click going on to its control as a click of its own, at the same
+      // place and in the same task: a person's one click, not two (nor, twice, a rage click).
+      if (!target?.tagName || target === passedTo) return
       passedTo = (target.closest('label') as HTMLLabelElement | null)?.control
       if (passedTo) context.win.setTimeout(() => (passedTo = undefined))
       const el = target.closest('a,button,input,select,textarea,label,[role=button],[onclick]') ?? target
