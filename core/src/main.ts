@@ -7,7 +7,7 @@ import { createLogger, type Logger } from './log'
 import { startMemoryGuard } from './memory'
 import { ensureDefaultProject, type CreatedProject } from './projects/service'
 import { startServices, type Services } from './services'
-import { logUnhandledRejections } from './unhandled'
+import { exitOnUncaughtExceptions, logUnhandledRejections } from './unhandled'
 
 /**
  * How long the requests under way when a stop is asked for may take to be answered. One that is still
@@ -60,6 +60,7 @@ async function main(): Promise<void> {
   // it (see stopOnSignals).
   const signals = stopOnSignals(log)
   logUnhandledRejections(log)
+  exitOnUncaughtExceptions(log)
   // Whatever the configuration names is checked before the database is touched: a first start that
   // failed after creating the default project would have made a key that is never shown.
   const locator = createClientLocator({ ...config, log })

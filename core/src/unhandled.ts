@@ -13,3 +13,18 @@ export function logUnhandledRejections(log: Logger, events: NodeJS.EventEmitter 
     log.error('unhandled rejection', { error: errorText(reason), stack: stackFrames(reason) })
   })
 }
+
+/**
+ * An exception nobody catches leaves core in a state no one can vouch for, so core still ends, as
+ * Bun would, but first says why in its log, a line like every other one (Bun's own report is text on
+ * stderr, which a log collector reading JSON lines drops), and exits 1 for its supervisor to start it
+ * again. What it acknowledged is committed; what it had not answered was never acknowledged, and
+ * trackers send it again.
+ */
+export function exitOnUncaughtExceptions(log: Logger, exit: (code: number) => void = (code) => process.exit(code), events: NodeJS.EventEmitter = process): void {
+  events.on('uncaughtException', (error: unknown) => {
+    const type = error instanceof Error ? error.name : typeof error
+    log.error('uncaught exception; exiting', { type, error: errorText(error), stack: stackFrames(error) })
+    exit(1)
+  })
+}

@@ -277,3 +277,34 @@ setTimeout(() => console.log('still serving'), 100)
     expect(last).toBe('still serving')
   })
 })
+
+describe('an exception nobody catches', () => {
+  // Core's state is then unknown: it ends, as Bun would, but says why in its log first, a JSON line
+  // like its others, and exits 1 for its supervisor. Run as core's process runs it.
+  test('is logged as an error line of the log, and the process exits 1', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sightline-exception-'))
+    const script = join(dir, 'exception.ts')
+    writeFileSync(
+      script,
+      `import { createLogger } from ${JSON.stringify(join(ROOT, 'core/src/log.ts'))}
+import { exitOnUncaughtExceptions } from ${JSON.stringify(join(ROOT, 'core/src/unhandled.ts'))}
+exitOnUncaughtExceptions(createLogger('info'))
+setTimeout(() => { throw new TypeError('cannot read properties of undefined') }, 10)
+setTimeout(() => console.log('still serving'), 200)
+`,
+    )
+    const proc = Bun.spawn([process.execPath, script], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+    const [exitCode, stdout] = await Promise.all([proc.exited, new Response(proc.stdout).text()])
+    rmSync(dir, { recursive: true, force: true })
+    expect(exitCode).toBe(1)
+    const lines = stdout.trim().split('\n')
+    expect(lines).toHaveLength(1)
+    expect(JSON.parse(lines[0])).toMatchObject({
+      level: 'error',
+      msg: 'uncaught exception; exiting',
+      type: 'TypeError',
+      error: 'cannot read properties of undefined',
+      stack: expect.stringContaining('exception.ts:4'),
+    })
+  })
+})
