@@ -282,33 +282,6 @@ describe('POST /api/ingestion/user/auth', () => {
     expect(await res.json()).toMatchObject({ error: { code: 'validation_failed' }, path })
   })
 
-  test('with many end users, the person is found through the index on attributes, not by reading them all', async () => {
-    // The lookup runs inside the commit every waiting request shares, so it must not grow with the
-    // project: 300,000 end users read one by one take about 100 ms.
-    await core.database.db.rows(sql`
-      insert into end_users (project_id, end_user_id, attributes)
-      select ${core.project.projectId}, 'bulk-' || i, jsonb_build_object('email', 'bulk' || i || '@shop.test', 'plan', 'free')
-      from generate_series(1, 5000) i`)
-    await core.database.db.rows(sql`analyze end_users`)
-    const plan = await core.database.db.rows(sql`explain (format json) ${personLookup(core.project.projectId, { email: 'bulk77@shop.test' })}`)
-    const indexes = [...JSON.stringify(plan).matchAll(/"Index Name":"(\w+)"/g)].map((m) => m[1])
-    expect(indexes).toContain('end_users_attributes_idx')
-    expect(await auth('bulk-device', { email: 'bulk77@shop.test' })).toEqual({ success: true, endUserId: 'bulk-77' })
-  })
-})
-
-// A core of their own: a device's row keeps the attributes its person had, and two end users with
-// the same attributes would change the planner's estimates the index test above relies on.
-describe('POST /api/ingestion/user/auth on a shared device', () => {
-  let core: TestCore
-  beforeAll(async () => {
-    core = await startCore()
-  })
-  afterAll(() => core.close())
-
-  const auth = (userId: string, userAttributes: Record<string, unknown>) =>
-    core.post('/api/ingestion/user/auth', { userId, userAttributes, sessionId: `s-${userId}`, authFields: ['email'] }).then((r) => r.json())
-
   test('a device that is a person signing in as someone else moves alone: its person stays one, with its other devices, under a new id', async () => {
     // Ann signs in on the shared desktop (a person: hers) and on her phone; then Ben, known, on the desktop.
     expect((await auth('sh-desk', { email: 'ann@share.test', name: 'Ann' })).endUserId).toBe('sh-desk')
@@ -350,6 +323,65 @@ describe('POST /api/ingestion/user/auth on a shared device', () => {
     expect(cy).not.toBe('solo-kiosk')
     expect(await attributesOf(core, cy)).toEqual({ email: 'cy@solo.test', name: 'Cy' })
     expect(await attributesOf(core, 'solo-dee')).toEqual({ email: 'dee@solo.test' })
+  })
+
+  test('a device that leaves its person for values no one has starts from what it is told: nothing of whom it was before', async () => {
+    // A shared desktop: Ann signs in on it, then Ben (known), then Carl (never seen).
+    expect((await auth('cl-desk', { email: 'ann@carl.test', name: 'Ann' })).endUserId).toBe('cl-desk')
+    expect((await auth('cl-ben', { email: 'ben@carl.test', name: 'Ben' })).endUserId).toBe('cl-ben')
+    expect((await auth('cl-desk', { email: 'ben@carl.test' })).endUserId).toBe('cl-ben')
+    expect((await auth('cl-desk', { email: 'carl@carl.test' })).endUserId).toBe('cl-desk')
+    expect(await attributesOf(core, 'cl-desk')).toEqual({ email: 'carl@carl.test' })
+    expect(await attributesOf(core, 'cl-ben')).toEqual({ email: 'ben@carl.test', name: 'Ben' })
+    const ann = (await auth('cl-phone', { email: 'ann@carl.test' })).endUserId
+    expect(ann).not.toBe('cl-desk')
+    expect(await attributesOf(core, ann)).toEqual({ email: 'ann@carl.test', name: 'Ann' })
+  })
+
+  test('a person that came whole to another, whose device then leaves it for values no one has, brings nothing of that person along', async () => {
+    // The laptop is Robert by his phone number, then turns out to be Bob (by email): it brings its
+    // attributes to him. Carl then signs in on it.
+    expect((await auth('wh-laptop', { phone: '555-0707', name: 'Robert' }, ['phone'])).endUserId).toBe('wh-laptop')
+    expect((await auth('wh-phone', { email: 'bob@whole.test', name: 'Bob' })).endUserId).toBe('wh-phone')
+    expect((await auth('wh-laptop', { email: 'bob@whole.test' })).endUserId).toBe('wh-phone')
+    expect((await auth('wh-laptop', { email: 'carl@whole.test' })).endUserId).toBe('wh-laptop')
+    expect(await attributesOf(core, 'wh-laptop')).toEqual({ email: 'carl@whole.test' })
+    expect(await attributesOf(core, 'wh-phone')).toEqual({ email: 'bob@whole.test', phone: '555-0707', name: 'Bob' })
+    expect((await auth('wh-tablet', { phone: '555-0707' }, ['phone'])).endUserId).toBe('wh-phone')
+  })
+
+  test('an end user that becomes an alias keeps no attributes of its own: they went to a person', async () => {
+    expect((await auth('cr-desk', { email: 'ann@clear.test', name: 'Ann' })).endUserId).toBe('cr-desk')
+    expect((await auth('cr-ben', { email: 'ben@clear.test' })).endUserId).toBe('cr-ben')
+    expect((await auth('cr-desk', { email: 'ben@clear.test' })).endUserId).toBe('cr-ben')
+    expect(await attributesOf(core, 'cr-desk')).toEqual({})
+    expect((await auth('cr-laptop', { phone: '555-0808', name: 'Cy' }, ['phone'])).endUserId).toBe('cr-laptop')
+    expect((await auth('cr-laptop', { email: 'ben@clear.test' })).endUserId).toBe('cr-ben')
+    expect(await attributesOf(core, 'cr-laptop')).toEqual({})
+    expect(await attributesOf(core, 'cr-ben')).toEqual({ email: 'ben@clear.test', phone: '555-0808', name: 'Cy' })
+  })
+
+  test('an alias whose row holds attributes from before (stored by an older core) leaves its person without them', async () => {
+    await auth('old-ben', { email: 'ben@old.test' })
+    await core.database.db.rows(sql`
+      insert into end_users (project_id, end_user_id, attributes) values (${core.project.projectId}, 'old-desk', '{"email":"ann@old.test","name":"Ann"}'::jsonb)`)
+    await core.database.db.rows(sql`insert into end_user_aliases (project_id, alias_id, end_user_id) values (${core.project.projectId}, 'old-desk', 'old-ben')`)
+    expect((await auth('old-desk', { email: 'carl@old.test' })).endUserId).toBe('old-desk')
+    expect(await attributesOf(core, 'old-desk')).toEqual({ email: 'carl@old.test' })
+  })
+
+  test('with many end users, the person is found through the index on attributes, not by reading them all', async () => {
+    // The lookup runs inside the commit every waiting request shares, so it must not grow with the
+    // project: 300,000 end users read one by one take about 100 ms.
+    await core.database.db.rows(sql`
+      insert into end_users (project_id, end_user_id, attributes)
+      select ${core.project.projectId}, 'bulk-' || i, jsonb_build_object('email', 'bulk' || i || '@shop.test', 'plan', 'free')
+      from generate_series(1, 5000) i`)
+    await core.database.db.rows(sql`analyze end_users`)
+    const plan = await core.database.db.rows(sql`explain (format json) ${personLookup(core.project.projectId, { email: 'bulk77@shop.test' })}`)
+    const indexes = [...JSON.stringify(plan).matchAll(/"Index Name":"(\w+)"/g)].map((m) => m[1])
+    expect(indexes).toContain('end_users_attributes_idx')
+    expect(await auth('bulk-device', { email: 'bulk77@shop.test' })).toEqual({ success: true, endUserId: 'bulk-77' })
   })
 })
 
@@ -458,6 +490,34 @@ describe('auth-aware identify under concurrency', () => {
         { alias_id: 'x-phone', end_user_id: ann },
         { alias_id: 'x-tablet', end_user_id: ann },
       ])
+    } finally {
+      await core.close()
+    }
+  })
+
+  test('in one commit, a device that leaves its person and is then left behind itself takes nothing of whom it was before', async () => {
+    const core = await startCore()
+    try {
+      const row = (endUserId: string, attributes: Record<string, unknown>) => identifyRow(core, endUserId, attributes)
+      const auth = (userId: string, userAttributes: Record<string, unknown>) => core.post('/api/ingestion/user/auth', { userId, userAttributes, authFields: ['email'] })
+      await auth('y-desk', { email: 'ann@y.test', name: 'Ann' })
+      await auth('y-ben', { email: 'ben@y.test' })
+      await auth('y-dan', { email: 'dan@y.test' })
+      const rows = [
+        // The shared desktop: Ben (known), then Carl (never seen), then Dan (known); then Carl's phone.
+        row('y-desk', { email: 'ben@y.test' }),
+        row('y-desk', { email: 'carl@y.test' }),
+        row('y-desk', { email: 'dan@y.test' }),
+        row('y-phone', { email: 'carl@y.test' }),
+      ]
+      await core.services.writer.write({ projectId: core.project.projectId, monthlyLimit: null, items: rows.length, bytes: 100, writes: [{ sink: identitySink, rows }] })
+      const carl = rows[3].canonical!
+      expect(rows.map((r) => r.canonical)).toEqual(['y-ben', 'y-desk', 'y-dan', carl])
+      expect(carl).not.toBe('y-desk')
+      expect(await attributesOf(core, carl)).toEqual({ email: 'carl@y.test' })
+      expect(await attributesOf(core, 'y-desk')).toEqual({})
+      expect(await attributesOf(core, 'y-ben')).toEqual({ email: 'ben@y.test' })
+      expect(await attributesOf(core, 'y-dan')).toEqual({ email: 'dan@y.test' })
     } finally {
       await core.close()
     }

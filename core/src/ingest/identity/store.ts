@@ -72,8 +72,13 @@ export const identitySink: Sink<IdentifyRow> = {
       // Merged there, the values would make the person it was an alias of someone else.
       const leaves = !found && row.auth !== null && endUserId !== current && (await holdsOtherValues(tx, row.projectId, current, row.auth, people))
       const person = found ?? (leaves ? endUserId : current)
-      if (leaves) await unalias(tx, row.projectId, endUserId)
-      else if (person !== current) {
+      if (leaves) {
+        await unalias(tx, row.projectId, endUserId)
+        // It starts from what it is told now: what its row holds is of whom it was before (an alias's
+        // row is cleared, but one aliased by an older core, or written by a plain identify that had
+        // read it before it became one, is not).
+        people.push(clearedAttributes(row.projectId, endUserId, row.at))
+      } else if (person !== current) {
         // An alias (a device) signing in as another person moves alone (WIRE.md: "this userId becomes an
         // alias"): the person it was an alias of may be someone else who used the same device. So does a
         // person with other values for these fields: it is someone else too, who stays a person with its
@@ -94,6 +99,10 @@ export const identitySink: Sink<IdentifyRow> = {
             if (Object.keys(brought).length > 0) people.push({ projectId: row.projectId, endUserId: person, at: row.at, attributes: brought })
           }
         }
+        // Its attributes are a person's now (moved, brought or left behind above, or sent to its
+        // person as an alias): kept on its row, no lookup reads them, they would count twice in the
+        // planner's estimates for the index on attributes, and come back if it ever left its person.
+        if (await hasAttributes(tx, row.projectId, endUserId, people)) people.push(clearedAttributes(row.projectId, endUserId, row.at))
         await alias(tx, row.projectId, endUserId, person)
       }
       canonical.set(key(row.projectId, endUserId), person)
@@ -123,21 +132,24 @@ async function aliasesOf(tx: Orm, rows: IdentifyRow[]): Promise<Map<string, stri
  * an object's keys is no part of it). Containment alone takes a list or object that holds more for
  * the same, and would merge different people; it stays as the first test, the one the index on
  * attributes (end_users_attributes_idx) serves. People are taken as the commit will leave them:
- * stored, with `pending` (what the commit writes to them, in order) merged in, or only pending.
+ * stored, with `pending` (what the commit writes to them, in order) merged in, or only pending (also
+ * when pending replaces what is stored: see clearedAttributes).
  */
 export function personLookup(projectId: string, auth: Record<string, unknown>, pending: readonly EndUserTouch[] = []): SQL {
   const values = jsonParam(auth)
   return sql`
     with pending as (
-      select p."endUserId" as end_user_id, p.attributes, to_timestamp(p."firstAt" / 1000.0) as first_seen_at
-      from jsonb_to_recordset(${jsonParam(mergedPending(projectId, pending))}::jsonb) as p("endUserId" text, attributes jsonb, "firstAt" float8)
+      select p."endUserId" as end_user_id, p.attributes, p."replacesAttributes" as replaces, to_timestamp(p."firstAt" / 1000.0) as first_seen_at
+      from jsonb_to_recordset(${jsonParam(mergedPending(projectId, pending))}::jsonb)
+        as p("endUserId" text, attributes jsonb, "firstAt" float8, "replacesAttributes" boolean)
     ),
     candidates as (
-      select u.end_user_id, u.attributes || coalesce(p.attributes, '{}'::jsonb) as attributes, least(u.first_seen_at, p.first_seen_at) as first_seen_at
+      select u.end_user_id, case when p.replaces then p.attributes else u.attributes || coalesce(p.attributes, '{}'::jsonb) end as attributes,
+        least(u.first_seen_at, p.first_seen_at) as first_seen_at
       from end_users u left join pending p on p.end_user_id = u.end_user_id
       where u.project_id = ${projectId} and u.attributes @> ${values}::jsonb
       union
-      select p.end_user_id, coalesce(u.attributes, '{}'::jsonb) || p.attributes, least(u.first_seen_at, p.first_seen_at)
+      select p.end_user_id, case when p.replaces then p.attributes else coalesce(u.attributes, '{}'::jsonb) || p.attributes end, least(u.first_seen_at, p.first_seen_at)
       from pending p left join end_users u on u.project_id = ${projectId} and u.end_user_id = p.end_user_id
     )
     select c.end_user_id from candidates c
@@ -148,19 +160,47 @@ export function personLookup(projectId: string, auth: Record<string, unknown>, p
     limit 1`
 }
 
-/** Per end user of the project among `pending`: the attributes merged in order, and the first time. */
+/**
+ * Per end user of the project among `pending`: the attributes merged in order (from the last touch
+ * that replaces them, then `replacesAttributes`: the stored ones are no part of them), and the first
+ * time, as the end-user sink will write them.
+ */
 function mergedPending(projectId: string, pending: readonly EndUserTouch[]) {
-  const merged = new Map<string, { endUserId: string; attributes: Record<string, unknown>; firstAt: number }>()
+  const merged = new Map<string, { endUserId: string; attributes: Record<string, unknown>; firstAt: number; replacesAttributes?: boolean }>()
   for (const touch of pending) {
     if (touch.projectId !== projectId) continue
     const seen = merged.get(touch.endUserId)
     merged.set(touch.endUserId, {
       endUserId: touch.endUserId,
-      attributes: { ...seen?.attributes, ...touch.attributes },
-      firstAt: Math.min(seen?.firstAt ?? touch.at, touch.at),
+      attributes: touch.replacesAttributes ? { ...touch.attributes } : { ...seen?.attributes, ...touch.attributes },
+      firstAt: Math.min(seen?.firstAt ?? touch.at, touch.noActivity ? Infinity : touch.at),
+      replacesAttributes: seen?.replacesAttributes || touch.replacesAttributes || undefined,
     })
   }
   return [...merged.values()]
+}
+
+/** The attributes of `endUserId` as the commit leaves them (see personLookup): a jsonb value. */
+function attributesAsLeft(projectId: string, endUserId: string, pending: readonly EndUserTouch[]): SQL {
+  const written = mergedPending(projectId, pending).find((p) => p.endUserId === endUserId)
+  const stored = written?.replacesAttributes
+    ? sql`'{}'::jsonb`
+    : sql`coalesce((select attributes from end_users where project_id = ${projectId} and end_user_id = ${endUserId}), '{}'::jsonb)`
+  return sql`(${stored} || ${jsonParam(written?.attributes ?? {})}::jsonb)`
+}
+
+async function hasAttributes(tx: Orm, projectId: string, endUserId: string, pending: readonly EndUserTouch[]): Promise<boolean> {
+  const [found] = rowsOf<{ has: boolean }>(await tx.execute(sql`select ${attributesAsLeft(projectId, endUserId, pending)} <> '{}'::jsonb as has`))
+  return found?.has === true
+}
+
+/**
+ * A touch that empties the attributes of `endUserId`, before those the commit writes to it after,
+ * without activity (its times stay). Handed to the end-user sink like every other write of an end
+ * user: an update of its row from here would lock it out of the sink's order (see identitySink).
+ */
+function clearedAttributes(projectId: string, endUserId: string, at: number): EndUserTouch {
+  return { projectId, endUserId, at, noActivity: true, attributes: {}, replacesAttributes: true }
 }
 
 async function findPerson(tx: Orm, projectId: string, auth: Record<string, unknown>, pending: readonly EndUserTouch[]): Promise<string | undefined> {
@@ -174,15 +214,13 @@ async function findPerson(tx: Orm, projectId: string, auth: Record<string, unkno
  * no other value).
  */
 async function holdsOtherValues(tx: Orm, projectId: string, person: string, auth: Record<string, unknown>, pending: readonly EndUserTouch[]): Promise<boolean> {
-  const written = mergedPending(projectId, pending).find((p) => p.endUserId === person)?.attributes ?? {}
   const [found] = rowsOf<{ other: boolean }>(
     await tx.execute(sql`
       select exists (
         select 1 from jsonb_each(${jsonParam(auth)}::jsonb) f
         where c.attributes -> f.key not in ('null'::jsonb, '""'::jsonb, '[]'::jsonb, '{}'::jsonb) and c.attributes -> f.key <> f.value
       ) as other
-      from (select coalesce((select attributes from end_users where project_id = ${projectId} and end_user_id = ${person}), '{}'::jsonb)
-        || ${jsonParam(written)}::jsonb as attributes) c`),
+      from (select ${attributesAsLeft(projectId, person, pending)} as attributes) c`),
   )
   return found?.other === true
 }
@@ -192,12 +230,9 @@ async function holdsOtherValues(tx: Orm, projectId: string, person: string, auth
  * the commit leaves them (see personLookup): what `to` has already stays.
  */
 async function attributesToBring(tx: Orm, projectId: string, from: string, to: string, pending: readonly EndUserTouch[]): Promise<Record<string, unknown>> {
-  const merged = mergedPending(projectId, pending)
-  const written = (endUserId: string) => jsonParam(merged.find((p) => p.endUserId === endUserId)?.attributes ?? {})
-  const stored = (endUserId: string) => sql`coalesce((select attributes from end_users where project_id = ${projectId} and end_user_id = ${endUserId}), '{}'::jsonb)`
   const [found] = rowsOf<{ attributes: Record<string, unknown> }>(
     await tx.execute(sql`
-      select (${stored(from)} || ${written(from)}::jsonb) - array(select jsonb_object_keys(${stored(to)} || ${written(to)}::jsonb)) as attributes`),
+      select ${attributesAsLeft(projectId, from, pending)} - array(select jsonb_object_keys(${attributesAsLeft(projectId, to, pending)})) as attributes`),
   )
   return found?.attributes ?? {}
 }
@@ -225,8 +260,8 @@ async function moveAliases(tx: Orm, projectId: string, from: string, to: string)
  * on any device finds that person) and its first-seen time (its place among people with the same
  * values), as the commit leaves them (see personLookup); its aliases go to it. Not one of the
  * aliases promoted: one may have a row of its own, from before it was aliased, whose attributes would
- * mix in, and a person seen on no other device has none. The device's own row stays as it was: once
- * an alias, no lookup reads it.
+ * mix in, and a person seen on no other device has none. The device's own row is then cleared (see
+ * identitySink).
  */
 async function leftBehind(tx: Orm, projectId: string, endUserId: string, pending: readonly EndUserTouch[]): Promise<EndUserTouch> {
   const written = mergedPending(projectId, pending).find((p) => p.endUserId === endUserId)
@@ -237,5 +272,6 @@ async function leftBehind(tx: Orm, projectId: string, endUserId: string, pending
   )
   const firstAt = Math.min(stored ? Number(stored.first_at) : Infinity, written?.firstAt ?? Infinity)
   const at = stored ? Math.max(Number(stored.last_at), firstAt) : firstAt
-  return { projectId, endUserId: randomUUID(), at, firstAt, attributes: { ...stored?.attributes, ...written?.attributes } }
+  const attributes = written?.replacesAttributes ? written.attributes : { ...stored?.attributes, ...written?.attributes }
+  return { projectId, endUserId: randomUUID(), at, firstAt, attributes }
 }

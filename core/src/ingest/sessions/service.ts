@@ -48,6 +48,11 @@ export interface EndUserTouch {
   noActivity?: boolean
   /** Merged into what is stored (identify). */
   attributes?: Record<string, unknown> | null
+  /**
+   * `attributes` (none: `{}`) take the place of what is stored, rather than merging into it: an end user
+   * that becomes an alias, or leaves its person, keeps nothing of whom it was (identitySink).
+   */
+  replacesAttributes?: boolean
   geo?: Geo | null
 }
 
@@ -100,7 +105,9 @@ export function mergeEndUserTouches(touches: readonly EndUserTouch[]): EndUserTo
         ? {
             ...seen,
             ...endUserActivityOf(seen, touch),
-            attributes: seen.attributes || touch.attributes ? { ...seen.attributes, ...touch.attributes } : null,
+            // A touch that replaces drops what the touches before it gave too: they came earlier.
+            attributes: touch.replacesAttributes ? { ...touch.attributes } : seen.attributes || touch.attributes ? { ...seen.attributes, ...touch.attributes } : null,
+            replacesAttributes: seen.replacesAttributes || touch.replacesAttributes || undefined,
             geo: touch.geo ?? seen.geo,
           }
         : touch,
@@ -197,7 +204,7 @@ export function sessionTouchIsKnown(touch: SessionTouch, known: KnownRow | undef
 export function endUserTouchIsKnown(touch: EndUserTouch, known: KnownRow | undefined): boolean {
   if (!known) return false
   if (!touch.noActivity && (firstSeenOf(touch) < known.firstAt || touch.at > known.lastAt + ACTIVITY_RESOLUTION_MS)) return false
-  return nothing(touch.geo) && (nothing(touch.attributes) || Object.keys(touch.attributes!).length === 0)
+  return nothing(touch.geo) && !touch.replacesAttributes && (nothing(touch.attributes) || Object.keys(touch.attributes!).length === 0)
 }
 
 /**

@@ -57,15 +57,16 @@ const EARLIER_ENTRY = sql.raw('excluded.entry_url is not null and (s.entry_url i
 const USER_AGENT_UNKNOWN = sql.raw('s.user_agent is null and excluded.user_agent is not null')
 
 /**
- * Whether the conflicting row is one of `quiet`, the touches that show no activity (`noActivity`):
- * those rows keep their times. An insert's `excluded` holds only columns, so the keys go beside the
- * touches (not the stored times read before the insert: a concurrent request may create the row).
- * Usually there are none, and the test is a constant.
+ * Whether the conflicting row is one of `touches`: those that show no activity (`noActivity`), whose
+ * rows keep their times, or those whose attributes replace the stored ones (`replacesAttributes`).
+ * An insert's `excluded` holds only columns, so the keys go beside the touches (not the stored times
+ * read before the insert: a concurrent request may create the row). Usually there are none, and the
+ * test is a constant.
  */
-function isQuiet(quiet: { projectId: string; id: string }[], idColumn: 'session_id' | 'end_user_id'): SQL {
-  if (quiet.length === 0) return sql`false`
+function isOneOf(touches: { projectId: string; id: string }[], idColumn: 'session_id' | 'end_user_id'): SQL {
+  if (touches.length === 0) return sql`false`
   return sql`(excluded.project_id, excluded.${sql.raw(idColumn)}) in (
-    select q."projectId", q.id from jsonb_to_recordset(${jsonParam(quiet)}::jsonb) as q("projectId" uuid, id text))`
+    select q."projectId", q.id from jsonb_to_recordset(${jsonParam(touches)}::jsonb) as q("projectId" uuid, id text))`
 }
 
 /**
@@ -83,7 +84,7 @@ export const sessionsSink: Sink<SessionTouch> = {
     const touches = mergeSessionTouches(rows).filter((t) => !sessionTouchIsKnown(t, knownSessions.get(sessionKey(t))))
     knownSessions.wrote(rows, touches)
     if (touches.length === 0) return
-    const quiet = isQuiet(touches.filter((t) => t.noActivity).map((t) => ({ projectId: t.projectId, id: t.sessionId })), 'session_id')
+    const quiet = isOneOf(touches.filter((t) => t.noActivity).map((t) => ({ projectId: t.projectId, id: t.sessionId })), 'session_id')
     await tx.execute(sql`
       insert into sessions as s (project_id, session_id, environment, end_user_id, started_at, last_activity_at,
         entry_url, entry_at, referrer, user_agent, browser, browser_version, os, os_version, device_type, device_vendor, device_model,
@@ -153,7 +154,7 @@ export async function sessionEndUsers(tx: Orm, sessions: readonly { projectId: s
   return new Map(found.map((f) => [sessionKey({ projectId: f.project_id, sessionId: f.session_id }), { endUserId: f.end_user_id, person: f.person }]))
 }
 
-/** Creates or extends end users; identify's attributes merge into what is stored. */
+/** Creates or extends end users; identify's attributes merge into what is stored (or replace it: replacesAttributes). */
 export const endUsersSink: Sink<EndUserTouch> = {
   name: 'end_users',
   singleStatement: true,
@@ -161,13 +162,14 @@ export const endUsersSink: Sink<EndUserTouch> = {
     const touches = mergeEndUserTouches(rows).filter((t) => !endUserTouchIsKnown(t, knownEndUsers.get(endUserKey(t))))
     knownEndUsers.wrote(rows, touches)
     if (touches.length === 0) return
-    const quiet = isQuiet(touches.filter((t) => t.noActivity).map((t) => ({ projectId: t.projectId, id: t.endUserId })), 'end_user_id')
+    const quiet = isOneOf(touches.filter((t) => t.noActivity).map((t) => ({ projectId: t.projectId, id: t.endUserId })), 'end_user_id')
+    const replacing = isOneOf(touches.filter((t) => t.replacesAttributes).map((t) => ({ projectId: t.projectId, id: t.endUserId })), 'end_user_id')
     await tx.execute(sql`
       insert into end_users as u (project_id, end_user_id, attributes, geo, first_seen_at, last_seen_at)
       select t."projectId", t."endUserId", coalesce(t.attributes, '{}'::jsonb), t.geo, to_timestamp(coalesce(t."firstAt", t.at) / 1000.0), to_timestamp(t.at / 1000.0)
       from jsonb_to_recordset(${jsonParam(touches)}::jsonb) as t("projectId" uuid, "endUserId" text, at float8, "firstAt" float8, attributes jsonb, geo jsonb)
       on conflict (project_id, end_user_id) do update set
-        attributes = case when excluded.attributes = '{}'::jsonb then u.attributes else u.attributes || excluded.attributes end,
+        attributes = case when ${replacing} then excluded.attributes when excluded.attributes = '{}'::jsonb then u.attributes else u.attributes || excluded.attributes end,
         geo = coalesce(excluded.geo, u.geo),
         first_seen_at = case when ${quiet} then u.first_seen_at else least(u.first_seen_at, excluded.first_seen_at) end,
         last_seen_at = case when ${quiet} then u.last_seen_at else greatest(u.last_seen_at, excluded.last_seen_at) end`)
