@@ -117,6 +117,29 @@ describe.skipIf(engine !== 'postgres')('the locks a commit of identifies takes',
   })
 })
 
+describe.skipIf(engine !== 'postgres')('the identity lock a plain identify takes, shared', () => {
+  const lock = (mode: 'exclusive' | 'shared') =>
+    mode === 'exclusive'
+      ? sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${core.project.projectId}))`
+      : sql`select pg_advisory_xact_lock_shared(${IDENTITY_LOCK_CLASS}, hashtext(${core.project.projectId}))`
+
+  test('waiting for an auth-aware identify under way, it holds none of the end users its events touch', async () => {
+    expect(await lockableWhileWaiting(lock('exclusive'), () => commitOf('lock-b', identify('lock-d')), 'lock-b')).toBe(true)
+    const [identified] = await core.database.db.rows(sql`select attributes from end_users where end_user_id = 'lock-d'`)
+    expect(identified).toEqual({ attributes: { identified: true } })
+  })
+
+  test('plain identifies do not wait on each other', async () => {
+    const release = await holding(lock('shared'))
+    try {
+      const written = commitOf('lock-b', identify('lock-e')).then(() => 'written')
+      expect(await Promise.race([written, Bun.sleep(3_000).then(() => 'waited')])).toBe('written')
+    } finally {
+      await release()
+    }
+  })
+})
+
 describe.skipIf(engine !== 'postgres')('what a commit of identifies reads once it holds the identity lock', () => {
   test('the people its end users are aliases of, as the commit it waited for left them', async () => {
     // Ann's desktop, a person, and her phone, its alias.
@@ -147,5 +170,42 @@ describe.skipIf(engine !== 'postgres')('what a commit of identifies reads once i
     expect(row.canonical).toBe('st-ann')
     const [ann] = await core.database.db.rows(sql`select attributes from end_users where end_user_id = 'st-ann'`)
     expect(ann).toEqual({ attributes: { email: 'ann@stale.test', identified: true, phone: '555-0606' } })
+  })
+})
+
+describe.skipIf(engine !== 'postgres')('a plain identify of an end user another commit is making an alias', () => {
+  test('its attributes go to the person, where lookups read them, not to the alias\'s own row', async () => {
+    // Ann, a person, and a phone that is a person of its own so far.
+    expect((await core.post('/api/ingestion/user/auth', { userId: 'pa-ann', userAttributes: { email: 'ann@plain.test' }, authFields: ['email'] })).status).toBe(200)
+    expect((await core.post('/api/ingestion/user', { userId: 'pa-phone', userAttributes: { device: 'phone' } })).status).toBe(200)
+    // Another commit (another process's, or the writer's other one) makes the phone Ann's alias, as
+    // an auth-aware identify does: under the identity lock, clearing the phone's own attributes.
+    // Meanwhile the phone is identified plainly.
+    let release!: () => void
+    let held!: () => void
+    const isHeld = new Promise<void>((resolve) => (held = resolve))
+    const holder = core.database.db.orm.transaction(async (tx) => {
+      await tx.execute(sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${core.project.projectId}))`)
+      await tx.execute(sql`insert into end_user_aliases (project_id, alias_id, end_user_id) values (${core.project.projectId}, 'pa-phone', 'pa-ann')`)
+      await tx.execute(sql`update end_users set attributes = '{}'::jsonb where project_id = ${core.project.projectId} and end_user_id = 'pa-phone'`)
+      held()
+      await new Promise<void>((resolve) => (release = resolve))
+    })
+    await isHeld
+    const row: IdentifyRow = { ...identify('pa-phone'), attributes: { plan: 'pro' } }
+    const written = core.services.writer.write({ projectId: core.project.projectId, monthlyLimit: null, items: 1, bytes: 100, writes: [{ sink: identitySink, rows: [row] }] })
+    try {
+      await untilAWriteWaitsOnALock()
+    } finally {
+      release()
+      await holder
+      await written
+    }
+    expect(row.canonical).toBe('pa-ann')
+    const stored = await core.database.db.rows(sql`select end_user_id, attributes from end_users where end_user_id in ('pa-ann', 'pa-phone') order by 1`)
+    expect(stored).toEqual([
+      { end_user_id: 'pa-ann', attributes: { email: 'ann@plain.test', plan: 'pro' } },
+      { end_user_id: 'pa-phone', attributes: {} },
+    ])
   })
 })

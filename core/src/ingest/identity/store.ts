@@ -24,7 +24,7 @@ const key = (projectId: string, endUserId: string) => `${projectId}\n${endUserId
  * stays a person under a new id (see leftBehind); an alias whose values
  * no one has, and whose person has others, becomes a person of its own. Auth-aware identifies of
  * one project run one at a time (a transaction-scoped advisory lock), so two devices signing in at
- * once end as one person.
+ * once end as one person. Plain identifies take the same lock shared (see identityLocks).
  *
  * The people found are handed to the end-user sink, which writes every end user of the commit in one
  * sorted statement. Written here, one by one, they would be locked in an order of their own, after
@@ -37,13 +37,10 @@ export const identitySink: Sink<IdentifyRow> = {
   async write(tx, rows, hand) {
     // Taken first, before any row this sink locks: a commit waiting for it holds no row that its
     // holder will want (the sessions phase locks before it, and nothing after it waits on it).
-    const locks = [...new Set(rows.flatMap((r) => (r.auth ? [r.projectId] : [])))]
-      .sort()
-      .map((projectId) => tx.execute(sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${projectId}))`).then(() => undefined))
     // Aliases are read once the lock is held, awaited rather than left to the order the queries are
     // sent in: read before, they may be those the commit holding it changes (a person left behind
-    // under a new id), and attributes would go to the old one.
-    await Promise.all(locks)
+    // under a new id, an end user made an alias), and attributes would go where no lookup reads them.
+    await Promise.all(identityLocks(rows).map((lock) => tx.execute(lock)))
     const canonical = await aliasesOf(tx, rows)
     const ofSessions = await sessionEndUsers(
       tx,
@@ -111,6 +108,27 @@ export const identitySink: Sink<IdentifyRow> = {
     }
     hand!(endUsersSink, people)
   },
+}
+
+/**
+ * The identity lock of each project of `rows`, in one order (by project, whatever the mode, so that
+ * commits of several projects never wait on each other in a circle): exclusive where an identify is
+ * auth-aware, as such an identify makes aliases; shared where all are plain. A plain identify makes no
+ * alias, but reads whether its end user is one: without the lock it could read "no alias" while
+ * another commit (another process, or the writer's other commit) makes it one, and write its
+ * attributes to the end user's own row, which no lookup reads from then on and the next alias-making
+ * identify clears: answered 200, they would be lost. Shared, plain identifies never wait on each
+ * other, only on an auth-aware one under way (and it on them); one statement, in commits that carry one.
+ */
+function identityLocks(rows: readonly IdentifyRow[]): SQL[] {
+  const authAware = new Set(rows.flatMap((r) => (r.auth ? [r.projectId] : [])))
+  return [...new Set(rows.map((r) => r.projectId))]
+    .sort()
+    .map((projectId) =>
+      authAware.has(projectId)
+        ? sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${projectId}))`
+        : sql`select pg_advisory_xact_lock_shared(${IDENTITY_LOCK_CLASS}, hashtext(${projectId}))`,
+    )
 }
 
 /** alias id -> person, for the end users named in `rows` that are aliases. */
