@@ -43,7 +43,7 @@ function setup(reply?: (request: Sent) => Reply, alone?: (drain: () => Promise<v
   const answers: Record<string, unknown>[] = []
   const stops: string[] = []
   const transport = createTransport(SERVICE_BASE, 'k', service.fetch, page.win, log, clock, later)
-  const delivery = createDelivery({ transport, outbox, clock, log, random: () => 1, alone, answered: (data) => answers.push(data), stopped: (reason) => stops.push(reason) })
+  const delivery = createDelivery(transport, outbox, clock, log, (data) => answers.push(data), (reason) => stops.push(reason), alone, () => 1)
   const parcel = (id: string, body: Record<string, unknown> = { sessionId: 's', events: [{ n: id }] }) => ({ id, path: '/api/ingestion/events', body })
   return { service, clock, outbox, delivery, answers, stops, parcel, log }
 }
@@ -382,7 +382,7 @@ describe('delivery', () => {
       expect([service.sent.filter(own).length, service.sent.length, outbox.all().map((p) => p.id)]).toEqual([1, 21, ['bad']])
 
       // The next page load.
-      const next = createDelivery({ transport: createTransport(SERVICE_BASE, 'k', service.fetch, page.win, log, clock, later), outbox, clock, log, answered: () => {}, stopped: () => {} })
+      const next = createDelivery(createTransport(SERVICE_BASE, 'k', service.fetch, page.win, log, clock, later), outbox, clock, log, () => {}, () => {})
       await next.drain()
       await next.drain()
       expect([service.sent.filter(own).length, outbox.all().map((p) => p.id)]).toEqual([2, ['bad']])
@@ -417,7 +417,7 @@ describe('delivery', () => {
       expect(sent.filter((n) => n === 'bad')).toHaveLength(3)
 
       // The next page load tries it again, first.
-      const next = createDelivery({ transport: createTransport(SERVICE_BASE, 'k', service.fetch, page.win, log, clock, later), outbox, clock, log, answered: () => {}, stopped: () => {} })
+      const next = createDelivery(createTransport(SERVICE_BASE, 'k', service.fetch, page.win, log, clock, later), outbox, clock, log, () => {}, () => {})
       await given(next.drain())
       expect([sent.filter((n) => n === 'bad'), outbox.all().map((p) => p.id)]).toEqual([['bad', 'bad', 'bad', 'bad'], ['0']])
       await page.close()

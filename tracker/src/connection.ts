@@ -1,6 +1,6 @@
 import { API } from './config'
 import type { Messages } from './messages'
-import { GZIP_TIMEOUT_MS, PROBE_TIMEOUT_MS, type Transport } from './transport'
+import { GZIP_TIMEOUT_MS, PROBE_TIMEOUT_MS, timed, type Transport } from './transport'
 import type { Clock, ConnectionTest, FetchFunction, PageWindow } from './types'
 import { SDK_VERSION } from './version'
 
@@ -16,15 +16,8 @@ import { SDK_VERSION } from './version'
  * The status of a no-cors GET of the health probe (0, opaque, from another origin); it throws when
  * the network fails or it is not answered within PROBE_TIMEOUT_MS.
  */
-export async function probe(fetch: FetchFunction, base: string, clock: Clock): Promise<number> {
-  const timeout = new AbortController()
-  const timer = clock.setTimeout(() => timeout.abort(), PROBE_TIMEOUT_MS)
-  try {
-    return (await fetch(base + '/health/simple', { mode: 'no-cors', signal: timeout.signal })).status
-  } finally {
-    clock.clearTimeout(timer)
-  }
-}
+export const probe = (fetch: FetchFunction, base: string, clock: Clock): Promise<number> =>
+  timed(clock, PROBE_TIMEOUT_MS, async (signal) => (await fetch(base + '/health/simple', { mode: 'no-cors', signal })).status)
 
 /**
  * `text` gzipped by the page's `CompressionStream`; nothing where there is none, or where its stream
@@ -49,8 +42,7 @@ export async function gzip(win: PageWindow, text: string): Promise<ArrayBuffer |
 /** `testConnection()`: one call of the (deprecated) init endpoint, its only caller, and what happened. */
 export async function testConnection(transport: Transport, messages: Messages, clock: Clock, ingestionUrl: string): Promise<ConnectionTest> {
   const start = clock.now()
-  const { sessionId, endUserId } = messages.owner(false)
-  const answer = await transport.post(API + '/init', { sessionId, endUserId, entryURL: messages.here(), referrer: messages.referrer, sdkVersion: SDK_VERSION })
+  const answer = await transport.post(API + '/init', { ...messages.owner(false), entryURL: messages.here(), referrer: messages.referrer, sdkVersion: SDK_VERSION })
   const blocked = transport.blocked || (answer.status === 0 && transport.online() && (await transport.reachable()))
   return { ok: answer.status === 200, status: answer.status, latencyMs: clock.now() - start, ingestionUrl, blocked }
 }

@@ -25,24 +25,6 @@ export function retryDelay(attempt: number, random: number, retryAfter: number |
 
 export type StopReason = 'monthly_limit' | 'invalid_key'
 
-export interface DeliveryDeps {
-  transport: Transport
-  outbox: Outbox
-  clock: Clock
-  log: Logger
-  random?: () => number
-  /**
-   * Runs a drain unless another tab of the origin is draining the same outbox (default: it runs). The
-   * outbox is the drain's until the promise it returns settles: when what was kept is sent, or at once
-   * when the page is hidden.
-   */
-  alone?: (drain: () => Promise<void>) => Promise<unknown>
-  /** Every readable success answer (`liveViewer`, `monthlyLimitReached`). */
-  answered(data: Record<string, unknown>): void
-  /** Sending has stopped for good on this page. */
-  stopped(reason: StopReason): void
-}
-
 export type Delivery = ReturnType<typeof createDelivery>
 
 /**
@@ -52,7 +34,23 @@ export type Delivery = ReturnType<typeof createDelivery>
  * or on the next page load. Parcels carry their event uuids
  * and chunk `seq`, so a parcel sent twice is stored once. 429 and an invalid key stop all sending.
  */
-export function createDelivery({ transport, outbox, clock, log, random = Math.random, alone = (drain) => drain(), answered, stopped }: DeliveryDeps) {
+export function createDelivery(
+  transport: Transport,
+  outbox: Outbox,
+  clock: Clock,
+  log: Logger,
+  /** Every readable success answer (`liveViewer`, `monthlyLimitReached`). */
+  answered: (data: Record<string, unknown>) => void,
+  /** Sending has stopped for good on this page. */
+  stopped: (reason: StopReason) => void,
+  /**
+   * Runs a drain unless another tab of the origin is draining the same outbox (default: it runs). The
+   * outbox is the drain's until the promise it returns settles: when what was kept is sent, or at once
+   * when the page is hidden.
+   */
+  alone: (drain: () => Promise<void>) => Promise<unknown> = (drain) => drain(),
+  random = Math.random,
+) {
   let halted: StopReason | null = null
   let draining = false
   /**

@@ -123,18 +123,18 @@ export class ServiceTracker {
     this.#transport = createTransport(this.#base.base, apiKey, environment.fetch ?? win.fetch.bind(win), win, log, clock, connection)
     const outboxKey = 'sl_outbox:' + apiKey
     this.#outbox = createOutbox(local, outboxKey)
-    this.#delivery = createDelivery({
-      transport: this.#transport,
-      outbox: this.#outbox,
+    this.#delivery = createDelivery(
+      this.#transport,
+      this.#outbox,
       clock,
       log,
+      (data) => this.#messages.answered(data),
+      () => this.#halt(),
       // The Web Locks API: a tab that finds the lock held leaves the drain to its holder. Without one
       // (an insecure context), or where it refuses (storage blocked: SecurityError), the tab drains.
       // (A drain that threw, which the request passes on, runs once more: a parcel is stored once.)
-      alone: (drain) => win.navigator.locks?.request(outboxKey, { ifAvailable: true }, (lock) => lock && drain()).catch(drain) ?? drain(),
-      answered: (data) => this.#messages.answered(data),
-      stopped: () => this.#halt(),
-    })
+      (drain) => win.navigator.locks?.request(outboxKey, { ifAvailable: true }, (lock) => lock && drain()).catch(drain) ?? drain(),
+    )
     this.#messages = createMessages(
       win,
       clock,

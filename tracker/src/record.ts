@@ -64,14 +64,13 @@ const scrubbed = (text: string) => (/[=@]/.test(text) && withoutCredentials(text
  * the tracker sends: attribute values, inline styles and style sheets (a snapshot's, a rule inserted
  * later), text. Other URLs stay as they are, so images and style sheets load in the player.
  */
-function scrub(value: Record<string | number, unknown>): void {
-  const visit = (key: string | number) => {
+function scrub(value: Record<string, unknown>): void {
+  // An array's keys are its indexes.
+  for (const key of Object.keys(value)) {
     const item = value[key]
     if (typeof item === 'string') value[key] = scrubbed(item)
     else if (item && typeof item === 'object') scrub(item as Record<string, unknown>)
   }
-  if (Array.isArray(value)) for (let i = 0; i < value.length; i++) visit(i)
-  else for (const key of Object.keys(value)) visit(key)
 }
 
 interface Serialized {

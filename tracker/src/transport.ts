@@ -52,6 +52,17 @@ export interface Answer {
 
 export type Transport = ReturnType<typeof createTransport>
 
+/** What `use` returns, given a signal that aborts after `ms` by the tracker's clock, whose timer ends with it. */
+export async function timed<T>(clock: Clock, ms: number, use: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const timeout = new AbortController()
+  const timer = clock.setTimeout(() => timeout.abort(), ms)
+  try {
+    return await use(timeout.signal)
+  } finally {
+    clock.clearTimeout(timer)
+  }
+}
+
 /**
  * One attempt at one request. Normally `fetch` with `Authorization`. On unload, and once that fetch
  * has been seen blocked while the service is reachable (sticky-beacon: a proxy or CORS setup that
@@ -118,23 +129,20 @@ export function createTransport(
    * fetch, the key in the Authorization header; or `simple`: the key in a text/plain body, a
    * CORS-simple request that needs no preflight. Status 0 when it does not get through.
    */
-  async function post(path: string, body: object, simple = false): Promise<Answer> {
-    const timeout = new AbortController()
-    const timer = clock.setTimeout(() => timeout.abort(), REQUEST_TIMEOUT_MS)
-    try {
-      const [url, payload] = await encode(path, simple ? withKey(body) : JSON.stringify(body))
-      const headers: Record<string, string> = simple ? {} : { Authorization: 'Bearer ' + apiKey, 'Content-Type': 'application/json' }
-      const response = await fetch(url, { method: 'POST', headers, body: payload, signal: timeout.signal })
-      answering = serviceAnswered(response.status)
-      return { status: response.status, data: await response.json().catch(() => null), retryAfter: response.headers.get('retry-after') }
-    } catch {
-      if (!timeout.signal.aborted) return { status: 0 }
-      answering = false
-      return { status: 0, timedOut: true }
-    } finally {
-      clock.clearTimeout(timer)
-    }
-  }
+  const post = (path: string, body: object, simple = false): Promise<Answer> =>
+    timed(clock, REQUEST_TIMEOUT_MS, async (signal) => {
+      try {
+        const [url, payload] = await encode(path, simple ? withKey(body) : JSON.stringify(body))
+        const headers: Record<string, string> = simple ? {} : { Authorization: 'Bearer ' + apiKey, 'Content-Type': 'application/json' }
+        const response = await fetch(url, { method: 'POST', headers, body: payload, signal })
+        answering = serviceAnswered(response.status)
+        return { status: response.status, data: await response.json().catch(() => null), retryAfter: response.headers.get('retry-after') }
+      } catch {
+        if (!signal.aborted) return { status: 0 }
+        answering = false
+        return { status: 0, timedOut: true }
+      }
+    })
 
   /**
    * Whether the service answers at all: a no-cors GET that nothing but the network can fail (see

@@ -49,63 +49,60 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
   // mounted at its root), and the page's requests there are the page's.
   const own = [context.base + API + '/', context.base + '/health/']
   /**
-   * A request as the page gave it, to fetch or to an XMLHttpRequest's open: its input (a URL as text or
-   * an object, or a Request) and init, read here, when it has ended, where nothing throws into the page
-   * (what fetch rejects, a method that cannot become text or a getter that throws, would throw at its call).
+   * Reports a request as the page gave it, to fetch or to an XMLHttpRequest's open: its input (a URL as
+   * text or an object, or a Request) and init, read here, when it has ended, where nothing throws into the
+   * page (what fetch rejects, a method that cannot become text or a getter that throws, would throw at its call).
    */
-  const describe = (input: unknown, init: RequestInit | undefined, start: number, status: number | null, statusText: string | null, failure?: { name?: string; message?: string }) => {
-    statusText ||= null
-    // What the browser takes, too: `fetch(undefined)` fetches ./undefined (it never throws, it rejects).
-    const request = input as Partial<Request> | undefined
-    const method = String(init?.method ?? request?.method ?? 'GET').toUpperCase()
-    const url = withoutQuery(request?.url ?? String(input), win.document.baseURI)
-    // An abort rejects with its signal's reason (which is none before), whatever the page gave it
-    // (`abort('superseded')`, a library's cancel error); only `AbortSignal.timeout`'s, a TimeoutError, is a failure.
-    if (failure && failure === (init?.signal ?? request?.signal)?.reason && failure.name != 'TimeoutError') failure = { name: 'AbortError' }
-    // Not what never crosses the network: a `data:` URL is its content (a photo being uploaded, say).
-    if (!url.startsWith('http') || own.some((prefix) => url.startsWith(prefix))) return
-    // The page's clock may have been set back meanwhile (a time sync); the service refuses a span
-    // that ends before it starts.
-    const end = Math.max(context.now(), start)
-    const aborted = failure?.name === 'AbortError'
-    const failed = status === null || status >= 400
-    // Some of the browser's messages repeat the URL as the page gave it, credentials, query and all.
-    const message = failed ? withoutCredentials((failure?.message ?? `HTTP ${status}${statusText ? ' ' + statusText : ''}`).replace(URL_IN_TEXT, (found) => withoutQuery(found, found))) : null
-    const slow = end - start > SLOW_REQUEST_MS
-    const name = `${method} ${new URL(url).pathname}`
-    if (spans) {
-      const span = {
-        traceId: randomHex(16),
-        spanId: randomHex(8),
-        name,
-        kind: 'client',
-        startTimeMs: start,
-        endTimeMs: end,
-        status: aborted ? { code: 'unset' } : failed ? { code: 'error', message: message! } : { code: 'ok' },
-        attributes: { 'http.method': method, 'http.url': url, 'http.status_code': status },
-      } satisfies SpanEntry
-      context.report('/spans/batch', 'spans', span, false)
-    }
-    if (network && !aborted && (failed || slow)) {
-      context.report('/network', 'errors', {
-        requestId: uuid(end),
-        url,
-        method,
-        status,
-        statusText,
-        duration: end - start,
-        timestampMs: end,
-        startTimeMs: start,
-        errorType: status === null ? 'network' : failed ? 'http' : 'slow',
-        errorMessage: message,
-        errorName: failure?.name,
-      } satisfies NetworkErrorEntry)
-    }
-  }
-  // Reporting runs inside the page's own request promise chain: it must never throw into it.
-  const report: typeof describe = (...args) => {
+  const report = (input: unknown, init: RequestInit | undefined, start: number, status: number | null, statusText: string | null, failure?: { name?: string; message?: string }) => {
+    // Reporting runs inside the page's own request promise chain: it must never throw into it.
     try {
-      describe(...args)
+      statusText ||= null
+      // What the browser takes, too: `fetch(undefined)` fetches ./undefined (it never throws, it rejects).
+      const request = input as Partial<Request> | undefined
+      const method = String(init?.method ?? request?.method ?? 'GET').toUpperCase()
+      const url = withoutQuery(request?.url ?? String(input), win.document.baseURI)
+      // An abort rejects with its signal's reason (which is none before), whatever the page gave it
+      // (`abort('superseded')`, a library's cancel error); only `AbortSignal.timeout`'s, a TimeoutError, is a failure.
+      if (failure && failure === (init?.signal ?? request?.signal)?.reason && failure.name != 'TimeoutError') failure = { name: 'AbortError' }
+      // Not what never crosses the network: a `data:` URL is its content (a photo being uploaded, say).
+      if (!url.startsWith('http') || own.some((prefix) => url.startsWith(prefix))) return
+      // The page's clock may have been set back meanwhile (a time sync); the service refuses a span
+      // that ends before it starts.
+      const end = Math.max(context.now(), start)
+      const aborted = failure?.name === 'AbortError'
+      const failed = status === null || status >= 400
+      // Some of the browser's messages repeat the URL as the page gave it, credentials, query and all.
+      const message = failed ? withoutCredentials((failure?.message ?? `HTTP ${status}${statusText ? ' ' + statusText : ''}`).replace(URL_IN_TEXT, (found) => withoutQuery(found, found))) : null
+      const slow = end - start > SLOW_REQUEST_MS
+      const name = `${method} ${new URL(url).pathname}`
+      if (spans) {
+        const span = {
+          traceId: randomHex(16),
+          spanId: randomHex(8),
+          name,
+          kind: 'client',
+          startTimeMs: start,
+          endTimeMs: end,
+          status: aborted ? { code: 'unset' } : failed ? { code: 'error', message: message! } : { code: 'ok' },
+          attributes: { 'http.method': method, 'http.url': url, 'http.status_code': status },
+        } satisfies SpanEntry
+        context.report('/spans/batch', 'spans', span, false)
+      }
+      if (network && !aborted && (failed || slow)) {
+        context.report('/network', 'errors', {
+          requestId: uuid(end),
+          url,
+          method,
+          status,
+          statusText,
+          duration: end - start,
+          timestampMs: end,
+          startTimeMs: start,
+          errorType: status === null ? 'network' : failed ? 'http' : 'slow',
+          errorMessage: message,
+          errorName: failure?.name,
+        } satisfies NetworkErrorEntry)
+      }
     } catch {}
   }
 

@@ -17,8 +17,8 @@ export function trackPages(context: AutoContext, pageViews: boolean, navigation:
     if (navigation) context.navigation(type, from, to)
     if (pageViews && (type !== 'replace' || new URL(from).pathname !== location.pathname)) context.pageView(to)
   }
-  const wrapHistory = (name: 'pushState' | 'replaceState', type: 'push' | 'replace') =>
-    patch(history, name, (original) =>
+  const wrapHistory = (type: 'push' | 'replace') =>
+    patch(history, `${type}State`, (original) =>
       function (this: History, ...args: Parameters<History['pushState']>) {
         const result = original.apply(this, args)
         changed(type)
@@ -27,8 +27,8 @@ export function trackPages(context: AutoContext, pageViews: boolean, navigation:
     )
   if (pageViews) context.pageView()
   return [
-    wrapHistory('pushState', 'push'),
-    wrapHistory('replaceState', 'replace'),
+    wrapHistory('push'),
+    wrapHistory('replace'),
     listen(context.win, 'popstate', () => changed('pop')),
     listen(context.win, 'hashchange', () => changed('pop')),
   ]
