@@ -260,6 +260,44 @@ describe('console', () => {
     expect(messages).toEqual([...huge.map((value) => whole(value).slice(0, LOG_MESSAGE_MAX_CHARS)), 'state: [object Object]', whole(small)])
   })
 
+  /** The messages of the page's console lines sent, without happy-dom's own (it logs its refusal to load rrweb's iframe with console.error, when that comes first). */
+  const logged = (t: Tracked): string[] =>
+    t.service.to('/logs').flatMap((r) => r.body.logs.map((log: { message: string }) => log.message)).filter((message: string) => !message.includes('Iframe page loading is disabled'))
+
+  test('a format string is sent as the console shows it: %c takes its CSS, %s %d %i %f %o substitute, %% is %, a specifier with no argument stays', async () => {
+    const t = tracked({ automaticTrackingOptions: only({ console: true }) })
+    t.win.console.warn = () => {}
+    t.win.console.error = () => {}
+    t.tracker.start()
+    await settle()
+    t.win.console.warn('%cSightline%c ready', 'color: red; font-size: 20px', '')
+    t.win.console.error('Warning: %s failed for %d items (%i left, %f%% done) in %o', 'save', 3.7, '2px', '12.5', { id: 'A1' }, 'extra', 4)
+    t.win.console.error('Warning: Each child in a list should have a unique "key" prop.%s%s See https://react.dev/link/warning-keys?token=SECRET for more.', '\n\nCheck the render method of `List`.', '')
+    t.win.console.warn('%s and %d and %c and %j', 'one')
+    t.win.console.warn('100%% sure, %s')
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(logged(t)).toEqual([
+      'Sightline ready',
+      'Warning: save failed for 3 items (2 left, 12.5% done) in {"id":"A1"} extra 4',
+      // URLs in the line still go as page URLs do: privacy-first, no parameter values.
+      'Warning: Each child in a list should have a unique "key" prop.\n\nCheck the render method of `List`. See https://react.dev/link/warning-keys?token=[redacted] for more.',
+      'one and %d and %c and %j',
+      '100% sure, %s',
+    ])
+  })
+
+  test('a line whose first argument is no string is sent as before: every argument as text, none substituted', async () => {
+    const t = tracked({ automaticTrackingOptions: only({ console: true }) })
+    t.win.console.warn = () => {}
+    t.tracker.start()
+    await settle()
+    t.win.console.warn({ code: '%s' }, 'left', '%c', 'color: red')
+    t.win.console.warn(7, '%d', 8)
+    t.win.console.warn()
+    await t.clock.advance(TELEMETRY_FLUSH_MS)
+    expect(logged(t)).toEqual(['{"code":"%s"} left %c color: red', '7 %d 8', ''])
+  })
+
   test("the tracker's own warnings are not sent as the page's logs", async () => {
     const t = tracked({ logLevel: 'warn', automaticTrackingOptions: only({ console: true }) })
     t.win.console.warn = () => {}
