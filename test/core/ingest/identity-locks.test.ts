@@ -44,13 +44,13 @@ const commitOf = (touched: string, identified: IdentifyRow) =>
     ],
   })
 
-/** Runs `hold` in a transaction of its own, kept open until the returned release is called. */
-async function holding(hold: ReturnType<typeof sql>): Promise<() => Promise<void>> {
+/** Runs `statements` in a transaction of their own, kept open until the returned release is called. */
+async function holding(...statements: ReturnType<typeof sql>[]): Promise<() => Promise<void>> {
   let release!: () => void
   let held!: () => void
   const isHeld = new Promise<void>((resolve) => (held = resolve))
   const done = core.database.db.orm.transaction(async (tx) => {
-    await tx.execute(hold)
+    for (const statement of statements) await tx.execute(statement)
     held()
     await new Promise<void>((resolve) => (release = resolve))
   })
@@ -70,6 +70,17 @@ async function untilAWriteWaitsOnALock(): Promise<void> {
     await Bun.sleep(10)
   }
   throw new Error('no commit came to wait on the lock')
+}
+
+/** Commits `row` alone, once it waits on a lock another transaction holds (`release` ends that transaction). */
+async function writeWhileWaiting(row: IdentifyRow, release: () => Promise<void>): Promise<void> {
+  const written = core.services.writer.write({ projectId: core.project.projectId, monthlyLimit: null, items: 1, bytes: 100, writes: [{ sink: identitySink, rows: [row] }] })
+  try {
+    await untilAWriteWaitsOnALock()
+  } finally {
+    await release()
+    await written
+  }
 }
 
 /** Whether another transaction could lock the end user now. */
@@ -147,26 +158,13 @@ describe.skipIf(engine !== 'postgres')('what a commit of identifies reads once i
     expect((await core.post('/api/ingestion/user/auth', { userId: 'st-phone', userAttributes: { email: 'ann@stale.test' }, authFields: ['email'] }).then((r) => r.json())).endUserId).toBe('st-desk')
     // Another commit holds the lock and, meanwhile, leaves Ann behind under another id, as a desktop
     // signing in as someone else does; the phone's sign-in waits for it.
-    let release!: () => void
-    let held!: () => void
-    const isHeld = new Promise<void>((resolve) => (held = resolve))
-    const holder = core.database.db.orm.transaction(async (tx) => {
-      await tx.execute(sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${core.project.projectId}))`)
-      held()
-      await new Promise<void>((resolve) => (release = resolve))
-      await tx.execute(sql`insert into end_users (project_id, end_user_id, attributes) values (${core.project.projectId}, 'st-ann', '{"email":"ann@stale.test"}'::jsonb)`)
-      await tx.execute(sql`update end_user_aliases set end_user_id = 'st-ann' where project_id = ${core.project.projectId} and end_user_id = 'st-desk'`)
-    })
-    await isHeld
+    const release = await holding(
+      sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${core.project.projectId}))`,
+      sql`insert into end_users (project_id, end_user_id, attributes) values (${core.project.projectId}, 'st-ann', '{"email":"ann@stale.test"}'::jsonb)`,
+      sql`update end_user_aliases set end_user_id = 'st-ann' where project_id = ${core.project.projectId} and end_user_id = 'st-desk'`,
+    )
     const row = identify('st-phone', { phone: '555-0606' })
-    const written = core.services.writer.write({ projectId: core.project.projectId, monthlyLimit: null, items: 1, bytes: 100, writes: [{ sink: identitySink, rows: [row] }] })
-    try {
-      await untilAWriteWaitsOnALock()
-    } finally {
-      release()
-      await holder
-      await written
-    }
+    await writeWhileWaiting(row, release)
     expect(row.canonical).toBe('st-ann')
     const [ann] = await core.database.db.rows(sql`select attributes from end_users where end_user_id = 'st-ann'`)
     expect(ann).toEqual({ attributes: { email: 'ann@stale.test', identified: true, phone: '555-0606' } })
@@ -181,26 +179,13 @@ describe.skipIf(engine !== 'postgres')('a plain identify of an end user another 
     // Another commit (another process's, or the writer's other one) makes the phone Ann's alias, as
     // an auth-aware identify does: under the identity lock, clearing the phone's own attributes.
     // Meanwhile the phone is identified plainly.
-    let release!: () => void
-    let held!: () => void
-    const isHeld = new Promise<void>((resolve) => (held = resolve))
-    const holder = core.database.db.orm.transaction(async (tx) => {
-      await tx.execute(sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${core.project.projectId}))`)
-      await tx.execute(sql`insert into end_user_aliases (project_id, alias_id, end_user_id) values (${core.project.projectId}, 'pa-phone', 'pa-ann')`)
-      await tx.execute(sql`update end_users set attributes = '{}'::jsonb where project_id = ${core.project.projectId} and end_user_id = 'pa-phone'`)
-      held()
-      await new Promise<void>((resolve) => (release = resolve))
-    })
-    await isHeld
+    const release = await holding(
+      sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_CLASS}, hashtext(${core.project.projectId}))`,
+      sql`insert into end_user_aliases (project_id, alias_id, end_user_id) values (${core.project.projectId}, 'pa-phone', 'pa-ann')`,
+      sql`update end_users set attributes = '{}'::jsonb where project_id = ${core.project.projectId} and end_user_id = 'pa-phone'`,
+    )
     const row: IdentifyRow = { ...identify('pa-phone'), attributes: { plan: 'pro' } }
-    const written = core.services.writer.write({ projectId: core.project.projectId, monthlyLimit: null, items: 1, bytes: 100, writes: [{ sink: identitySink, rows: [row] }] })
-    try {
-      await untilAWriteWaitsOnALock()
-    } finally {
-      release()
-      await holder
-      await written
-    }
+    await writeWhileWaiting(row, release)
     expect(row.canonical).toBe('pa-ann')
     const stored = await core.database.db.rows(sql`select end_user_id, attributes from end_users where end_user_id in ('pa-ann', 'pa-phone') order by 1`)
     expect(stored).toEqual([
