@@ -21,10 +21,10 @@ export function logUnhandledRejections(log: Logger, events: NodeJS.EventEmitter 
  * again. What it acknowledged is committed; what it had not answered was never acknowledged, and
  * trackers send it again.
  */
-export function exitOnUncaughtExceptions(log: Logger, exit: (code: number) => void = (code) => process.exit(code), events: NodeJS.EventEmitter = process): void {
-  events.on('uncaughtException', (error: unknown) => {
+export function exitOnUncaughtExceptions(log: Logger): void {
+  process.on('uncaughtException', (error: unknown) => {
     const type = error instanceof Error ? error.name : typeof error
     log.error('uncaught exception; exiting', { type, error: errorText(error), stack: stackFrames(error) })
-    exit(1)
+    process.exit(1)
   })
 }

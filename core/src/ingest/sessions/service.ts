@@ -71,7 +71,8 @@ export const firstSeenOf = (touch: EndUserTouch): number => touch.firstAt ?? tou
 export function mergeSessionTouches(touches: readonly SessionTouch[]): SessionTouch[] {
   const merged = new Map<string, SessionTouch>()
   for (const given of touches) {
-    const touch = { ...given, automaticProperties: knownMembers(given.automaticProperties) }
+    // Copied only when it has properties to clean: most touches (events, logs) have none.
+    const touch = given.automaticProperties ? { ...given, automaticProperties: knownMembers(given.automaticProperties) } : given
     const key = sessionKey(touch)
     const seen = merged.get(key)
     if (!seen) {

@@ -73,8 +73,9 @@ function isOneOf(touches: { projectId: string; id: string }[], idColumn: 'sessio
  * Creates or extends sessions: times widen (never by a touch without activity), first-known fields
  * stay, properties and windows merge; an ended session's end moves with activity that comes after it
  * (what a page sent as it closed, racing its goodbye), so that it never ends before its last
- * activity. A touch that adds nothing is not written, and so takes no row lock: commits of a busy session do not
- * queue behind each other. A sink that needs a session's row to itself locks it (presence does).
+ * activity. A touch that adds nothing is not written, and so takes no row lock: commits of a busy
+ * session do not queue behind each other. A sink that needs a session's row to itself locks it
+ * (presence does).
  */
 export const sessionsSink: Sink<SessionTouch> = {
   name: 'sessions',
