@@ -50,6 +50,11 @@ export function parseCidrs(cidrs: readonly string[]): BlockList {
     if (!address || !family || extra !== undefined || !/^\d+$/.test(bits ?? String(max)) || prefix > max) {
       throw new ConfigError(`TRUSTED_PROXIES: "${entry}" is not an IP address or CIDR range`)
     }
+    // `::ffff:10.0.0.0/8` is the IPv6 range ::/8, which holds every IPv4 address mapped: meant as 10/8
+    // (as some tools read it), it would trust any client's X-Forwarded-For. Refused, not guessed at.
+    if (mapped && prefix < 96) {
+      throw new ConfigError(`TRUSTED_PROXIES: "${entry}" is an IPv4-mapped range shorter than /96, which covers every IPv4 address; write ${address}/${prefix} for IPv4, or a prefix of 96 + the IPv4 one`)
+    }
     list.addSubnet(mapped ? `::ffff:${address}` : address, prefix, family)
   }
   return list

@@ -101,6 +101,16 @@ describe('X-Forwarded-For behind trusted proxies', () => {
     expect(clientAddress(['::ffff:10.0.0.1/128'])('10.0.0.1', '8.8.8.8')).toBe('8.8.8.8')
   })
 
+  test('an IPv4-mapped range shorter than /96 holds every IPv4 address: a configuration error, not a trust of every client', () => {
+    // ::ffff:10.0.0.0/8 is ::/8; taken as written, any client's X-Forwarded-For would be believed.
+    for (const wide of ['::ffff:10.0.0.0/8', '::ffff:192.168.0.0/16', '0:0:0:0:0:ffff:10.0.0.0/95', '::ffff:a00:0/24']) {
+      expect(() => clientAddress([wide])).toThrow(ConfigError)
+    }
+    // From /96 on, a mapped range is the IPv4 range it maps.
+    expect(clientAddress(['::ffff:0.0.0.0/96'])('10.1.2.3', '8.8.8.8')).toBe('8.8.8.8')
+    expect(clientAddress(['::ffff:10.0.0.0/104'])('11.1.2.3', '8.8.8.8')).toBe('11.1.2.3')
+  })
+
   test('no header: the proxy itself; garbage written by a trusted hop: no address', () => {
     expect(behind('10.2.3.4', null)).toBe('10.2.3.4')
     expect(behind('127.0.0.1', '8.8.8.8, bogus')).toBeNull()
