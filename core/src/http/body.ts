@@ -49,14 +49,27 @@ export async function readCapped(request: Request, limit: number): Promise<Uint8
   return Buffer.concat(chunks)
 }
 
-/** The body's compression, from `Content-Encoding` or, for beacons that cannot set headers, `?compression=`. */
+/**
+ * The body's compression, from `Content-Encoding` or, for beacons that cannot set headers, `?compression=`.
+ * The header is a list of the codings applied (RFC 9110 8.4): `identity` and empty members are no coding,
+ * so "gzip, identity" is gzip; an empty header says nothing, and leaves the query to say it.
+ */
 export function compressionOf(contentEncoding: string | null, queryCompression: string | undefined): 'gzip' | 'deflate' | null {
-  const encoding = (contentEncoding ?? queryCompression ?? '').trim().toLowerCase()
-  if (encoding === '' || encoding === 'identity') return null
+  if (!contentEncoding && !queryCompression) return null // most bodies: nothing to split
+  const codings = (codingsOf(contentEncoding) ?? codingsOf(queryCompression) ?? []).filter((coding) => coding !== 'identity')
+  // Two codings (gzip inside deflate) are none a client of ours sends: refused as one unknown coding.
+  const encoding = codings.join(', ')
+  if (encoding === '') return null
   if (encoding === 'gzip' || encoding === 'x-gzip') return 'gzip'
   if (encoding === 'deflate') return 'deflate'
   // RFC 9110 §15.5.16: a 415 for a content coding says which ones would have been taken.
   throw new ApiError('unsupported_encoding', `unsupported content encoding "${encoding}"; use gzip or deflate`, { headers: { 'accept-encoding': 'gzip, deflate' } })
+}
+
+/** The codings a `Content-Encoding` value lists, lowercase; undefined when it lists none. */
+function codingsOf(value: string | null | undefined): string[] | undefined {
+  const codings = (value ?? '').split(',').map((coding) => coding.trim().toLowerCase()).filter(Boolean)
+  return codings.length > 0 ? codings : undefined
 }
 
 /**

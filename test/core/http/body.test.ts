@@ -39,6 +39,25 @@ describe('body parsing', () => {
     }
   })
 
+  test('Content-Encoding is a list of codings: "gzip, identity" is gzip; an empty header leaves ?compression= to say it', async () => {
+    const json = JSON.stringify({ eventName: 'listed' })
+    for (const [headers, query] of [
+      [{ 'content-encoding': 'gzip, identity' }, ''],
+      [{ 'content-encoding': 'identity , GZIP' }, ''],
+      [{ 'content-encoding': 'gzip,' }, ''],
+      [{ 'content-encoding': '' }, '?compression=gzip'],
+      [{ 'content-encoding': ' ' }, '?compression=gzip'],
+    ] as const) {
+      const res = await send(`/api/ingestion/customEvent${query}`, gzipSync(json), headers)
+      expect([headers, res.status]).toEqual([headers, 200])
+      expect(await res.json()).toEqual({ body: { eventName: 'listed' } })
+    }
+    // Two codings stacked are none we take: 415, saying which are.
+    const stacked = await send('/api/ingestion/customEvent', gzipSync(gzipSync(json)), { 'content-encoding': 'gzip, gzip' })
+    expect(stacked.status).toBe(415)
+    expect(stacked.headers.get('accept-encoding')).toBe('gzip, deflate')
+  })
+
   test('413 from Content-Length, before the body is read', async () => {
     let pulled = 0
     const stream = new ReadableStream({
