@@ -213,7 +213,9 @@ describe('parseStack', () => {
 
   test('a stack is whatever the client sent: a long run of spaces in a frame line takes linear time, not seconds', () => {
     const started = performance.now()
-    expect(parseStack(`    at f${' '.repeat(64 * 1024)}x`)).toEqual([{ filename: `f${' '.repeat(4095)}`, function: '', lineno: null, colno: null }])
+    expect(parseStack(`    at f${' '.repeat(64 * 1024)}x:1:2`)).toEqual([{ filename: `f${' '.repeat(4095)}`, function: '', lineno: 1, colno: 2 }])
+    // Without a position its words are no place a frame ran (see the multi-line message test).
+    expect(parseStack(`    at f${' '.repeat(64 * 1024)}x`)).toEqual([])
     expect(parseStack(`Error\n    at${' '.repeat(64 * 1024)}`)).toEqual([])
     expect(performance.now() - started).toBeLessThan(1000)
   })

@@ -43,8 +43,16 @@ const looksLikeHash = (token: string): boolean =>
 
 const isVersion = (segment: string) => /^v?\d+(?:\.\d+)+(?:[-+][\w.]+)?$/.test(segment)
 
+/**
+ * Rollup's (and so Vite's) `[name]-[hash]`: 8 characters of URL-safe base64, which may hold `-`
+ * themselves (`index-D-XbHvJo.js`, one build in eight), so splitting at `-` alone leaves pieces too
+ * short to read as a hash, and the file name then changes with every build. The tail is read as a
+ * hash as a whole, its `-` taken for `_` (what else may be in one).
+ */
+const withoutRollupHash = (part: string) => part.replace(/-([\w-]{8})$/, (tail, token: string) => (token.includes('-') && looksLikeHash(token.replaceAll('-', '_')) ? '' : tail))
+
 const withoutHashes = (part: string) =>
-  part
+  withoutRollupHash(part)
     .split('-')
     .filter((token) => !looksLikeHash(token) && !/^\d+$/.test(token))
     .join('-')
@@ -56,6 +64,9 @@ const withoutHashes = (part: string) =>
  * and `/assets/app.77e0d1aa.js` agree.
  */
 export function normalizeFile(file: string, generated: boolean): string {
+  // A script the page made itself (a worker's, `blob:https://shop.example/<uuid>`) is named by an id
+  // new on every page load: all of them are one file to grouping, told apart by their functions.
+  if (/^blob:/i.test(file)) return 'blob'
   let path = stripQuery(file)
   path = path.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '').replace(/^[a-z][a-z0-9+.-]*:/i, '')
   const segments = path.split('/').filter((s) => s !== '' && s !== '.' && s !== '..' && s !== '~')

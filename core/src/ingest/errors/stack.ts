@@ -73,8 +73,21 @@ function parseV8Line(line: string): StackFrame | null {
     const origin = /\(([^()]*):(\d+:\d+)\)/.exec(location)
     if (origin) location = origin[1] ? `${origin[1]}:${origin[2]}` : '<anonymous>'
   }
+  if (!isV8Location(location)) return null
   return frameAt(fn === '<anonymous>' ? '' : fn, location)
 }
+
+/**
+ * Where V8 says a frame ran: a position (`url:line:column`, a path with blanks in it too), a URL
+ * or `node:` module, or one of its few words. A message may run over several lines, and one of them
+ * may start with "at" ("Error: invalid order\nat least one item required"): taken for a frame, its
+ * words would be the innermost in-app "file", and group the report instead of its real top frame.
+ */
+const isV8Location = (location: string): boolean =>
+  /:\d+(?::\d+)?$/.test(location) ||
+  (!/\s/.test(location) && (location.includes(':') || location === 'native' || location === '<anonymous>')) ||
+  /^index \d+$/.test(location) ||
+  location === 'unknown location'
 
 function openingParen(text: string): number {
   let depth = 0
