@@ -1,4 +1,4 @@
-import { index, jsonb, pgTable, primaryKey, text } from 'drizzle-orm/pg-core'
+import { boolean, index, jsonb, pgTable, primaryKey, text } from 'drizzle-orm/pg-core'
 import { at, projectId } from './columns'
 
 export const endUsers = pgTable(
@@ -10,6 +10,8 @@ export const endUsers = pgTable(
     geo: jsonb('geo'),
     firstSeenAt: at('first_seen_at').notNull().defaultNow(),
     lastSeenAt: at('last_seen_at').notNull().defaultNow(),
+    /** As sessions' `times_are_receipt`, for `first_seen_at` and `last_seen_at`. */
+    timesAreReceipt: boolean('times_are_receipt'),
   },
   (t) => [
     primaryKey({ columns: [t.projectId, t.endUserId] }),

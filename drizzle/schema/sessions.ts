@@ -1,4 +1,4 @@
-import { index, jsonb, pgTable, primaryKey, text } from 'drizzle-orm/pg-core'
+import { boolean, index, jsonb, pgTable, primaryKey, text } from 'drizzle-orm/pg-core'
 import { at, projectId } from './columns'
 
 /** A recorded browser session; created by the first request that names it. */
@@ -12,6 +12,12 @@ export const sessions = pgTable(
     startedAt: at('started_at').notNull(),
     lastActivityAt: at('last_activity_at').notNull(),
     endedAt: at('ended_at'),
+    /**
+     * True while `started_at` and `last_activity_at` are only the receipt time of the request that
+     * created the session, which showed no activity (a replay chunk without a valid event, resent
+     * from an outbox hours later); null otherwise. The first touch with activity replaces them.
+     */
+    timesAreReceipt: boolean('times_are_receipt'),
     entryUrl: text('entry_url'),
     /**
      * When the page of `entry_url` was loaded (its recording's meta event). Requests arrive out of

@@ -74,6 +74,42 @@ describe('a replay chunk without a valid event', () => {
     expect(Number((await endUserTimes('quiet-new')).first)).toBeGreaterThanOrEqual(before - 1)
   })
 
+  test('creates a session and end user whose receipt times the first activity replaces, though earlier', async () => {
+    // The outbox resends a page's chunks out of order: one without a valid event arrives first, now.
+    const before = Date.now()
+    await send({ sessionId: 'quiet-4', endUserId: 'quiet-late', windowId: 'w', events: [{ nope: true }] })
+    const receipt = await sessionTimes('quiet-4')
+    expect(Number(receipt.last)).toBeGreaterThanOrEqual(before - 1)
+    await send({ sessionId: 'quiet-4', endUserId: 'quiet-late', windowId: 'w', events: [] })
+    expect(await sessionTimes('quiet-4')).toEqual(receipt)
+
+    // Then the page's real chunk, recorded hours ago: its times are the session's, not widened by the receipt.
+    const t = Date.now() - 3 * 3_600_000
+    await send({ sessionId: 'quiet-4', endUserId: 'quiet-late', windowId: 'w', events: [full(t), move(t + 2_000)] })
+    const stored = { started: String(t), last: String(t + 2_000), ended: null }
+    expect(await sessionTimes('quiet-4')).toEqual(stored)
+    expect(await endUserTimes('quiet-late')).toEqual({ first: String(t), last: String(t + 2_000) })
+
+    // From then on they are the session's own: a chunk without events keeps them, activity widens them.
+    await send({ sessionId: 'quiet-4', endUserId: 'quiet-late', events: [], automaticProperties: { language: 'fr' } })
+    expect(await sessionTimes('quiet-4')).toEqual(stored)
+    await send({ sessionId: 'quiet-4', endUserId: 'quiet-late', windowId: 'w', events: [move(t + 1_000)] })
+    await send({ sessionId: 'quiet-4', endUserId: 'quiet-late', windowId: 'w', events: [move(t - 1_000)] })
+    expect(await sessionTimes('quiet-4')).toEqual({ ...stored, started: String(t - 1_000) })
+    expect(await endUserTimes('quiet-late')).toEqual({ first: String(t - 1_000), last: String(t + 2_000) })
+  })
+
+  test("a goodbye is activity of its own: a session created at its receipt, then ended, keeps that end and last activity", async () => {
+    await send({ sessionId: 'quiet-5', windowId: 'w', events: [] })
+    expect((await core.post('/api/ingestion/session-end', { sessionId: 'quiet-5', windowId: 'w' })).status).toBe(200)
+    const ended = await sessionTimes('quiet-5')
+    expect(ended.ended).not.toBeNull()
+    const t = Date.now() - 3_600_000
+    await send({ sessionId: 'quiet-5', windowId: 'w', events: [full(t), move(t + 1_000)] })
+    // The goodbye's time is real, no stand-in: the earlier activity only moves the start.
+    expect(await sessionTimes('quiet-5')).toEqual({ ...ended, started: String(t) })
+  })
+
   test('merged in one commit with a chunk that has events, takes none of its times', () => {
     const base = { projectId: 'p', sessionId: 's', environment: 'production', endUserId: null }
     const quiet: SessionTouch = { ...base, firstAt: 99_000, lastAt: 99_000, noActivity: true, automaticProperties: { language: 'fr' } }

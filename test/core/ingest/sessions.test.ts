@@ -41,6 +41,12 @@ describe('touches that add nothing', () => {
     expect(endUserTouchIsKnown({ projectId: 'p', endUserId: 'u', at: 12_000 }, user)).toBe(false)
   })
 
+  test('a row written without activity knows no times: any activity is written, to replace its receipt times', () => {
+    const receipt = knownAfter(undefined, { firstAt: 10_000, lastAt: 10_000, noActivity: true })
+    expect(sessionTouchIsKnown(touch(), receipt)).toBe(false)
+    expect(endUserTouchIsKnown({ projectId: 'p', endUserId: 'u', at: 10_000 }, receipt)).toBe(false)
+  })
+
   test("touches of one commit with two user agents keep one of them whole, never one's browser with the other's device", () => {
     const desktop = parseUserAgent('Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36')!
     const phone = parseUserAgent('Mozilla/5.0 (Linux; Android 14; SM-S911B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36')!

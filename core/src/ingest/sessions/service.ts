@@ -14,8 +14,9 @@ export interface SessionTouch {
   lastAt: number
   /**
    * The request shows no activity (a replay chunk without a valid event, resent hours later from an
-   * outbox): `firstAt` and `lastAt` are only its receipt time, which a session it creates starts at;
-   * an existing session's times (and end) are kept.
+   * outbox): `firstAt` and `lastAt` are only its receipt time, which a session it creates starts at,
+   * marked as a stand-in (`times_are_receipt`) that the first touch with activity replaces rather
+   * than widens; an existing session's times (and end) are kept.
    */
   noActivity?: boolean
   entryUrl?: string | null

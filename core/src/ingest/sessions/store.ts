@@ -70,12 +70,13 @@ function isOneOf(touches: { projectId: string; id: string }[], idColumn: 'sessio
 }
 
 /**
- * Creates or extends sessions: times widen (never by a touch without activity), first-known fields
- * stay, properties and windows merge; an ended session's end moves with activity that comes after it
- * (what a page sent as it closed, racing its goodbye), so that it never ends before its last
- * activity. A touch that adds nothing is not written, and so takes no row lock: commits of a busy
- * session do not queue behind each other. A sink that needs a session's row to itself locks it
- * (presence does).
+ * Creates or extends sessions: times widen (never by a touch without activity; those of a session
+ * one created are only its receipt, marked `times_are_receipt`, and the first activity replaces
+ * them rather than widens), first-known fields stay, properties and windows merge; an ended
+ * session's end moves with activity that comes after it (what a page sent as it closed, racing its
+ * goodbye), so that it never ends before its last activity. A touch that adds nothing is not
+ * written, and so takes no row lock: commits of a busy session do not queue behind each other. A
+ * sink that needs a session's row to itself locks it (presence does).
  */
 export const sessionsSink: Sink<SessionTouch> = {
   name: 'sessions',
@@ -87,19 +88,21 @@ export const sessionsSink: Sink<SessionTouch> = {
     if (touches.length === 0) return
     const quiet = isOneOf(touches.filter((t) => t.noActivity).map((t) => ({ projectId: t.projectId, id: t.sessionId })), 'session_id')
     await tx.execute(sql`
-      insert into sessions as s (project_id, session_id, environment, end_user_id, started_at, last_activity_at,
+      insert into sessions as s (project_id, session_id, environment, end_user_id, started_at, last_activity_at, times_are_receipt,
         entry_url, entry_at, referrer, user_agent, browser, browser_version, os, os_version, device_type, device_vendor, device_model,
         automatic_properties, window_ids, geo, sdk_version)
-      select t."projectId", t."sessionId", t.environment, t."endUserId", to_timestamp(t."firstAt" / 1000.0), to_timestamp(t."lastAt" / 1000.0),
+      select t."projectId", t."sessionId", t.environment, t."endUserId", to_timestamp(t."firstAt" / 1000.0), to_timestamp(t."lastAt" / 1000.0), t."noActivity",
         t."entryUrl", to_timestamp(t."entryAt" / 1000.0), t.referrer, t."userAgent", t.browser, t."browserVersion", t.os, t."osVersion", t."deviceType", t."deviceVendor", t."deviceModel",
         t."automaticProperties", coalesce(t."windowIds", '{}'), t.geo, t."sdkVersion"
       from jsonb_to_recordset(${jsonParam(touches)}::jsonb) as t(
-        "projectId" uuid, "sessionId" text, environment text, "endUserId" text, "firstAt" float8, "lastAt" float8,
+        "projectId" uuid, "sessionId" text, environment text, "endUserId" text, "firstAt" float8, "lastAt" float8, "noActivity" boolean,
         "entryUrl" text, "entryAt" float8, referrer text, "userAgent" text, browser text, "browserVersion" text, os text, "osVersion" text,
         "deviceType" text, "deviceVendor" text, "deviceModel" text, "automaticProperties" jsonb, "windowIds" text[], geo jsonb, "sdkVersion" text)
       on conflict (project_id, session_id) do update set
-        started_at = case when ${quiet} then s.started_at else least(s.started_at, excluded.started_at) end,
-        last_activity_at = case when ${quiet} then s.last_activity_at else greatest(s.last_activity_at, excluded.last_activity_at) end,
+        started_at = case when ${quiet} then s.started_at when s.times_are_receipt then excluded.started_at else least(s.started_at, excluded.started_at) end,
+        last_activity_at = case when ${quiet} then s.last_activity_at when s.times_are_receipt then excluded.last_activity_at
+                                else greatest(s.last_activity_at, excluded.last_activity_at) end,
+        times_are_receipt = case when ${quiet} then s.times_are_receipt end,
         ended_at = case when s.ended_at is null or ${quiet} then s.ended_at else greatest(s.ended_at, excluded.last_activity_at) end,
         end_user_id = coalesce(s.end_user_id, excluded.end_user_id),
         entry_url = case when ${EARLIER_ENTRY} then excluded.entry_url else s.entry_url end,
@@ -155,7 +158,10 @@ export async function sessionEndUsers(tx: Orm, sessions: readonly { projectId: s
   return new Map(found.map((f) => [sessionKey({ projectId: f.project_id, sessionId: f.session_id }), { endUserId: f.end_user_id, person: f.person }]))
 }
 
-/** Creates or extends end users; identify's attributes merge into what is stored (or replace it: replacesAttributes). */
+/**
+ * Creates or extends end users; identify's attributes merge into what is stored (or replace it:
+ * replacesAttributes). Times as the sessions sink's, `times_are_receipt` included.
+ */
 export const endUsersSink: Sink<EndUserTouch> = {
   name: 'end_users',
   singleStatement: true,
@@ -166,14 +172,17 @@ export const endUsersSink: Sink<EndUserTouch> = {
     const quiet = isOneOf(touches.filter((t) => t.noActivity).map((t) => ({ projectId: t.projectId, id: t.endUserId })), 'end_user_id')
     const replacing = isOneOf(touches.filter((t) => t.replacesAttributes).map((t) => ({ projectId: t.projectId, id: t.endUserId })), 'end_user_id')
     await tx.execute(sql`
-      insert into end_users as u (project_id, end_user_id, attributes, geo, first_seen_at, last_seen_at)
-      select t."projectId", t."endUserId", coalesce(t.attributes, '{}'::jsonb), t.geo, to_timestamp(coalesce(t."firstAt", t.at) / 1000.0), to_timestamp(t.at / 1000.0)
-      from jsonb_to_recordset(${jsonParam(touches)}::jsonb) as t("projectId" uuid, "endUserId" text, at float8, "firstAt" float8, attributes jsonb, geo jsonb)
+      insert into end_users as u (project_id, end_user_id, attributes, geo, first_seen_at, last_seen_at, times_are_receipt)
+      select t."projectId", t."endUserId", coalesce(t.attributes, '{}'::jsonb), t.geo, to_timestamp(coalesce(t."firstAt", t.at) / 1000.0), to_timestamp(t.at / 1000.0),
+        t."noActivity"
+      from jsonb_to_recordset(${jsonParam(touches)}::jsonb) as t(
+        "projectId" uuid, "endUserId" text, at float8, "firstAt" float8, "noActivity" boolean, attributes jsonb, geo jsonb)
       on conflict (project_id, end_user_id) do update set
         attributes = case when ${replacing} then excluded.attributes when excluded.attributes = '{}'::jsonb then u.attributes else u.attributes || excluded.attributes end,
         geo = coalesce(excluded.geo, u.geo),
-        first_seen_at = case when ${quiet} then u.first_seen_at else least(u.first_seen_at, excluded.first_seen_at) end,
-        last_seen_at = case when ${quiet} then u.last_seen_at else greatest(u.last_seen_at, excluded.last_seen_at) end`)
+        first_seen_at = case when ${quiet} then u.first_seen_at when u.times_are_receipt then excluded.first_seen_at else least(u.first_seen_at, excluded.first_seen_at) end,
+        last_seen_at = case when ${quiet} then u.last_seen_at when u.times_are_receipt then excluded.last_seen_at else greatest(u.last_seen_at, excluded.last_seen_at) end,
+        times_are_receipt = case when ${quiet} then u.times_are_receipt end`)
   },
   committed: (rows) => knownEndUsers.committed(rows, endUserKey, (t, before) => knownAfter(before, { firstAt: firstSeenOf(t), lastAt: t.at, noActivity: t.noActivity })),
 }
