@@ -57,6 +57,27 @@ describe('leaving the page', () => {
     expect(service.to('/customEvent/batch').map((r) => r.via)).toEqual(['beacon', 'fetch'])
   })
 
+  test('a page that stops the tracker in its pagehide listener and starts it again when shown from the cache: batching by fetch as before, not a beacon per event', async () => {
+    const { tracker, service, win, clock } = tracked({ enableAutomaticTracking: false })
+    tracker.start()
+    await settle()
+    win.addEventListener('pagehide', () => tracker.stop())
+    win.addEventListener('pageshow', (event) => (event as PageTransitionEvent).persisted && tracker.start())
+    pageHide(win)
+    await service.beaconsRead()
+    const restored = new win.Event('pageshow') as Event & { persisted?: boolean }
+    restored.persisted = true
+    win.dispatchEvent(restored)
+    await settle()
+    const before = service.to('/customEvent/batch').length
+    tracker.customEvent('back')
+    tracker.customEvent('again')
+    await clock.advance(100)
+    await service.beaconsRead()
+    const after = service.to('/customEvent/batch').slice(before)
+    expect(after.map((r) => [r.via, r.body.events.map((e: { eventName: string }) => e.eventName)])).toEqual([['fetch', ['back', 'again']]])
+  })
+
   test("left, in Chromium's order (pagehide, visibilitychange, unload): what the page records in its own visibilitychange and unload listeners goes by beacon at once too", async () => {
     const { tracker, service, win } = tracked({ enableAutomaticTracking: false })
     tracker.start()

@@ -360,6 +360,9 @@ export class ServiceTracker {
 
   #listen() {
     if (this.#lifecycle.length) return
+    // A page hide seen by listeners since removed (stop() in the page's own pagehide listener, then
+    // start() when shown from the cache) is over: left unloading, every send went by beacon, unbatched.
+    this.#unloading = false
     const win = this.#win
     const { document } = win
     this.#lifecycle = [
