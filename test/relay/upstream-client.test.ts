@@ -1,0 +1,200 @@
+import { describe, expect, test } from 'bun:test'
+import type { Socket } from 'bun'
+import { createRelay } from '@sightline/relay'
+import { socketClient } from '@sightline/relay/upstream/socket'
+
+// The pooled socket client against an upstream that writes exact bytes: framings, interim answers,
+// answers that end the connection, a kept-alive connection closed under a request, and bodies larger
+// than one read. Each case also checks which connection the next request goes out on.
+
+type Answer = (index: number, head: string, socket: Socket<{ index: number; buffered: string }>) => string[] | null
+
+/**
+ * An upstream that answers each request head with `answerFor(...)`: pieces written 15 ms apart (each
+ * its own read on the relay's side), or nothing (null). Records the connection of each request.
+ */
+function startScripted(answerFor: Answer) {
+  const connections: number[] = []
+  const open: boolean[] = []
+  let count = 0
+  const listener = Bun.listen<{ index: number; buffered: string }>({
+    hostname: '127.0.0.1',
+    port: 0,
+    socket: {
+      open(socket) {
+        socket.data = { index: open.push(true) - 1, buffered: '' }
+      },
+      close(socket) {
+        open[socket.data.index] = false
+      },
+      async data(socket, chunk) {
+        socket.data.buffered += Buffer.from(chunk).toString('latin1')
+        for (let end = socket.data.buffered.indexOf('\r\n\r\n'); end !== -1; end = socket.data.buffered.indexOf('\r\n\r\n')) {
+          const head = socket.data.buffered.slice(0, end)
+          // Bodies here are a few bytes, sent in the same write as their head.
+          const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0)
+          socket.data.buffered = socket.data.buffered.slice(end + 4 + length)
+          connections.push(socket.data.index)
+          const pieces = answerFor(count++, head, socket)
+          for (const [i, piece] of (pieces ?? []).entries()) {
+            if (i > 0) await Bun.sleep(15)
+            socket.write(piece)
+          }
+        }
+      },
+    },
+  })
+  return { url: `http://127.0.0.1:${listener.port}`, connections, open, close: () => listener.stop(true) }
+}
+
+const OK = 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'
+const relayTo = (upstream: string) => createRelay({ upstream, prefix: '/_sl', client: socketClient(), timeoutMs: 2000 })
+const get = (relay: ReturnType<typeof relayTo>, method = 'GET') => relay(new Request('http://shop.test/_sl/health', { method }))
+const post = (relay: ReturnType<typeof relayTo>) => relay(new Request('http://shop.test/_sl/api/ingestion/events', { method: 'POST', body: '{}' }))
+
+describe('socket client: answers that decide whether their connection is kept', () => {
+  test('Connection: close is never reused; each next request opens a fresh connection', async () => {
+    const upstream = startScripted(() => ['HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok'])
+    try {
+      const relay = relayTo(upstream.url)
+      for (let i = 0; i < 3; i++) expect(await (await get(relay)).text()).toBe('ok')
+      expect(upstream.connections).toEqual([0, 1, 2])
+    } finally {
+      upstream.close()
+    }
+  })
+
+  test('an answer with neither length nor chunking ends at the close, whole, and the next request gets a fresh connection', async () => {
+    const upstream = startScripted((_index, _head, socket) => {
+      setTimeout(() => socket.end(), 50)
+      return ['HTTP/1.1 200 OK\r\n\r\nabc', 'def']
+    })
+    try {
+      const relay = relayTo(upstream.url)
+      expect(await (await get(relay)).text()).toBe('abcdef')
+      expect(await (await get(relay)).text()).toBe('abcdef')
+      expect(upstream.connections).toEqual([0, 1])
+    } finally {
+      upstream.close()
+    }
+  })
+
+  test('HEAD with a Content-Length has no body: its Content-Length goes on and the connection serves the next GET', async () => {
+    const upstream = startScripted((_index, head) => [head.startsWith('HEAD') ? 'HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\n' : OK])
+    try {
+      const relay = relayTo(upstream.url)
+      const head = await get(relay, 'HEAD')
+      expect({ status: head.status, length: head.headers.get('content-length'), body: await head.text() }).toEqual({ status: 200, length: '20', body: '' })
+      expect(await (await get(relay)).text()).toBe('ok')
+      expect(upstream.connections).toEqual([0, 0])
+    } finally {
+      upstream.close()
+    }
+  })
+
+  test('103 Early Hints, then chunked in upper-case hex with the last chunk split byte by byte: whole, and the connection is reused', async () => {
+    const upstream = startScripted(() => ['HTTP/1.1 103 Early Hints\r\nLink: </_sl/t.js>; rel=preload\r\n\r\n', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nA\r\n0123456789\r\n', '0', '\r\n', '\r', '\n'])
+    try {
+      const relay = relayTo(upstream.url)
+      expect(await (await get(relay)).text()).toBe('0123456789')
+      expect(await (await get(relay)).text()).toBe('0123456789')
+      expect(upstream.connections).toEqual([0, 0])
+    } finally {
+      upstream.close()
+    }
+  })
+})
+
+describe('socket client: a kept-alive connection closed as a request is written', () => {
+  for (const how of ['end', 'terminate'] as const) {
+    test(`(${how}) a GET is retried once on a fresh connection; a POST is 502 at once, never resent`, async () => {
+      // Every request after the first on a connection finds it closed under it, unanswered.
+      const seen = new Map<number, number>()
+      const upstream = startScripted((_index, _head, socket) => {
+        const n = (seen.get(socket.data.index) ?? 0) + 1
+        seen.set(socket.data.index, n)
+        if (n === 1) return [OK]
+        socket[how]()
+        return null
+      })
+      try {
+        const relay = relayTo(upstream.url)
+        expect(await (await get(relay)).text()).toBe('ok')
+        const retried = await get(relay)
+        expect({ status: retried.status, text: await retried.text() }).toEqual({ status: 200, text: 'ok' })
+        expect(upstream.connections).toEqual([0, 0, 1])
+        const started = Date.now()
+        const refused = await post(relay)
+        expect(refused.status).toBe(502)
+        expect(Date.now() - started).toBeLessThan(500)
+        expect(upstream.connections).toEqual([0, 0, 1, 1])
+      } finally {
+        upstream.close()
+      }
+    })
+  }
+})
+
+describe('socket client: bodies and load', () => {
+  test('an 8 MB answer read with pauses arrives byte for byte (the pieces are not overwritten by later reads)', async () => {
+    const size = 8 * 1024 * 1024
+    const body = Buffer.alloc(size)
+    for (let i = 0; i < size; i++) body[i] = (i * 7 + (i >> 12)) & 0xff
+    const upstream = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response(body) })
+    try {
+      const res = await get(relayTo(`http://127.0.0.1:${upstream.port}`))
+      const reader = res.body!.getReader()
+      const parts: Uint8Array[] = []
+      for (let reads = 0; ; reads++) {
+        if (reads === 2) await Bun.sleep(300)
+        const { done, value } = await reader.read()
+        if (done) break
+        parts.push(value)
+      }
+      expect(Buffer.compare(Buffer.concat(parts), body)).toBe(0)
+    } finally {
+      upstream.stop(true)
+    }
+  })
+
+  test('core answering before the streamed body is through: the client gets the answer, the connection is not reused', async () => {
+    const upstream = startScripted((_index, head) => [head.startsWith('POST') ? 'HTTP/1.1 413 Payload Too Large\r\nContent-Length: 3\r\n\r\nbig' : OK])
+    try {
+      const relay = relayTo(upstream.url)
+      let pieces = 0
+      const body = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          await Bun.sleep(20)
+          if (pieces++ > 20) return controller.close()
+          controller.enqueue(new Uint8Array(70_000).fill(0x20))
+        },
+      })
+      const early = await relay(new Request('http://shop.test/_sl/api/ingestion/events', { method: 'POST', body, duplex: 'half' } as RequestInit))
+      expect({ status: early.status, text: await early.text() }).toEqual({ status: 413, text: 'big' })
+      expect(pieces).toBeLessThan(10)
+      expect(await (await get(relay)).text()).toBe('ok')
+      expect(upstream.connections).toEqual([0, 1])
+    } finally {
+      upstream.close()
+    }
+  })
+
+  test('400 requests at once are all answered; at most maxIdle (256) connections stay open after, and they are reused', async () => {
+    const upstream = startScripted(() => [OK])
+    try {
+      const relay = relayTo(upstream.url)
+      const burst = () => Promise.all(Array.from({ length: 400 }, () => get(relay).then((res) => res.text())))
+      expect(new Set(await burst())).toEqual(new Set(['ok']))
+      await Bun.sleep(200)
+      expect(upstream.open.filter(Boolean).length).toBe(256)
+      const opened = upstream.open.length
+      expect(new Set(await burst())).toEqual(new Set(['ok']))
+      await Bun.sleep(200)
+      // The second burst took the 256 kept and opened only what it lacked.
+      expect(upstream.open.length - opened).toBe(144)
+      expect(upstream.open.filter(Boolean).length).toBe(256)
+    } finally {
+      upstream.close()
+    }
+  })
+})
