@@ -3,7 +3,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import type { Orm } from '../../db'
 import { rowsOf } from '../../db'
 import type { Sink } from '../../sink'
-import { sessionKey, type EndUserTouch } from '../sessions/service'
+import { firstSeenOf, sessionKey, type EndUserTouch } from '../sessions/service'
 import { endUsersSink, sessionEndUsers } from '../sessions/store'
 import { jsonParam } from '../shared/values'
 import type { IdentifyRow } from './service'
@@ -84,7 +84,7 @@ export const identitySink: Sink<IdentifyRow> = {
         const isPerson = endUserId === current
         if (isPerson) {
           const someoneElse = await holdsOtherValues(tx, row.projectId, endUserId, row.auth!, people)
-          const left = someoneElse ? await leftBehind(tx, row.projectId, endUserId, people) : undefined
+          const left = someoneElse ? await leftBehind(tx, row.projectId, endUserId, people, row.at) : undefined
           const aliasesGoTo = left?.endUserId ?? person
           await moveAliases(tx, row.projectId, endUserId, aliasesGoTo)
           for (const [k, v] of canonical) if (v === current && k.startsWith(`${row.projectId}\n`)) canonical.set(k, aliasesGoTo)
@@ -151,7 +151,10 @@ async function aliasesOf(tx: Orm, rows: IdentifyRow[]): Promise<Map<string, stri
  * the same, and would merge different people; it stays as the first test, the one the index on
  * attributes (end_users_attributes_idx) serves. People are taken as the commit will leave them:
  * stored, with `pending` (what the commit writes to them, in order) merged in, or only pending (also
- * when pending replaces what is stored: see clearedAttributes).
+ * when pending replaces what is stored: see clearedAttributes). First seen as the end-user sink
+ * leaves it too: a stored first-seen that is only a receipt (`times_are_receipt`) is replaced by the
+ * commit's first activity, not kept as the earlier one; with none, it is no time at all and comes
+ * after every real one, so a stand-in never wins "first seen".
  */
 export function personLookup(projectId: string, auth: Record<string, unknown>, pending: readonly EndUserTouch[] = []): SQL {
   const values = jsonParam(auth)
@@ -163,35 +166,49 @@ export function personLookup(projectId: string, auth: Record<string, unknown>, p
     ),
     candidates as (
       select u.end_user_id, case when p.replaces then p.attributes else u.attributes || coalesce(p.attributes, '{}'::jsonb) end as attributes,
-        least(u.first_seen_at, p.first_seen_at) as first_seen_at
+        ${FIRST_SEEN_AS_LEFT} as first_seen_at
       from end_users u left join pending p on p.end_user_id = u.end_user_id
       where u.project_id = ${projectId} and u.attributes @> ${values}::jsonb
       union
-      select p.end_user_id, case when p.replaces then p.attributes else coalesce(u.attributes, '{}'::jsonb) || p.attributes end, least(u.first_seen_at, p.first_seen_at)
+      select p.end_user_id, case when p.replaces then p.attributes else coalesce(u.attributes, '{}'::jsonb) || p.attributes end, ${FIRST_SEEN_AS_LEFT}
       from pending p left join end_users u on u.project_id = ${projectId} and u.end_user_id = p.end_user_id
     )
     select c.end_user_id from candidates c
     where c.attributes @> ${values}::jsonb
       and not exists (select 1 from jsonb_each(${values}::jsonb) f where c.attributes -> f.key is distinct from f.value)
       and not exists (select 1 from end_user_aliases a where a.project_id = ${projectId} and a.alias_id = c.end_user_id)
-    order by c.first_seen_at, c.end_user_id
+    order by c.first_seen_at nulls last, c.end_user_id
     limit 1`
 }
 
 /**
+ * The first-seen time of stored end user `u` with pending `p` (either may be absent) as the end-user
+ * sink writes it: the pending first activity replaces a receipt stand-in and widens a real time
+ * (`least` passes over a null). Null when there is only a stand-in (or only pending without activity).
+ */
+const FIRST_SEEN_AS_LEFT = sql.raw('case when u.times_are_receipt then p.first_seen_at else least(u.first_seen_at, p.first_seen_at) end')
+
+/**
  * Per end user of the project among `pending`: the attributes merged in order (from the last touch
  * that replaces them, then `replacesAttributes`: the stored ones are no part of them), and the first
- * time, as the end-user sink will write them.
+ * and last activity (null without any: a touch without activity has only its receipt, which moves no
+ * time of a row that exists), as the end-user sink will write them. A touch's first activity is its
+ * `firstAt` when it has one (a person left behind brings its first-seen time), else its `at`.
  */
 function mergedPending(projectId: string, pending: readonly EndUserTouch[]) {
-  const merged = new Map<string, { endUserId: string; attributes: Record<string, unknown>; firstAt: number; replacesAttributes?: boolean }>()
+  const merged = new Map<
+    string,
+    { endUserId: string; attributes: Record<string, unknown>; firstAt: number | null; lastAt: number | null; replacesAttributes?: boolean }
+  >()
   for (const touch of pending) {
     if (touch.projectId !== projectId) continue
     const seen = merged.get(touch.endUserId)
+    const active = !touch.noActivity
     merged.set(touch.endUserId, {
       endUserId: touch.endUserId,
       attributes: touch.replacesAttributes ? { ...touch.attributes } : { ...seen?.attributes, ...touch.attributes },
-      firstAt: Math.min(seen?.firstAt ?? touch.at, touch.noActivity ? Infinity : touch.at),
+      firstAt: active ? Math.min(seen?.firstAt ?? Infinity, firstSeenOf(touch)) : (seen?.firstAt ?? null),
+      lastAt: active ? Math.max(seen?.lastAt ?? -Infinity, touch.at) : (seen?.lastAt ?? null),
       replacesAttributes: seen?.replacesAttributes || touch.replacesAttributes || undefined,
     })
   }
@@ -275,21 +292,29 @@ async function moveAliases(tx: Orm, projectId: string, from: string, to: string)
 /**
  * The person `endUserId` was, left behind when that device signs in as someone else: a new end user,
  * made by this touch, with its attributes (its auth values among them, so that signing in with them
- * on any device finds that person) and its first-seen time (its place among people with the same
- * values), as the commit leaves them (see personLookup); its aliases go to it. Not one of the
- * aliases promoted: one may have a row of its own, from before it was aliased, whose attributes would
- * mix in, and a person seen on no other device has none. The device's own row is then cleared (see
- * identitySink).
+ * on any device finds that person) and its first and last seen (its place among people with the same
+ * values), as the commit leaves them (see personLookup): a stored time that is only a receipt
+ * (`times_are_receipt`) gives way to the commit's activity, and where there is none the new row holds
+ * the same stand-in, marked as one (a touch without activity), for the first activity to replace.
+ * Its aliases go to it. Not one of the aliases promoted: one may have a row of its own, from before
+ * it was aliased, whose attributes would mix in, and a person seen on no other device has none. The
+ * device's own row is then cleared (see identitySink). `receivedAt` stands in when nothing else does.
  */
-async function leftBehind(tx: Orm, projectId: string, endUserId: string, pending: readonly EndUserTouch[]): Promise<EndUserTouch> {
+async function leftBehind(tx: Orm, projectId: string, endUserId: string, pending: readonly EndUserTouch[], receivedAt: number): Promise<EndUserTouch> {
   const written = mergedPending(projectId, pending).find((p) => p.endUserId === endUserId)
-  const [stored] = rowsOf<{ attributes: Record<string, unknown>; first_at: number; last_at: number }>(
+  const [stored] = rowsOf<{ attributes: Record<string, unknown>; first_at: number; last_at: number; receipt: boolean | null }>(
     await tx.execute(sql`
-      select attributes, (extract(epoch from first_seen_at) * 1000)::float8 as first_at, (extract(epoch from last_seen_at) * 1000)::float8 as last_at
+      select attributes, (extract(epoch from first_seen_at) * 1000)::float8 as first_at, (extract(epoch from last_seen_at) * 1000)::float8 as last_at,
+        times_are_receipt as receipt
       from end_users where project_id = ${projectId} and end_user_id = ${endUserId}`),
   )
-  const firstAt = Math.min(stored ? Number(stored.first_at) : Infinity, written?.firstAt ?? Infinity)
-  const at = stored ? Math.max(Number(stored.last_at), firstAt) : firstAt
   const attributes = written?.replacesAttributes ? written.attributes : { ...stored?.attributes, ...written?.attributes }
+  const seen = stored && stored.receipt !== true ? stored : undefined
+  const firstAt = Math.min(seen ? Number(seen.first_at) : Infinity, written?.firstAt ?? Infinity)
+  if (firstAt === Infinity) {
+    const standIn = stored ? { firstAt: Number(stored.first_at), at: Number(stored.last_at) } : { firstAt: receivedAt, at: receivedAt }
+    return { projectId, endUserId: randomUUID(), ...standIn, noActivity: true, attributes }
+  }
+  const at = Math.max(seen ? Number(seen.last_at) : -Infinity, written?.lastAt ?? -Infinity, firstAt)
   return { projectId, endUserId: randomUUID(), at, firstAt, attributes }
 }
