@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { answerWithin, errorText, READ_TIMEOUT_MS, type Database, type Unlisten } from '../db'
 import { ApiError } from '../errors'
 import type { Logger } from '../log'
@@ -11,6 +12,8 @@ export interface KeyCacheOptions {
   /** Unknown keys are remembered briefly so that a flood of bad keys does not reach the database. */
   negativeTtlMs?: number
   maxEntries?: number
+  /** How often the listening connection is checked, by a notification this cache sends itself (Postgres). */
+  heartbeatMs?: number
   now?: () => number
 }
 
@@ -26,18 +29,29 @@ export interface KeyCache {
 /** How long a stop waits for the database to confirm it stopped listening. */
 const UNLISTEN_TIMEOUT_MS = 1_000
 
+/** Where each cache checks that it still hears notifications: apart, so that no cache drops its keys for another's check. */
+export const KEYS_HEARTBEAT_CHANNEL = 'sightline_keys_heartbeat'
+
 interface Entry {
   owner: KeyOwner | null
   expiresAt: number
 }
 
 export function createKeyCache(db: Database, log: Logger, options: KeyCacheOptions = {}): KeyCache {
-  const { ttlMs = 60_000, negativeTtlMs = 5_000, maxEntries = 10_000, now = Date.now } = options
+  const { ttlMs = 60_000, negativeTtlMs = 5_000, maxEntries = 10_000, heartbeatMs = 1_000, now = Date.now } = options
   const entries = new Map<string, Entry>()
   const lookups = new Map<string, Promise<KeyOwner | null>>()
   // Bumped on every invalidation, so a lookup that raced with one is not cached afterwards.
   let generation = 0
   let unlisten: Unlisten | undefined
+  let unlistenHeartbeat: Unlisten | undefined
+  let heartbeat: ReturnType<typeof setInterval> | undefined
+  // A listening connection that died silently (a NAT or firewall that dropped it, a partition) is not
+  // closed for as long as TCP keeps it, and every revocation meanwhile went unheard: cached keys are
+  // trusted only while this cache hears its own heartbeats. Postgres only: PGlite notifies in process.
+  const heartbeatId = randomUUID()
+  let lastHeard = Number.POSITIVE_INFINITY
+  const deaf = () => now() - lastHeard > 3 * heartbeatMs
 
   const clear = () => {
     generation++
@@ -81,7 +95,7 @@ export function createKeyCache(db: Database, log: Logger, options: KeyCacheOptio
       // Cached by the key itself, which every request carries in memory anyway: hashing is for the
       // database, and sparing it on a cache hit spares a SHA-256 per request.
       const cached = entries.get(key)
-      if (cached && cached.expiresAt > now()) return cached.owner
+      if (cached && cached.expiresAt > now() && !deaf()) return cached.owner
       return lookUp(key)
     },
     async start() {
@@ -94,13 +108,24 @@ export function createKeyCache(db: Database, log: Logger, options: KeyCacheOptio
           log.debug('listening for key changes')
         },
       )
+      if (db.kind !== 'postgres') return
+      lastHeard = now()
+      unlistenHeartbeat = await db.listen(KEYS_HEARTBEAT_CHANNEL, (payload) => {
+        if (payload !== heartbeatId) return
+        // Heard again after a silence: what was notified meanwhile may be lost.
+        if (deaf()) clear()
+        lastHeard = now()
+      })
+      heartbeat = setInterval(() => void db.notify(KEYS_HEARTBEAT_CHANNEL, heartbeatId).catch(() => {}), heartbeatMs)
+      heartbeat.unref?.()
     },
     async stop() {
-      const stopListening = unlisten
-      unlisten = undefined
+      clearInterval(heartbeat)
+      const stopListening = [unlisten, unlistenHeartbeat]
+      unlisten = unlistenHeartbeat = undefined
       // A database that is already gone has nothing left to stop listening to, and one that stopped
       // answering would never confirm it: closing the database ends the listening connection anyway.
-      await Promise.race([stopListening?.().catch(() => {}), Bun.sleep(UNLISTEN_TIMEOUT_MS)])
+      await Promise.race([Promise.all(stopListening.map((stop) => stop?.().catch(() => {}))), Bun.sleep(UNLISTEN_TIMEOUT_MS)])
     },
     clear,
   }

@@ -1,0 +1,94 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { postgresDatabase } from '@sightline/core/db'
+import { createLogger } from '@sightline/core/log'
+import { createKeyCache } from '@sightline/core/projects/key-cache'
+import { createProject, revokeKey } from '@sightline/core/projects/service'
+import { proxiedTestDatabase } from '../../helpers/breakable-database'
+import { engine } from '../../helpers/database'
+
+const postgresOnly = engine === 'postgres' ? describe : describe.skip
+const log = createLogger('error')
+
+/** Polls `check` until it holds or `ms` pass; returns how long it took, or Infinity. */
+async function within(ms: number, check: () => Promise<boolean>): Promise<number> {
+  const start = performance.now()
+  while (performance.now() - start < ms) {
+    if (await check()) return performance.now() - start
+    await Bun.sleep(10)
+  }
+  return Infinity
+}
+
+postgresOnly('the key cache when its LISTEN connection is lost', () => {
+  const cleanups: (() => Promise<void> | void)[] = []
+  afterAll(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup()
+  })
+
+  async function setup() {
+    const { database, proxy, url } = await proxiedTestDatabase()
+    const cached = postgresDatabase(url)
+    const cache = createKeyCache(cached, log)
+    await cache.start()
+    cleanups.push(() => database.close(), () => proxy.close(), () => cached.close(), () => cache.stop())
+    const project = await createProject(database.db.orm, { name: 'listen' })
+    return { database, proxy, cache, project, cached }
+  }
+
+  test('a LISTEN connection killed by the server is listened on again: a revocation still lands at once', async () => {
+    const { database, cache, project } = await setup()
+    const key = project.keys.production
+    expect(await cache.resolve(key)).not.toBeNull()
+    await database.db.rows(sql`select pg_terminate_backend(pid) from pg_stat_activity where query ilike 'listen%' and datname = current_database()`)
+    await Bun.sleep(300)
+    await revokeKey(database.db, project.projectId, key)
+    expect(await within(1000, async () => (await cache.resolve(key)) === null)).toBeLessThan(200)
+  })
+
+  test('a key revoked while the database was out of reach is refused once it is back, and later revocations land at once', async () => {
+    const { database, proxy, cache, project, cached } = await setup()
+    const [live, dev] = [project.keys.production, project.keys.development]
+    expect(await cache.resolve(live)).not.toBeNull()
+    expect(await cache.resolve(dev)).not.toBeNull()
+    proxy.stop()
+    await Bun.sleep(3000)
+    await revokeKey(database.db, project.projectId, live)
+    proxy.resume()
+    while (!(await cached.rows(sql`select 1`).then(() => true, () => false))) await Bun.sleep(5)
+    // As soon as this process can store again, the key revoked meanwhile is refused.
+    expect(await cache.resolve(live)).toBeNull()
+    await Bun.sleep(1000)
+    expect(await cache.resolve(dev)).not.toBeNull()
+    await revokeKey(database.db, project.projectId, dev)
+    expect(await within(1000, async () => (await cache.resolve(dev)) === null)).toBeLessThan(200)
+  }, 30000)
+})
+
+postgresOnly('the key cache when its LISTEN connection goes silent', () => {
+  test('a revocation made while the LISTEN connection is silently dead stops the key within seconds, not the TTL', async () => {
+    const { database, proxy, url } = await proxiedTestDatabase()
+    const listening = postgresDatabase(url)
+    // Lookups reach the database directly; only the LISTEN connection goes through the proxy.
+    const db = { ...database.db, listen: listening.listen }
+    const cache = createKeyCache(db, log)
+    await cache.start()
+    try {
+      const project = await createProject(database.db.orm, { name: 'silent' })
+      const key = project.keys.production
+      expect(await cache.resolve(key)).not.toBeNull()
+      proxy.freeze()
+      await revokeKey(database.db, project.projectId, key)
+      // Cached keys are trusted while the cache hears its own heartbeats (every second): not for the TTL.
+      expect(await within(8000, async () => (await cache.resolve(key)) === null)).toBeLessThan(4500)
+      // Meanwhile every key is looked up: the others still work.
+      expect(await cache.resolve(project.keys.development)).not.toBeNull()
+    } finally {
+      await cache.stop()
+      proxy.resume()
+      await listening.close()
+      proxy.close()
+      await database.close()
+    }
+  }, 20000)
+})
