@@ -122,10 +122,13 @@ export async function runCli(argv: string[], env = process.env): Promise<number>
       process.stdout.write(`usage: npm run -s admin -- ${USAGE_LINES.get(name)} [--json]\n`)
       return 0
     }
-    if (values.help || positionals.length === 0) {
+    if (values.help) {
       process.stdout.write(`${USAGE}\n`)
-      return values.help ? 0 : 2
+      return 0
     }
+    // An error like any other not understood: a script that passed --json gets JSON on stderr, not the
+    // usage text on stdout, where it would take it for a command's answer.
+    if (positionals.length === 0) throw new UsageError('name a command')
     const command = COMMANDS[name]
     if (!command) throw new UsageError(`unknown command "${name}"`)
     checkFlags(name, values)
