@@ -12,8 +12,9 @@ export const MAX_ATTEMPTS = 5
 /** Milliseconds a `Retry-After` header asks for (delta-seconds or an HTTP date), or null. */
 export function retryAfterMs(header: string | null | undefined, now: number): number | null {
   if (!header) return null
-  const seconds = Number(header)
-  const ms = isNaN(seconds) ? Date.parse(header) - now : seconds * 1000
+  const seconds = +header
+  // Not NaN (a date instead): written so for the bundle's size, as the tracker's core is at its budget.
+  const ms = seconds == seconds ? seconds * 1000 : Date.parse(header) - now
   return isNaN(ms) ? null : Math.max(0, ms)
 }
 
@@ -169,7 +170,7 @@ export function createDelivery(
       }
       if (status === 413) return answer.local ? keep() : drop('too_large', parcel)
     }
-    if (status && status < 500 && status !== 408) return drop(`rejected_${status}`, parcel)
+    if (status && status < 500 && status != 408) return drop(`rejected_${status}`, parcel)
     // No answer, or a service that cannot take anything now (502 to 504, 503 with Retry-After): a
     // drain goes no further. A 500 (or 408) is this request's own failure; the ones after it may go,
     // and a drained one stays kept, not sent again by this page (see persisted).
@@ -185,8 +186,13 @@ export function createDelivery(
    */
   function settle(answer: Answer): boolean {
     const { status, data } = answer
-    if (status === 429 || data?.monthlyLimitReached) halt('monthly_limit')
-    if (status === 401) halt('invalid_key')
+    if (status == 429 || data?.monthlyLimitReached) halt('monthly_limit')
+    if (status == 401) {
+      halt('invalid_key')
+      // Revoked or rotated: what this key kept can never be stored, and a page with the new key reads
+      // another outbox; kept, it would hold its part of the origin's localStorage for good.
+      if ((data?.error as { code?: string })?.code == 'invalid_api_key') outbox.all().forEach((parcel) => drop(`rejected_${status}`, parcel))
+    }
     if (status < 200 || status >= 300) {
       retryAfter = retryAfterMs(answer.retryAfter, clock.now())
       if (retryAfter) notBefore = clock.now() + Math.min(retryAfter, RETRY_MAX_MS)

@@ -5,7 +5,7 @@ export const idOf = (el: Element) => el.getAttribute('id') || undefined
 
 /** The page's own clock: its timers. */
 export const pageClock = (win: PageWindow): Clock => ({
-  now: () => Date.now(),
+  now: Date.now,
   setTimeout: (callback, ms) => win.setTimeout(callback, ms),
   clearTimeout: (handle) => win.clearTimeout(handle as number),
 })

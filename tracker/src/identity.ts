@@ -111,7 +111,7 @@ export function createIdentity(
     releaseTab: () => tab.remove(KEYS.shown),
     /** The next replay chunk number of this tab; it continues across page loads of the tab. */
     nextSeq(): number {
-      const seq = Number(tab.get(KEYS.seq)) || 0
+      const seq = +tab.get(KEYS.seq)! || 0
       tab.set(KEYS.seq, String(seq + 1))
       return seq
     },

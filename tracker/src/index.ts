@@ -35,7 +35,7 @@ export { SDK_VERSION }
 const connection = () => import('./connection')
 
 /** The script this code runs from, read while it is evaluated (a classic script has one). */
-const loadedFrom = typeof document === 'object' ? (document.currentScript as HTMLScriptElement | null)?.src : undefined
+const loadedFrom = (globalThis.document?.currentScript as HTMLScriptElement | null | undefined)?.src
 
 /** The browser tracker: records sessions, events, logs, errors and traces and sends them safely. */
 export class ServiceTracker {

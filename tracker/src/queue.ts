@@ -65,7 +65,7 @@ export function createBatcher<T>(
       items.push(item)
       size += itemSize
       if (items.length >= maxItems || size >= maxSize) flush()
-      else if (timer === undefined) {
+      else if (timer == null) {
         const wait = flushMs()
         if (wait) timer = clock.setTimeout(flush, wait)
         else flush()

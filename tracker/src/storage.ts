@@ -69,7 +69,7 @@ export function cookieStorage(doc: Document): KeyValue {
   }
 }
 
-export const readJson = <T>(store: KeyValue, key: string): T | null => attempt(() => JSON.parse(store.get(key) ?? 'null'), null)
+export const readJson = <T>(store: KeyValue, key: string): T | null => attempt(() => JSON.parse(store.get(key)!), null)
 
 /** A request waiting to be sent; `id` lets a late success remove its persisted copy. */
 export interface Parcel {
@@ -107,7 +107,7 @@ export function createOutbox(store: KeyList, key: string, maxChars = OUTBOX_MAX_
   const droppedKey = key + ':dropped'
   const prefix = key + '/'
   const keys = () => store.keys().filter((name) => name.startsWith(prefix)).sort()
-  const dropped = () => Number(store.get(droppedKey)) || 0
+  const dropped = () => +store.get(droppedKey)! || 0
   const remove = (id: string) => store.remove(prefix + id)
   const put = (parcel: Parcel) => {
     store.set(prefix + parcel.id, JSON.stringify(parcel))
@@ -127,7 +127,8 @@ export function createOutbox(store: KeyList, key: string, maxChars = OUTBOX_MAX_
   return {
     put,
     remove,
-    all: () => keys().flatMap((name) => readJson<Parcel>(store, name) ?? []),
+    // One that does not parse (not ours) is removed: counted by size(), it would never leave.
+    all: () => keys().flatMap((name) => readJson<Parcel>(store, name) ?? (store.remove(name), [])),
     size: () => keys().length,
     dropped,
   }

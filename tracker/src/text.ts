@@ -1,6 +1,6 @@
 import { attempt } from './storage'
 const isErrorLike = (value: unknown): value is Error =>
-  typeof value === 'object' && value !== null && 'message' in value
+  !!value && typeof value == 'object' && 'message' in value
 
 /**
  * Values put into JSON, at most: each is a character of it at least, so what is cut (a console line at
@@ -35,7 +35,7 @@ export function toText(value: unknown): string {
     }
     return item
   }
-  return attempt(() => JSON.stringify(value, bounded), undefined) ?? String(value)
+  return attempt<string | null>(() => JSON.stringify(value, bounded), null) ?? String(value)
 }
 
 /**
