@@ -10,8 +10,9 @@ import { faultOf, isRetryable, sqlState, TRANSACTION_ABORTED, UNIQUE_VIOLATION }
  * answered only once its rows are committed. A 200 therefore means durably stored.
  *
  * - Bounded: past `maxQueuedRows`/`maxQueuedBytes` new writes fail at once with 503 `overloaded`.
- * - A failed commit fails every request in it with 503 `storage_unavailable` and `Retry-After`; for a
- *   short while after, writes fail fast instead of piling up behind a database that is down.
+ * - A failed commit fails every request in it, and every request still queued, with 503
+ *   `storage_unavailable` and `Retry-After`; for a short while after, writes fail fast instead of
+ *   piling up behind a database that is down.
  * - A commit that does not finish within `commitTimeoutMs` counts as failed: a driver can wait forever
  *   on a half-open connection. It may still land later; writes are idempotent, so the retry is a no-op.
  * - A row the database rejects as data (bad text, out-of-range number) would sink everyone else's
@@ -263,6 +264,7 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
         unavailableUntil = now() + failFastMs
         log.error('commit failed', { requests: batch.length, error: errorText(error) })
         for (const pending of batch) pending.reject(unavailable())
+        failQueued()
       } else if (batch.length > 1) {
         const half = Math.ceil(batch.length / 2)
         await commitIsolating(batch.slice(0, half))
@@ -277,6 +279,19 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
         batch[0].reject(new ApiError('internal_error', 'this request could not be stored because of a fault in the service; nothing of it was stored'))
       }
     }
+  }
+
+  /**
+   * Fails what is queued, as fail-fast fails what comes next. Left queued, each would wait for a commit
+   * of its own behind the database that just failed one: a lock held elsewhere or a server gone silent
+   * had them answered after two commit timeouts or more (one per batch ahead of theirs), not one.
+   */
+  function failQueued(): void {
+    const waiting = queue
+    queue = []
+    queuedRows = 0
+    queuedBytes = 0
+    for (const pending of waiting) pending.reject(unavailable())
   }
 
   /** Back at the head of the queue, first in the next commit (flush schedules it). */
