@@ -11,6 +11,7 @@ export interface KeyCacheOptions {
   ttlMs?: number
   /** Unknown keys are remembered briefly so that a flood of bad keys does not reach the database. */
   negativeTtlMs?: number
+  /** Of known keys, and apart of unknown ones. */
   maxEntries?: number
   /** How often the listening connection is checked, by a notification this cache sends itself (Postgres). */
   heartbeatMs?: number
@@ -39,7 +40,10 @@ interface Entry {
 
 export function createKeyCache(db: Database, log: Logger, options: KeyCacheOptions = {}): KeyCache {
   const { ttlMs = 60_000, negativeTtlMs = 5_000, maxEntries = 10_000, heartbeatMs = 1_000, now = Date.now } = options
-  const entries = new Map<string, Entry>()
+  // Known keys apart from unknown ones: a flood of made-up keys fills only its own map, and pushes no
+  // live key out of the cache (each pushed out would cost a lookup on its next request).
+  const known = new Map<string, Entry>()
+  const unknown = new Map<string, Entry>()
   const lookups = new Map<string, Promise<KeyOwner | null>>()
   // Bumped on every invalidation, so a lookup that raced with one is not cached afterwards.
   let generation = 0
@@ -55,11 +59,16 @@ export function createKeyCache(db: Database, log: Logger, options: KeyCacheOptio
 
   const clear = () => {
     generation++
-    entries.clear()
+    known.clear()
+    unknown.clear()
     lookups.clear()
   }
 
   const remember = (key: string, owner: KeyOwner | null) => {
+    // Out of both first: a key revoked leaves the known ones, and one refreshed goes to the end, the last to be pushed out.
+    known.delete(key)
+    unknown.delete(key)
+    const entries = owner ? known : unknown
     if (entries.size >= maxEntries) entries.delete(entries.keys().next().value!)
     entries.set(key, { owner, expiresAt: now() + (owner ? ttlMs : negativeTtlMs) })
   }
@@ -94,7 +103,7 @@ export function createKeyCache(db: Database, log: Logger, options: KeyCacheOptio
       if (!isWellFormedKey(key)) return null
       // Cached by the key itself, which every request carries in memory anyway: hashing is for the
       // database, and sparing it on a cache hit spares a SHA-256 per request.
-      const cached = entries.get(key)
+      const cached = known.get(key) ?? unknown.get(key)
       if (cached && cached.expiresAt > now() && !deaf()) return cached.owner
       return lookUp(key)
     },
