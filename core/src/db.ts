@@ -91,13 +91,13 @@ export function openDatabase(options: { databaseUrl?: string; dataDir: string })
   return options.databaseUrl ? Promise.resolve(postgresDatabase(options.databaseUrl)) : openEmbeddedDatabase(options.dataDir)
 }
 
-export function postgresDatabase(url: string, poolSize = 10): Database {
+export function postgresDatabase(url: string, poolSize = 10, { silentConnectionMs = SILENT_CONNECTION_MS } = {}): Database {
   const transactions = postgresTransactions()
-  const client = connect(url, {
-    max: poolSize,
-    onclose: transactions.connectionClosed,
-    connection: { application_name: 'sightline' },
-  })
+  const client = connect(
+    url,
+    { max: poolSize, onclose: transactions.connectionClosed, connection: { application_name: 'sightline' } },
+    silentConnectionMs,
+  )
   const orm = drizzlePostgres(client, { schema }) as unknown as Orm
   return {
     kind: 'postgres',
@@ -156,6 +156,18 @@ export function postgresDatabase(url: string, poolSize = 10): Database {
  */
 export const READ_TIMEOUT_MS = 10_000
 
+/**
+ * A connection of the pool that has sent and heard nothing back for this long is given up (see
+ * silenceWatch in postgres-socket.ts): a partition left it stuck. Chosen from the bounds of what the
+ * pool runs: a commit is given up at commitTimeoutMs, a read at READ_TIMEOUT_MS, a reservation at
+ * reserveTimeoutMs, a health check sooner (10 s each, by default), so an answer later than that is
+ * awaited by nobody; three times as long leaves room for a statement that was slow but not lost. The
+ * project admin's transactions are not bounded so, but short: one waiting this long on a lock fails
+ * as a lost connection. Migrations, which may wait on another process's lock and run long, use a
+ * client of their own, not watched (see `migrate`).
+ */
+const SILENT_CONNECTION_MS = 30_000
+
 /** How long a start waits for the database's first answer: connecting takes up to connect_timeout (5 s). */
 const CONNECT_DEADLINE_MS = 10_000
 
@@ -182,11 +194,12 @@ export function answerWithin<T>(promise: Promise<T>, ms: number, message: string
  * 5 to 20 s: writes handed to those connections waited them out after the server was back (up to
  * the writer's 10 s commit timeout), while other connections were already answered. pacedSockets
  * paces the same connections (those closed unanswered), and ends its pauses once one is answered.
+ * With `silentMs`, its connections that went silent are given up too (see silenceWatch).
  */
-function connect(url: string, options: postgres.Options<{}>) {
+function connect(url: string, options: postgres.Options<{}>, silentMs?: number) {
   try {
     // `socket` is documented (postgres.js's README, "Custom socket") but missing from its types.
-    const socket = { socket: pacedSockets() } as postgres.Options<{}>
+    const socket = { socket: pacedSockets({ silentMs }) } as postgres.Options<{}>
     const { url: driverUrl, ...server } = postgresTarget(url)
     return postgres(driverUrl, { connect_timeout: 5, backoff: false, onnotice: () => {}, ...socket, ...server, ...options })
   } catch (error) {

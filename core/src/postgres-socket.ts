@@ -34,8 +34,12 @@ const ERROR_RESPONSE = 0x45
  *
  * The sockets are made as postgres.js makes them (the host list in turn, or the Unix socket); it
  * still negotiates TLS, keepalive and the rest on them.
+ *
+ * With `silentMs`, a connection is also given up once it has sent and heard nothing back for that
+ * long (see silenceWatch).
  */
-export function pacedSockets(): (target: Target) => Promise<Socket> {
+export function pacedSockets({ silentMs }: { silentMs?: number } = {}): (target: Target) => Promise<Socket> {
+  const watch = silentMs === undefined ? undefined : silenceWatch(silentMs)
   let unanswered = 0
   let attempt = 0
   /** Ends the pauses under way, once a connection is answered. */
@@ -60,6 +64,7 @@ export function pacedSockets(): (target: Target) => Promise<Socket> {
       if (!answered) unanswered++
     })
     mendEvents(socket)
+    watch?.(socket)
     return socket
   }
 }
@@ -105,4 +110,69 @@ function mendEvents(socket: Socket): void {
     setImmediate(() => setImmediate(() => emit.call(this, event, ...args)))
     return true
   } as Socket['emit']
+}
+
+/** Of a watched socket: how much it had written when it last heard something, and since when it waits for an answer. */
+interface Heard {
+  writtenAtLastData: number
+  waitingSince: number | undefined
+}
+
+/**
+ * Destroys a socket that has sent and heard nothing back for `silentMs`. A partition (packets dropped,
+ * no FIN or RST) leaves a connection open with a statement on it that postgres.js waits for as long as
+ * TCP retransmits, some 15 minutes: the writer and the reads give up on it at 10 s, but the connection
+ * stays taken, and once every connection of the pool is, every write waits 10 s for a 503 and /health
+ * stays degraded long after the network is back. Destroyed, it closes as any lost connection does
+ * (through mendEvents): postgres.js fails what was on it as CONNECTION_CLOSED, the writer's
+ * transaction as lost (postgres-transaction.ts), and it connects again, which works once the network
+ * is back. A connection that wrote nothing since it last heard something (idle, or a LISTEN one
+ * waiting for notifications) is never silent in this sense.
+ *
+ * What the socket wrote is its own count of bytes; each `data` event notes it, and one timer for all
+ * of a client's sockets, made while it has some, looks which wrote more since: nothing on the path of
+ * a write, and no timer per statement. (Comparing both counts at each look instead missed a statement
+ * written after an answer within the same look, the first on a new connection for one.) Under TLS
+ * postgres.js writes through a socket of its own wrapped around this one, whose writes Bun does not
+ * count here (measured): such a connection is never taken as silent, which is no worse than before.
+ */
+function silenceWatch(silentMs: number): (socket: Socket) => void {
+  const watched = new Map<Socket, Heard>()
+  let timer: ReturnType<typeof setInterval> | undefined
+  const forget = (socket: Socket) => {
+    watched.delete(socket)
+    if (watched.size > 0 || !timer) return
+    clearInterval(timer)
+    timer = undefined
+  }
+  const look = () => {
+    const now = performance.now()
+    for (const [socket, heard] of watched) {
+      // Also here: under TLS postgres.js removes every listener of this socket, its `close` one too.
+      if (socket.destroyed) forget(socket)
+      else if (socket.bytesWritten > heard.writtenAtLastData) {
+        heard.waitingSince ??= now
+        if (now - heard.waitingSince < silentMs) continue
+        forget(socket)
+        socket.destroy()
+      }
+    }
+  }
+  return (socket) => {
+    const heard: Heard = { writtenAtLastData: 0, waitingSince: undefined }
+    watched.set(socket, heard)
+    // Seen as emitted, rather than listened to: a `data` listener would set the stream flowing.
+    const emit = socket.emit
+    socket.emit = function (this: Socket, event: string | symbol, ...args: unknown[]) {
+      if (event === 'data') {
+        heard.writtenAtLastData = this.bytesWritten
+        heard.waitingSince = undefined
+      }
+      return emit.call(this, event, ...args)
+    } as Socket['emit']
+    // A few looks within `silentMs`: a connection is given up between silentMs and a fifth more.
+    timer ??= setInterval(look, Math.min(1_000, Math.max(50, silentMs / 5)))
+    timer.unref()
+    socket.once('close', () => forget(socket))
+  }
 }

@@ -1,0 +1,149 @@
+import { describe, expect, test } from 'bun:test'
+import type { Socket } from 'bun'
+import { sql } from 'drizzle-orm'
+import { postgresDatabase } from '@sightline/core/db'
+import { startCore } from '../helpers/core'
+import { createTestDatabase, engine } from '../helpers/database'
+
+// A partition drops packets without a FIN or RST: postgres.js waits on such a connection for as long
+// as TCP retransmits (some 15 minutes), long after the network is back.
+
+/**
+ * A pass-through to Postgres whose `partition()` silently drops everything, both ways, on the
+ * connections open or opened while it lasts; after `heal()`, new connections pass again (the ones
+ * cut stay dead, as TCP connections that outlived a partition's timeouts are).
+ */
+function partitionableProxy(target: { host: string; port: number }) {
+  type End = { peer?: Socket<End>; dead: boolean; early: Uint8Array[] }
+  const open = new Set<Socket<End>>()
+  let partitioned = false
+  const server = Bun.listen<End>({
+    hostname: '127.0.0.1',
+    port: 0,
+    socket: {
+      async open(client) {
+        client.data = { dead: partitioned, early: [] }
+        open.add(client)
+        const upstream = await Bun.connect<End>({
+          hostname: target.host,
+          port: target.port,
+          socket: {
+            open: (socket) => void (socket.data = { peer: client, dead: false, early: [] }),
+            data: (_, data) => void (client.data.dead || client.write(data)),
+            close: () => void client.end(),
+            error: () => void client.end(),
+          },
+        })
+        client.data.peer = upstream
+        for (const chunk of client.data.early.splice(0)) upstream.write(chunk)
+      },
+      data(client, data) {
+        if (client.data.dead) return
+        if (client.data.peer) client.data.peer.write(data)
+        else client.data.early.push(new Uint8Array(data))
+      },
+      close(client) {
+        open.delete(client)
+        client.data.peer?.end()
+      },
+      error: (client) => void client.end(),
+    },
+  })
+  return {
+    port: server.port,
+    partition() {
+      partitioned = true
+      for (const socket of open) socket.data.dead = true
+    },
+    heal: () => void (partitioned = false),
+    close() {
+      server.stop(true)
+      for (const socket of open) socket.terminate()
+    },
+  }
+}
+
+async function proxiedDatabase() {
+  const own = await createTestDatabase()
+  const target = new URL(own.url!)
+  const proxy = partitionableProxy({ host: target.hostname, port: Number(target.port) })
+  target.port = String(proxy.port)
+  return { own, proxy, url: target.toString() }
+}
+
+/** How long `check` takes to hold, asked every 100 ms; fails after `ms`. */
+async function within(ms: number, check: () => Promise<boolean>): Promise<number> {
+  const started = performance.now()
+  while (!(await check())) {
+    if (performance.now() - started > ms) throw new Error(`not within ${ms} ms`)
+    await Bun.sleep(100)
+  }
+  return performance.now() - started
+}
+
+describe.skipIf(engine !== 'postgres')('a network partition between core and Postgres', () => {
+  test('once it heals, writes are stored and /health is ok again within seconds, not when TCP gives up', async () => {
+    const { own, proxy, url } = await proxiedDatabase()
+    // Connections silent for 2 s are given up (30 s in production), the writer's commits at 1 s (10 s).
+    const db = postgresDatabase(url, 10, { silentConnectionMs: 2_000 })
+    const core = await startCore({ database: { db, close: () => db.close() }, writer: { failFastMs: 200, commitTimeoutMs: 1_000 } })
+    const write = async () => (await core.post('/api/ingestion/customEvent', { sessionId: 's', eventName: 'e' })).status
+    const health = async () => (await core.request('/health')).status
+    try {
+      // Every connection of the pool open, so that the partition catches all of them.
+      await Promise.all(Array.from({ length: 30 }, () => db.rows(sql`select pg_sleep(0.05)`)))
+      expect(await Promise.all([write(), write()])).toEqual([200, 200])
+      expect(await health()).toBe(200)
+
+      proxy.partition()
+      for (let i = 0; i < 4; i++) expect(await Promise.all([write(), write(), health()])).toEqual([503, 503, 503])
+      proxy.heal()
+
+      // Before, every connection stayed stuck: each write waited out the commit timeout for a 503.
+      expect(await within(6_000, async () => (await write()) === 200)).toBeLessThan(6_000)
+      expect(await within(3_000, async () => (await health()) === 200)).toBeLessThan(3_000)
+      expect(await Promise.all(Array.from({ length: 10 }, write))).toEqual(Array(10).fill(200))
+    } finally {
+      proxy.close()
+      await core.close().catch(() => {})
+      await db.close().catch(() => {})
+      await own.close()
+    }
+  }, 60_000)
+
+  test('a connection slow to answer, or idle on LISTEN, is not given up', async () => {
+    const { own, proxy, url } = await proxiedDatabase()
+    const db = postgresDatabase(url, 2, { silentConnectionMs: 1_500 })
+    try {
+      // Silent for most of the limit, twice on the same connection: the silence counts from the last answer.
+      expect(await db.rows(sql`select pg_sleep(1), 1 as n`)).toEqual([{ pg_sleep: '', n: 1 }])
+      expect(await db.rows(sql`select pg_sleep(1), 2 as n`)).toEqual([{ pg_sleep: '', n: 2 }])
+      const heard: string[] = []
+      let connects = 0
+      await db.listen('partition_test', (payload) => void heard.push(payload), () => void connects++)
+      // The LISTEN connection has nothing outstanding: idle for twice the limit, it is kept.
+      await Bun.sleep(3_000)
+      await db.notify('partition_test', 'still here')
+      await within(2_000, async () => heard.length > 0)
+      expect(heard).toEqual(['still here'])
+      expect(connects).toBe(1)
+    } finally {
+      proxy.close()
+      await db.close().catch(() => {})
+      await own.close()
+    }
+  }, 30_000)
+
+  test('a statement silent for longer than the limit fails as a lost connection, and the pool connects again', async () => {
+    const { own, proxy, url } = await proxiedDatabase()
+    const db = postgresDatabase(url, 1, { silentConnectionMs: 1_000 })
+    try {
+      await expect(db.rows(sql`select pg_sleep(3)`)).rejects.toThrow()
+      expect(await db.rows(sql`select 1 as n`)).toEqual([{ n: 1 }])
+    } finally {
+      proxy.close()
+      await db.close().catch(() => {})
+      await own.close()
+    }
+  }, 30_000)
+})
