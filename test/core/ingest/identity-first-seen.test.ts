@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { authValues, type IdentifyRow } from '@sightline/core/ingest/identity/service'
+import type { IdentifyRow } from '@sightline/core/ingest/identity/service'
 import { identitySink } from '@sightline/core/ingest/identity/store'
 import { startCore, type TestCore } from '../../helpers/core'
+import { identifyRow } from '../../helpers/identity'
 
 // "The first-seen person" of auth-aware identify, when first-seen times are only receipt stand-ins
 // (`times_are_receipt`, made by a replay chunk with no valid event) or are being written by the same commit.
@@ -14,14 +15,7 @@ beforeAll(async () => {
 afterAll(() => core.close())
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-const row = (endUserId: string, attributes: Record<string, unknown>, authFields: string[] | null = ['email']): IdentifyRow => ({
-  projectId: core.project.projectId,
-  endUserId,
-  sessionOfMadeId: null,
-  attributes,
-  auth: authFields ? authValues(attributes, authFields) : null,
-  at: Date.now(),
-})
+const row = (endUserId: string, attributes: Record<string, unknown>, authFields: string[] | null = ['email']) => identifyRow(core, endUserId, attributes, authFields)
 /** The rows handed to the writer as one commit, as concurrent requests are. */
 const inOneCommit = (rows: IdentifyRow[]) =>
   core.services.writer.write({ projectId: core.project.projectId, monthlyLimit: null, items: rows.length, bytes: 100, writes: [{ sink: identitySink, rows }] })

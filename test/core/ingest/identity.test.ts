@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { authValues, type IdentifyRow } from '@sightline/core/ingest/identity/service'
+import { authValues } from '@sightline/core/ingest/identity/service'
 import { identitySink, personLookup } from '@sightline/core/ingest/identity/store'
 import { startCore, startCoreBeside, type TestCore } from '../../helpers/core'
 import { engine } from '../../helpers/database'
+import { identifyRow } from '../../helpers/identity'
 
 const attributesOf = async (core: TestCore, endUserId: string) =>
   (await core.database.db.rows<{ attributes: unknown }>(sql`select attributes from end_users where end_user_id = ${endUserId}`))[0]?.attributes
@@ -11,15 +12,6 @@ const sessionEndUser = async (core: TestCore, sessionId: string) =>
   (await core.database.db.rows<{ end_user_id: string | null }>(sql`select end_user_id from sessions where session_id = ${sessionId}`))[0]?.end_user_id
 const aliases = (core: TestCore) =>
   core.database.db.rows<{ alias_id: string; end_user_id: string }>(sql`select alias_id, end_user_id from end_user_aliases order by alias_id`)
-/** An identify as the route makes it, to hand to the writer with others in one commit; null fields: a plain identify. */
-const identifyRow = (core: TestCore, endUserId: string, attributes: Record<string, unknown>, authFields: string[] | null = ['email']): IdentifyRow => ({
-  projectId: core.project.projectId,
-  endUserId,
-  sessionOfMadeId: null,
-  attributes,
-  auth: authFields ? authValues(attributes, authFields) : null,
-  at: Date.now(),
-})
 
 describe('auth values', () => {
   test('every named field must have a value', () => {
