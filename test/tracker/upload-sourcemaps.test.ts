@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
+import { rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { UPLOAD_ATTEMPTS, findSourceMaps, inlineSourceMap, uploadSourcemaps, type UploadIo } from '../../tracker/bin/upload'
@@ -50,6 +51,28 @@ async function run(argv: string[], answer: (n: number) => Response | Error = () 
 describe('upload-sourcemaps', () => {
   test('finds the .map files under DIR, with their paths relative to it', async () => {
     expect((await findSourceMaps(dir)).map((map) => map.name)).toEqual(['assets/app.js.map', 'assets/chunks/vendor.js.map'])
+  })
+
+  test('symbolic links are followed to maps and folders, each folder once, so a link back up the tree ends', async () => {
+    const linked = await mkdtemp(join(tmpdir(), 'linked-maps-'))
+    const map = (file: string) => JSON.stringify({ version: 3, file, sources: ['src/app.ts'], names: [], mappings: 'AAAA' })
+    try {
+      await mkdir(join(linked, 'dist', 'assets'), { recursive: true })
+      await mkdir(join(linked, 'shared'))
+      await writeFile(join(linked, 'dist', 'assets', 'app.js.map'), map('app.js'))
+      await writeFile(join(linked, 'shared', 'vendor.js.map'), map('vendor.js'))
+      await writeFile(join(linked, 'elsewhere.js.map'), map('elsewhere.js'))
+      await symlink(join(linked, 'elsewhere.js.map'), join(linked, 'dist', 'assets', 'linked.js.map'))
+      await symlink(join(linked, 'shared'), join(linked, 'dist', 'vendor'))
+      await symlink(join(linked, 'dist'), join(linked, 'dist', 'assets', 'loop'))
+      await symlink(join(linked, 'gone.js.map'), join(linked, 'dist', 'dangling.js.map'))
+      expect((await findSourceMaps(join(linked, 'dist'))).map((m) => m.name)).toEqual(['assets/app.js.map', 'assets/linked.js.map', 'vendor/vendor.js.map'])
+      const { code, uploads, err } = await run(['--release', 'r', '--api-key', 'k', join(linked, 'dist')])
+      expect({ code, err }).toEqual({ code: 0, err: '' })
+      expect(uploads.map((u) => JSON.parse(u.files[0].text).file)).toEqual(['app.js', 'elsewhere.js', 'vendor.js'])
+    } finally {
+      await rm(linked, { recursive: true, force: true })
+    }
   })
 
   test('maps inlined in scripts as data: URLs (base64 or not) are found and named <script>.map', async () => {
@@ -125,11 +148,48 @@ describe('upload-sourcemaps', () => {
     expect(err).toBe('upload-sourcemaps: 1 of 2 source maps failed to upload:\n  assets/app.js.map: 400 validation_failed: not a source map\n')
   })
 
+  test('a map gone by the time its turn comes fails alone, named, and the others still go', async () => {
+    const vanishing = await mkdtemp(join(tmpdir(), 'vanishing-maps-'))
+    const map = (file: string) => JSON.stringify({ version: 3, file, sources: ['src/app.ts'], names: [], mappings: 'AAAA' })
+    try {
+      for (const name of ['a.js', 'b.js', 'c.js']) await writeFile(join(vanishing, `${name}.map`), map(name))
+      // Removed while the first is uploading, as a build still writing the folder might.
+      const { code, uploads, err } = await run(['--release', 'r', '--api-key', 'k', vanishing], (n) => {
+        if (n === 0) rmSync(join(vanishing, 'b.js.map'))
+        return Response.json({ success: true })
+      })
+      expect(code).toBe(1)
+      expect(uploads.map((u) => u.files[0].name)).toEqual(['a.js.map', 'c.js.map'])
+      expect(err).toStartWith('upload-sourcemaps: 1 of 3 source maps failed to upload:\n  b.js.map: cannot read it: ENOENT')
+    } finally {
+      await rm(vanishing, { recursive: true, force: true })
+    }
+  })
+
   test(`a service that stays down: exit 1 after ${UPLOAD_ATTEMPTS} attempts per map`, async () => {
     const { code, uploads, err } = await run(['--release', 'r', '--api-key', 'k', dir], () => new TypeError('connect ECONNREFUSED'))
     expect(code).toBe(1)
     expect(uploads).toHaveLength(2 * UPLOAD_ATTEMPTS)
     expect(err).toContain(`assets/app.js.map: network error: connect ECONNREFUSED (after ${UPLOAD_ATTEMPTS} attempts)`)
+  })
+
+  test('a service that takes the request and never answers: each attempt times out, exit 1, not a hang', async () => {
+    const silent = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+    try {
+      let err = ''
+      const code = await uploadSourcemaps(['--release', 'r', '--api-key', 'k', '--url', `http://127.0.0.1:${silent.port}`, join(dir, 'assets', 'chunks')], {
+        fetch: (input, init) => fetch(input, init),
+        out: { write: () => {} },
+        err: { write: (text: string) => (err += text) },
+        env: {},
+        sleep: async () => {},
+        timeoutMs: 100,
+      })
+      expect(code).toBe(1)
+      expect(err).toMatch(new RegExp(`vendor\\.js\\.map: network error: .*(timed out|timeout).* \\(after ${UPLOAD_ATTEMPTS} attempts\\)`))
+    } finally {
+      silent.stop(true)
+    }
   })
 
   test('usage errors: exit 2 with the reason and the usage; --help: exit 0', async () => {

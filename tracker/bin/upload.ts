@@ -1,5 +1,5 @@
-import { readdir, readFile } from 'node:fs/promises'
-import { join, relative, sep } from 'node:path'
+import { readdir, readFile, realpath, stat } from 'node:fs/promises'
+import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 
 export const USAGE = `usage: upload-sourcemaps --release R --api-key K [--url BASE] DIR
@@ -17,6 +17,12 @@ export const DEFAULT_URL = 'http://localhost:8000'
 /** Attempts per file; network errors, 408 and 5xx are retried with backoff (honouring Retry-After). */
 export const UPLOAD_ATTEMPTS = 4
 const RETRY_BASE_MS = 500
+/**
+ * A service or proxy that takes the request and never answers would hold a deploy's CI job until its
+ * own limit: an attempt that takes longer fails as a network error would, and is retried. Two
+ * minutes sends the 5 MB that the service takes by default over a link of a megabit.
+ */
+export const UPLOAD_TIMEOUT_MS = 120_000
 
 export interface UploadIo {
   fetch: (input: string, init: RequestInit) => Promise<Response>
@@ -24,6 +30,8 @@ export interface UploadIo {
   err: { write(text: string): unknown }
   env: Record<string, string | undefined>
   sleep: (ms: number) => Promise<unknown>
+  /** How long one attempt may take, answer included; UPLOAD_TIMEOUT_MS unless given. */
+  timeoutMs?: number
 }
 
 class UsageError extends Error {}
@@ -79,12 +87,37 @@ export function inlineSourceMap(script: string): string | null {
 }
 
 /**
+ * The files under `dir`, as paths under it with forward slashes. Symbolic links are followed, to
+ * files and folders alike (a build may link in another's output), and each real folder is walked
+ * once, so a link back up the tree ends. readdir's own `recursive` would not do: Node's follows no
+ * link (a linked map was left out), Bun's follows folder links round a loop until ELOOP failed it all.
+ */
+async function filesUnder(dir: string): Promise<string[]> {
+  const files: string[] = []
+  const walked = new Set<string>()
+  const walk = async (folder: string, prefix: string) => {
+    const real = await realpath(folder)
+    if (walked.has(real)) return
+    walked.add(real)
+    const entries = (await readdir(real, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    for (const entry of entries) {
+      const path = join(real, entry.name)
+      // A dangling link is no file to upload.
+      const target = entry.isSymbolicLink() ? await stat(path).catch(() => null) : entry
+      if (target?.isDirectory()) await walk(path, `${prefix}${entry.name}/`)
+      else if (target?.isFile()) files.push(`${prefix}${entry.name}`)
+    }
+  }
+  await walk(dir, '')
+  return files
+}
+
+/**
  * Every `.map` file under `dir`, and the maps inlined in its scripts (bundlers' `inline` source
  * maps), each named `<script>.map`, as the service matches maps to scripts by that name; sorted.
  */
 export async function findSourceMaps(dir: string): Promise<FoundSourceMap[]> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true })
-  const names = entries.filter((entry) => entry.isFile()).map((entry) => relative(dir, join(entry.parentPath, entry.name)).split(sep).join('/'))
+  const names = await filesUnder(dir)
   const files = new Set(names)
   const found: FoundSourceMap[] = names.filter((name) => name.endsWith('.map')).map((name) => ({ name, read: () => readFile(join(dir, name)) }))
   for (const script of names.filter((name) => SCRIPT.test(name) && !files.has(`${name}.map`))) {
@@ -107,7 +140,13 @@ async function reasonOf(response: Response): Promise<string> {
 const transient = (status: number) => status === 408 || status >= 500
 
 async function uploadOne(args: Args, { name, read }: FoundSourceMap, io: UploadIo): Promise<string | null> {
-  const content = await read()
+  let content: Uint8Array<ArrayBuffer>
+  try {
+    content = await read()
+  } catch (error) {
+    // Gone or unreadable since it was listed (a build still writing, say): this map fails, not the run.
+    return `cannot read it: ${(error as Error).message}`
+  }
   let failure = ''
   let wait = 0
   for (let attempt = 0; attempt < UPLOAD_ATTEMPTS; attempt++) {
@@ -117,14 +156,15 @@ async function uploadOne(args: Args, { name, read }: FoundSourceMap, io: UploadI
     form.append('file', new Blob([content], { type: 'application/json' }), name)
     let response: Response
     try {
-      response = await io.fetch(`${args.url}/api/ingestion/sourcemaps`, { method: 'POST', headers: { authorization: `Bearer ${args.apiKey}` }, body: form })
+      const signal = AbortSignal.timeout(io.timeoutMs ?? UPLOAD_TIMEOUT_MS)
+      response = await io.fetch(`${args.url}/api/ingestion/sourcemaps`, { method: 'POST', headers: { authorization: `Bearer ${args.apiKey}` }, body: form, signal })
+      if (!response.ok) failure = await reasonOf(response)
     } catch (error) {
       failure = `network error: ${(error as Error).message}`
       wait = 0
       continue
     }
     if (response.ok) return null
-    failure = await reasonOf(response)
     if (response.status === 413) return `${failure} (this map is ${content.byteLength} bytes; the service's operator can raise its MAX_UPLOAD_BODY_BYTES)`
     if (!transient(response.status)) return failure
     wait = Math.min(Number(response.headers.get('retry-after')) || 0, 60) * 1000
