@@ -61,7 +61,13 @@ interface PreparedBody {
 
 const NO_BODY: PreparedBody = { body: null, keyMoved: false, overLimit: null }
 
-const QUERY_COMPRESSION = /[?&]compression=/
+/**
+ * `?compression=` in the query: the body is compressed and takes no key. Core reads query names
+ * decoded (`?%63ompression=deflate` is compression to it), so a name with any percent-encoding counts
+ * too: taken for plain, a raw-deflate body that happens to start with "{" had the key written into
+ * it and core could no longer inflate it. Such a body keeps the header, which core reads first anyway.
+ */
+const QUERY_COMPRESSION = /[?&](?:compression=|[^&=]*%)/
 
 /**
  * The body size the client declared. A field repeated with one value arrives as a list ("2, 2"),
