@@ -205,8 +205,15 @@ export function startEmbeddedUpkeep(db: Database, log: Logger, options: UpkeepOp
       if (!upkeep || stopped || db.hasRoom?.() === false) continue
       // The name comes from the catalog, quoted as Postgres quotes it; VACUUM takes no parameters.
       const command = upkeep === 'analyze' ? 'analyze' : table.system ? 'vacuum (freeze)' : 'vacuum (freeze, analyze)'
-      await timed(`${command} ${table.name}`, { upkeep, table: table.name })
-      done.push({ table: table.name, upkeep })
+      try {
+        await timed(`${command} ${table.name}`, { upkeep, table: table.name })
+        done.push({ table: table.name, upkeep })
+      } catch (error) {
+        // One table that cannot be vacuumed (a damaged page, an index expression that raises) fails
+        // again at every look: left to end the look, it kept every table after it, and the checkpoint,
+        // from ever being looked after. Tried again at the next look, as autovacuum does.
+        log.warn('embedded database upkeep failed; trying again later', { upkeep, table: table.name, error: errorText(error) })
+      }
     }
     // Last, so that it covers what vacuuming logged (freezing logs every page it freezes).
     if (!stopped && checkpointDue(await readCheckpointStats(db), rules)) {
