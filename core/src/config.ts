@@ -72,7 +72,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   for (const name of names) {
     if (Environment.properties[name].type === 'integer' && given[name] !== undefined && !/^\s*\d+\s*$/.test(given[name])) problem(name)
   }
-  const value = Value.Convert(Environment, Value.Default(Environment, given))
+  // A copy: TypeBox converts in place, and a problem quotes the value as it was given ("99999999999999999999", not "1e+20").
+  const value = Value.Convert(Environment, Value.Default(Environment, { ...given }))
   for (const error of Value.Errors(Environment, value)) {
     const name = error.path.slice(1)
     if (!problems.has(name)) problem(name)

@@ -40,6 +40,13 @@ describe('config', () => {
     expect(loadConfig({ PORT: ' 9001 ' }).port).toBe(9001)
   })
 
+  test('a problem quotes the value as it was given, not as it was converted', () => {
+    expect(() => loadConfig({ MAX_UPLOAD_BODY_BYTES: '99999999999999999999' })).toThrow(
+      'MAX_UPLOAD_BODY_BYTES must be a whole number of bytes from 1024 to 1073741824 (got "99999999999999999999")',
+    )
+    expect(() => loadConfig({ PORT: '070000' })).toThrow('PORT must be a port number from 0 to 65535 (got "070000")')
+  })
+
   test('each problem names its variable and what it takes, once', () => {
     const error = (() => {
       try {
