@@ -91,6 +91,19 @@ describe('POST /api/ingestion/init (deprecated)', () => {
     expect(session.referrer).toBe(referrer.slice(0, 2047))
   })
 
+  test('an entry URL, referrer or sdkVersion of NUL characters alone keeps nothing: no empty entry that holds off the first real page', async () => {
+    // NUL is dropped before storing; what is left of these is empty, which is no URL.
+    const res = await core.post('/api/ingestion/init', { sessionId: 'init-nul', endUserId: 'init-nul-user', entryURL: '\u0000\u0000', referrer: '\u0000', sdkVersion: '\u0000' })
+    expect(res.status).toBe(200)
+    const read = () =>
+      core.database.db.rows<Record<string, unknown>>(sql`select entry_url, entry_at is null as no_entry_time, referrer, sdk_version from sessions where session_id = 'init-nul'`)
+    expect(await read()).toEqual([{ entry_url: null, no_entry_time: true, referrer: null, sdk_version: null }])
+    // The page's meta event, a second after the init, is then the session's entry.
+    const page = await core.post('/api/ingestion/events', { sessionId: 'init-nul', endUserId: 'init-nul-user', events: [{ type: 4, timestamp: Date.now() + 1000, data: { href: 'https://shop.test/first' } }] })
+    expect(page.status).toBe(200)
+    expect((await read())[0].entry_url).toBe('https://shop.test/first')
+  })
+
   test('validation', async () => {
     const res = await core.post('/api/ingestion/init', { endUserId: 'x' })
     expect(res.status).toBe(400)

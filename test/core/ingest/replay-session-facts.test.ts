@@ -160,3 +160,16 @@ describe('automaticProperties with null members (old trackers)', () => {
     expect(merged.automaticProperties).toEqual({ browser: 'Chrome', screen: '2x2' })
   })
 })
+
+describe("a meta event's href", () => {
+  test('of NUL characters alone is no entry URL: it holds no entry time against the first real page', async () => {
+    const at = Date.now() - 60_000
+    const meta = (timestamp: number, href: string) => ({ type: 4, timestamp, data: { href, width: 800, height: 600 } })
+    await send({ sessionId: 'nul-href', endUserId: 'nul-href-user', events: [meta(at, '\u0000'), full(at + 1)] })
+    const entry = () => core.database.db.rows<{ entry_url: string | null }>(sql`select entry_url from sessions where session_id = 'nul-href'`)
+    expect(await entry()).toEqual([{ entry_url: null }])
+    // A page seen later, then: the session's entry, as the first page it knows.
+    await send({ sessionId: 'nul-href', endUserId: 'nul-href-user', events: [meta(at + 5_000, 'https://shop.test/first'), full(at + 5_001)] })
+    expect(await entry()).toEqual([{ entry_url: 'https://shop.test/first' }])
+  })
+})

@@ -27,6 +27,7 @@ export interface InitRows extends SessionTouches {
 /** The session and end user an init call creates (or touches); an end user without an id gets one. */
 export function initRows(body: InitBody, caller: Caller, client: ClientFacts, now: number, newId: () => string): InitRows {
   const endUser: EndUserTouch = { projectId: caller.projectId, endUserId: body.endUserId ?? newId(), at: now, geo: client.geo }
+  const entryUrl = sessionText(body.entryURL)
   return {
     endUserId: endUser.endUserId,
     ofSession: body.endUserId ? null : { sessionId: body.sessionId, made: endUser },
@@ -38,8 +39,9 @@ export function initRows(body: InitBody, caller: Caller, client: ClientFacts, no
         endUserId: endUser.endUserId,
         firstAt: now,
         lastAt: now,
-        entryUrl: sessionText(body.entryURL),
-        entryAt: body.entryURL ? now : null,
+        entryUrl,
+        // Only with a URL kept: an entry time without one would hold the entry against a real page's.
+        entryAt: entryUrl ? now : null,
         referrer: sessionText(body.referrer),
         ...client.userAgent,
         geo: client.geo,

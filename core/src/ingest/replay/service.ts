@@ -180,6 +180,7 @@ export function replayRows(body: ReplayBody, chunk: ReceivedChunk, caller: Calle
   const firstAt = kept ? clampTimestamp(chunk.firstTimestamp, receivedAt) : receivedAt
   const lastAt = kept ? clampTimestamp(chunk.lastTimestamp, receivedAt) : receivedAt
   const properties = body.automaticProperties ?? null
+  const entryUrl = sessionText(chunk.entryUrl)
   const session: SessionTouch = {
     projectId: caller.projectId,
     sessionId: body.sessionId,
@@ -188,8 +189,8 @@ export function replayRows(body: ReplayBody, chunk: ReceivedChunk, caller: Calle
     firstAt: Math.min(firstAt, lastAt),
     lastAt: Math.max(firstAt, lastAt),
     ...(!kept && { noActivity: true }),
-    entryUrl: chunk.entryUrl ? sessionText(chunk.entryUrl) : null,
-    entryAt: chunk.entryUrl ? clampTimestamp(chunk.entryAt, receivedAt) : null,
+    entryUrl,
+    entryAt: entryUrl ? clampTimestamp(chunk.entryAt, receivedAt) : null,
     referrer: sessionText(properties?.referrer),
     ...client.userAgent,
     automaticProperties: properties,

@@ -37,14 +37,15 @@ export const optionalText = (text: string | null | undefined, limitBytes: number
 
 /**
  * A session's entry URL, referrer or SDK version: its first SESSION_TEXT_LIMIT_CHARS characters
- * (UTF-16 code units), cut without a mark, NUL dropped; anything but a non-empty string is null.
- * A character of two code units (an emoji) across the limit is left out whole: half of it would be
- * stored as U+FFFD.
+ * (UTF-16 code units), cut without a mark, NUL dropped; anything but a string with more than NUL
+ * in it is null (an entry URL of NUL alone, kept as "", would stand as the session's entry, its time
+ * with it, in place of the first real page). A character of two code units (an emoji) across the
+ * limit is left out whole: half of it would be stored as U+FFFD.
  */
 export function sessionText(value: unknown): string | null {
-  if (typeof value !== 'string' || value === '') return null
+  if (typeof value !== 'string') return null
   const end = isHighSurrogate(value.charCodeAt(SESSION_TEXT_LIMIT_CHARS - 1)) ? SESSION_TEXT_LIMIT_CHARS - 1 : SESSION_TEXT_LIMIT_CHARS
-  return stripNul(value.slice(0, end))
+  return stripNul(value.slice(0, end)) || null
 }
 
 const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff
