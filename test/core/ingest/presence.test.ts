@@ -64,6 +64,23 @@ describe('heartbeat and session-end', () => {
     expect(await endedAt('p-2')).toBeNull()
   })
 
+  test('a goodbye resent later (a relay retrying, another process) moves neither the end nor the last activity of the ended session', async () => {
+    const times = async (sessionId: string) =>
+      (await db().rows<{ last: unknown; ended: unknown }>(sql`select last_activity_at as last, ended_at as ended from sessions where session_id = ${sessionId}`))[0]
+    await beat('p-resent', 'w-1')
+    const beaten = await times('p-resent')
+    // Past the resolution under which a process skips writing a touch it already made.
+    await Bun.sleep(1_200)
+    await end('p-resent', 'w-1')
+    const first = await times('p-resent')
+    expect(first.ended).not.toBeNull()
+    // The first goodbye is activity of the session it ends.
+    expect(new Date(first.last as string).getTime()).toBeGreaterThan(new Date(beaten.last as string).getTime() + 1_000)
+    await Bun.sleep(1_200)
+    expect((await end('p-resent', 'w-1')).status).toBe(200)
+    expect(await times('p-resent')).toEqual(first)
+  })
+
   test('a session never ends before its last activity: a client clock ahead, what the page sent racing its goodbye', async () => {
     const times = async (sessionId: string) =>
       (
@@ -112,6 +129,23 @@ describe('heartbeat and session-end', () => {
     expect(await windowsOf('p-4')).toEqual([''])
     await end('p-4')
     expect(await windowsOf('p-4')).toEqual([])
+  })
+
+  test('a window that went quiet without a goodbye (a crash, a session expired while idle) does not stay stored for ever', async () => {
+    const stored = async (sessionId: string) => (await db().rows<{ window_id: string }>(sql`select window_id from presence where session_id = ${sessionId}`)).map((r) => r.window_id)
+    await beat('p-gone', 'w-1')
+    await beat('p-quiet', 'w-1')
+    await age('p-gone', 'w-1', 24 * 3600)
+    await age('p-quiet', 'w-1', 89)
+    // The next heartbeat of the project, of any session, takes the windows that are no longer live.
+    await beat('p-other', 'w-1')
+    expect(await stored('p-gone')).toEqual([])
+    expect(await stored('p-quiet')).toEqual(['w-1'])
+    expect(await windowsOf('p-quiet')).toEqual(['w-1'])
+    expect(await endedAt('p-gone')).toBeNull()
+    // Such a window beating again is live again.
+    await beat('p-gone', 'w-1')
+    expect(await windowsOf('p-gone')).toEqual(['w-1'])
   })
 
   test('liveViewer: true while a viewer is registered, false once it leaves or its registration lapses', async () => {

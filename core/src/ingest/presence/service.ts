@@ -27,11 +27,22 @@ export function presenceRows(body: HeartbeatBody | SessionEndBody, kind: Presenc
   const windowId = body.windowId ?? ''
   const endUserId = body.endUserId ?? null
   const url = 'url' in body ? optionalText(body.url, URL_LIMIT_BYTES) : null
+  const touches = sessionTouches(caller, [{ sessionId: body.sessionId, endUserId, at: receivedAt, windowId: windowId || undefined }])
   return {
     presence: [{ projectId: caller.projectId, sessionId: body.sessionId, windowId, endUserId, url, kind }],
-    ...sessionTouches(caller, [{ sessionId: body.sessionId, endUserId, at: receivedAt, windowId: windowId || undefined }]),
+    ...(kind === 'beat' ? touches : withoutActivity(touches)),
   }
 }
+
+/**
+ * A goodbye's session touch shows no activity: the presence sink takes the goodbye for activity
+ * itself, unless the session has ended already (a goodbye sent again later, by a relay's retry or
+ * through another process, would move the end and last activity to its receipt).
+ */
+const withoutActivity = ({ sessions, endUsers }: SessionTouches): SessionTouches => ({
+  sessions: sessions.map((s) => ({ ...s, noActivity: true })),
+  endUsers,
+})
 
 const windowKey = (c: PresenceChange) => `${c.projectId}\n${c.sessionId}\n${c.windowId}`
 

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { Database } from '../../db'
+import type { Database, Orm } from '../../db'
 import type { Sink } from '../../sink'
 import { sortedBy } from '../shared/rows'
 import { jsonParam } from '../shared/values'
@@ -64,32 +64,72 @@ export const presenceSink: Sink<PresenceChange> = {
             select ctid from sessions where project_id = t."projectId" and session_id = t."sessionId" and ended_at is not null for update
           ) s))`)
     }
-    if (ends.length === 0) return
-    await tx.execute(sql`
-      delete from presence where ctid = any(array(
-        select p.ctid from jsonb_to_recordset(${jsonParam(ends)}::jsonb) as e("projectId" uuid, "sessionId" text, "windowId" text)
-        cross join lateral (
-          select ctid from presence where project_id = e."projectId" and session_id = e."sessionId" and window_id = e."windowId" for update
-        ) p))`)
-    const ending = sql`jsonb_to_recordset(${sessionsOf(ends)}::jsonb) as t("projectId" uuid, "sessionId" text)`
-    // Windows that went quiet without a goodbye (a crash, a killed tab) are tidied with their session.
-    await tx.execute(sql`
-      delete from presence where ctid = any(array(
-        select p.ctid from ${ending}
-        cross join lateral (
-          select ctid from presence where project_id = t."projectId" and session_id = t."sessionId" and last_seen_at < ${liveSince} for update
-        ) p))`)
-    // A repeated goodbye keeps the first end time; a session with a window still live is not ended.
-    // The end is never before the last activity, which is the client's clock (a clock minutes ahead).
-    await tx.execute(sql`
-      update sessions set ended_at = greatest(now(), last_activity_at) where ctid = any(array(
-        select s.ctid from ${ending}
-        cross join lateral (
-          select ctid from sessions where project_id = t."projectId" and session_id = t."sessionId" and ended_at is null
-            and not exists (select 1 from presence p where p.project_id = t."projectId" and p.session_id = t."sessionId")
-          for update
-        ) s))`)
+    if (ends.length > 0) await endWindows(tx, ends)
+    // Last, after every other lock of presence and sessions this commit takes: see forgetQuietWindows.
+    await forgetQuietWindows(tx, last)
   },
+}
+
+/** The goodbyes of windows, then the end of the sessions that have no window left. */
+async function endWindows(tx: Orm, ends: PresenceChange[]) {
+  // A goodbye is activity of the session it leaves, as the sessions sink would take it (a session's
+  // times that are only a receipt are replaced), but not of a session that has ended: see withoutActivity.
+  await tx.execute(sql`
+    update sessions set
+      started_at = case when times_are_receipt then now() else least(started_at, now()) end,
+      last_activity_at = case when times_are_receipt then now() else greatest(last_activity_at, now()) end,
+      times_are_receipt = null
+    where ctid = any(array(
+      select s.ctid from jsonb_to_recordset(${sessionsOf(ends)}::jsonb) as t("projectId" uuid, "sessionId" text)
+      cross join lateral (
+        select ctid from sessions where project_id = t."projectId" and session_id = t."sessionId" and ended_at is null for update
+      ) s))`)
+  await tx.execute(sql`
+    delete from presence where ctid = any(array(
+      select p.ctid from jsonb_to_recordset(${jsonParam(ends)}::jsonb) as e("projectId" uuid, "sessionId" text, "windowId" text)
+      cross join lateral (
+        select ctid from presence where project_id = e."projectId" and session_id = e."sessionId" and window_id = e."windowId" for update
+      ) p))`)
+  const ending = sql`jsonb_to_recordset(${sessionsOf(ends)}::jsonb) as t("projectId" uuid, "sessionId" text)`
+  // Windows that went quiet without a goodbye (a crash, a killed tab) are tidied with their session.
+  await tx.execute(sql`
+    delete from presence where ctid = any(array(
+      select p.ctid from ${ending}
+      cross join lateral (
+        select ctid from presence where project_id = t."projectId" and session_id = t."sessionId" and last_seen_at < ${liveSince} for update
+      ) p))`)
+  // A repeated goodbye keeps the first end time; a session with a window still live is not ended.
+  // The end is never before the last activity, which is the client's clock (a clock minutes ahead).
+  await tx.execute(sql`
+    update sessions set ended_at = greatest(now(), last_activity_at) where ctid = any(array(
+      select s.ctid from ${ending}
+      cross join lateral (
+        select ctid from sessions where project_id = t."projectId" and session_id = t."sessionId" and ended_at is null
+          and not exists (select 1 from presence p where p.project_id = t."projectId" and p.session_id = t."sessionId")
+        for update
+      ) s))`)
+}
+
+/** At most this many quiet windows are forgotten per project and commit: a backlog goes over several. */
+const QUIET_WINDOWS_PER_COMMIT = 100
+
+/**
+ * Forgets the windows of the commit's projects that no longer count as live and said no goodbye (a
+ * crash, a killed tab, a session expired while idle, whose tracker sends none): nothing else would
+ * ever remove them. Nobody reads them: a window that beats again is inserted anew. Rows another
+ * commit holds are skipped (it beats them, or forgets them itself), so this never waits; run last of
+ * the sessions phase, so that a commit waiting for a row held here does not hold a lock this one
+ * still needs.
+ */
+async function forgetQuietWindows(tx: Orm, changes: readonly PresenceChange[]) {
+  const projects = [...new Set(changes.map((c) => c.projectId))].sort()
+  await tx.execute(sql`
+    delete from presence where ctid = any(array(
+      select p.ctid from jsonb_array_elements_text(${jsonParam(projects)}::jsonb) as t("projectId")
+      cross join lateral (
+        select ctid from presence where project_id = t."projectId"::uuid and last_seen_at < ${liveSince}
+        order by last_seen_at limit ${QUIET_WINDOWS_PER_COMMIT} for update skip locked
+      ) p))`)
 }
 
 /**
