@@ -5,16 +5,9 @@ import { socketClient } from '@sightline/relay/upstream/socket'
 import { bunRelay } from '@sightline/relay/adapters/bun'
 import { elysiaRelay } from '@sightline/relay/adapters/elysia'
 import { Elysia } from 'elysia'
-import { startCore } from '../helpers/core'
-import { closedPortUrl, rawRequest, startEndlessUpstream, startRelay, startSilentUpstream, startTap, type AdapterName } from './helpers'
+import { closedPortUrl, rawRequest, startEndlessUpstream, startRelay, startSilentUpstream, tappedCore, type AdapterName } from './helpers'
 
-const core = await startCore()
-const coreUrl = await core.listen()
-const tap = startTap(coreUrl)
-afterAll(async () => {
-  tap.close()
-  await core.close()
-})
+const { core, coreUrl, tap } = await tappedCore()
 
 const CLIENTS = { socket: socketClient, fetch: () => fetchClient() }
 const errorOf = async (res: Response) => ((await res.json()) as { success: boolean; error: { code: string; message: string } })

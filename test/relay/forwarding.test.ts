@@ -3,17 +3,10 @@ import { gunzipSync, gzipSync } from 'node:zlib'
 import { sql } from 'drizzle-orm'
 import { createRelay, fetchClient, type RelayOptions } from '@sightline/relay'
 import { socketClient } from '@sightline/relay/upstream/socket'
-import { startCore } from '../helpers/core'
-import { startTap } from './helpers'
+import { startTap, tappedCore } from './helpers'
 
 // What the relay sends core, seen by a recording hop in front of a real core on a real database.
-const core = await startCore({ env: { MAX_BODY_BYTES: String(4 * 1024 * 1024) } })
-const coreUrl = await core.listen()
-const tap = startTap(coreUrl)
-afterAll(async () => {
-  tap.close()
-  await core.close()
-})
+const { core, coreUrl, tap } = await tappedCore({ env: { MAX_BODY_BYTES: String(4 * 1024 * 1024) } })
 
 const CLIENTS = { socket: socketClient, fetch: () => fetchClient() }
 const events = (sessionId: string) => core.database.db.rows<{ event_name: string }>(sql`select event_name from events where session_id = ${sessionId} order by event_name`)

@@ -7,6 +7,8 @@ import { elysiaRelay } from '@sightline/relay/adapters/elysia'
 import { nodeRelay } from '@sightline/relay/adapters/node'
 import { Elysia } from 'elysia'
 import type { RelayOptions } from '@sightline/relay'
+import { afterAll } from 'bun:test'
+import { startCore, type StartCoreOptions } from '../helpers/core'
 import { ROOT } from '../helpers/process'
 
 export { rawRequest } from '../helpers/raw-http'
@@ -74,6 +76,21 @@ export interface Recorded {
   body: Uint8Array
   /** The relay's connection, to tell reused connections apart. */
   remotePort: number
+}
+
+/**
+ * A real core listening on a real port, with a recording hop (startTap) in front of it to see what the
+ * relay sends; both closed after the file's tests.
+ */
+export async function tappedCore(options: StartCoreOptions = {}) {
+  const core = await startCore(options)
+  const coreUrl = await core.listen()
+  const tap = startTap(coreUrl)
+  afterAll(async () => {
+    tap.close()
+    await core.close()
+  })
+  return { core, coreUrl, tap }
 }
 
 /**

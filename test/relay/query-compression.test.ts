@@ -3,19 +3,12 @@ import { constants, deflateRawSync } from 'node:zlib'
 import { sql } from 'drizzle-orm'
 import { createRelay, fetchClient } from '@sightline/relay'
 import { socketClient } from '@sightline/relay/upstream/socket'
-import { startCore } from '../helpers/core'
-import { startTap } from './helpers'
+import { tappedCore } from './helpers'
 
 // A beacon says its compression in the query (`?compression=`), which core reads with its names
 // decoded. The relay must see the same compression core sees, or it writes the key into bytes that
 // are not JSON text and core can no longer inflate them.
-const core = await startCore()
-const coreUrl = await core.listen()
-const tap = startTap(coreUrl)
-afterAll(async () => {
-  tap.close()
-  await core.close()
-})
+const { core, tap } = await tappedCore()
 
 const events = (sessionId: string) => core.database.db.rows<{ event_name: string }>(sql`select event_name from events where session_id = ${sessionId}`)
 

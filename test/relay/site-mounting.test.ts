@@ -3,17 +3,10 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { elysiaRelay } from '@sightline/relay/adapters/elysia'
 import { nodeRelay } from '@sightline/relay/adapters/node'
 import { Elysia } from 'elysia'
-import { startCore } from '../helpers/core'
-import { startTap } from './helpers'
+import { tappedCore } from './helpers'
 
 // The relay mounted inside a site the way sites are written: other middleware and hooks run before it.
-const core = await startCore()
-const coreUrl = await core.listen()
-const tap = startTap(coreUrl)
-afterAll(async () => {
-  tap.close()
-  await core.close()
-})
+const { core, tap } = await tappedCore()
 
 /** What express.json() (body-parser) does: reads a JSON body whole, then sets `req.body` and `req._body`. */
 function jsonBodyParser(req: IncomingMessage & { body?: unknown; _body?: boolean }, _res: ServerResponse, next: () => void): void {
