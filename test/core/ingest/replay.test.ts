@@ -112,7 +112,8 @@ describe('POST /api/ingestion/events', () => {
       started_ms: String(t0 + 500),
       last_ms: String(t0 + 7000),
       entry_url: 'https://a.test/zero',
-      window_ids: ['w0', 'w1'],
+      // In the order the windows came (see firstWindows).
+      window_ids: ['w1', 'w0'],
       automatic_properties: { language: 'en', timezone: 'UTC' },
     })
     const chunks = await chunksOf('rp-2')

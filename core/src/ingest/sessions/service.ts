@@ -77,7 +77,7 @@ export function mergeSessionTouches(touches: readonly SessionTouch[]): SessionTo
     const key = sessionKey(touch)
     const seen = merged.get(key)
     if (!seen) {
-      merged.set(key, { ...touch, windowIds: touch.windowIds ? [...touch.windowIds] : undefined })
+      merged.set(key, { ...touch, windowIds: touch.windowIds ? firstWindows(touch.windowIds) : undefined })
       continue
     }
     const [early, late] = touch.firstAt < seen.firstAt ? [touch, seen] : [seen, touch]
@@ -89,7 +89,7 @@ export function mergeSessionTouches(touches: readonly SessionTouch[]): SessionTo
       ...activityOf(seen, touch),
       endUserId: seen.endUserId ?? touch.endUserId,
       automaticProperties: seen.automaticProperties || touch.automaticProperties ? { ...seen.automaticProperties, ...touch.automaticProperties } : null,
-      windowIds: [...new Set([...(seen.windowIds ?? []), ...(touch.windowIds ?? [])])],
+      windowIds: firstWindows(seen.windowIds, touch.windowIds),
       geo: touch.geo ?? seen.geo,
     })
   }
@@ -182,7 +182,34 @@ function definedOnly<T extends object>(value: T): Partial<T> {
  */
 export const ACTIVITY_RESOLUTION_MS = 1_000
 
-/** What this process has committed of a session or end user; the stored row holds at least this. */
+/**
+ * A session keeps this many of the window ids it is named with, the first it gets: a real one has a
+ * handful (a tab each), but window ids are the client's to make, and without a bound one public key
+ * could grow a session's row (rewritten whole by each touch) and this process's cache of it for ever.
+ */
+export const MAX_WINDOWS_PER_SESSION = 100
+
+/**
+ * The window ids of `lists` in the order first seen, each once, up to MAX_WINDOWS_PER_SESSION: what
+ * a session keeps of them. The sessions sink stores them likewise, appending to a stored array what
+ * is new to it, so that a row's array is in the order its windows came, however many touches made it.
+ */
+export function firstWindows(...lists: (Iterable<string> | undefined)[]): string[] {
+  const kept = new Set<string>()
+  for (const list of lists) {
+    for (const windowId of list ?? []) {
+      if (kept.size === MAX_WINDOWS_PER_SESSION) return [...kept]
+      kept.add(windowId)
+    }
+  }
+  return [...kept]
+}
+
+/**
+ * What this process has committed of a session or end user; the stored row holds at least this.
+ * Window ids excepted: one that came when the row already had all it keeps (another process filled
+ * it) is known here though not stored, which is no matter: a full row takes no new window anyway.
+ */
 export interface KnownRow {
   firstAt: number
   lastAt: number
@@ -197,7 +224,8 @@ export function sessionTouchIsKnown(touch: SessionTouch, known: KnownRow | undef
   if (!known) return false
   if (!touch.noActivity && (touch.firstAt < known.firstAt || touch.lastAt > known.lastAt + ACTIVITY_RESOLUTION_MS)) return false
   if (touch.endUserId !== null && known.endUserId === null) return false
-  if (touch.windowIds?.some((w) => !known.windowIds.has(w))) return false
+  // A session with all the windows it keeps takes no more: naming a new one is nothing new.
+  if (known.windowIds.size < MAX_WINDOWS_PER_SESSION && touch.windowIds?.some((w) => !known.windowIds.has(w))) return false
   return (
     nothing(touch.entryUrl) && nothing(touch.referrer) && nothing(touch.userAgent) && nothing(touch.automaticProperties) && nothing(touch.geo) && nothing(touch.sdkVersion)
   )
@@ -222,6 +250,6 @@ export function knownAfter(
     firstAt: Math.min(known?.firstAt ?? Infinity, times.firstAt),
     lastAt: Math.max(known?.lastAt ?? -Infinity, times.lastAt),
     endUserId: known?.endUserId ?? touch.endUserId ?? null,
-    windowIds: touch.windowIds?.length ? new Set([...(known?.windowIds ?? []), ...touch.windowIds]) : (known?.windowIds ?? new Set()),
+    windowIds: touch.windowIds?.length ? new Set(firstWindows(known?.windowIds, touch.windowIds)) : (known?.windowIds ?? new Set()),
   }
 }

@@ -7,6 +7,7 @@ import {
   endUserTouchIsKnown,
   firstSeenOf,
   knownAfter,
+  MAX_WINDOWS_PER_SESSION,
   mergeEndUserTouches,
   mergeSessionTouches,
   sessionKey,
@@ -17,13 +18,19 @@ import {
 } from './service'
 import type { SessionTouches } from './touch'
 
+/** How many window ids the cache of committed sessions holds at most (see knownRows). */
+export const KNOWN_WINDOWS_HELD = 100_000
+
 /**
  * Rows this process committed, so that a touch adding nothing (see ACTIVITY_RESOLUTION_MS) is not
- * written again. Bounded: emptied when full, which only costs a few redundant writes.
+ * written again. Bounded: emptied when full, which only costs a few redundant writes. Full means
+ * MAX_ENTRIES rows, or KNOWN_WINDOWS_HELD window ids among them: a real session holds one or two, but a
+ * client can name each of its sessions with MAX_WINDOWS_PER_SESSION ids of 128 characters.
  */
-function knownRows<Touch>() {
+export function knownRows<Touch>() {
   const MAX_ENTRIES = 20_000
   const known = new Map<string, KnownRow>()
+  let windowsHeld = 0
   // What `write` actually wrote, by the array the writer handed it, for `committed`.
   const written = new WeakMap<Touch[], Touch[]>()
   return {
@@ -33,8 +40,17 @@ function knownRows<Touch>() {
     },
     committed(rows: Touch[], keyOf: (touch: Touch) => string, asKnown: (touch: Touch, before: KnownRow | undefined) => KnownRow) {
       const touches = written.get(rows) ?? []
-      if (known.size + touches.length > MAX_ENTRIES) known.clear()
-      for (const touch of touches) known.set(keyOf(touch), asKnown(touch, known.get(keyOf(touch))))
+      if (known.size + touches.length > MAX_ENTRIES || windowsHeld > KNOWN_WINDOWS_HELD) {
+        known.clear()
+        windowsHeld = 0
+      }
+      for (const touch of touches) {
+        const key = keyOf(touch)
+        const before = known.get(key)
+        const after = asKnown(touch, before)
+        windowsHeld += after.windowIds.size - (before?.windowIds.size ?? 0)
+        known.set(key, after)
+      }
     },
   }
 }
@@ -57,6 +73,12 @@ const EARLIER_ENTRY = sql.raw('excluded.entry_url is not null and (s.entry_url i
 const USER_AGENT_UNKNOWN = sql.raw('s.user_agent is null and excluded.user_agent is not null')
 
 /**
+ * The windows a session keeps (see firstWindows): a touch's, already merged to at most this many,
+ * each once and first seen first, are appended to the stored ones until there are this many.
+ */
+const MAX_WINDOWS = sql.raw(String(MAX_WINDOWS_PER_SESSION))
+
+/**
  * Whether the conflicting row is one of `touches`: those that show no activity (`noActivity`), whose
  * rows keep their times, or those whose attributes replace the stored ones (`replacesAttributes`).
  * An insert's `excluded` holds only columns, so the keys go beside the touches (not the stored times
@@ -72,11 +94,11 @@ function isOneOf(touches: { projectId: string; id: string }[], idColumn: 'sessio
 /**
  * Creates or extends sessions: times widen (never by a touch without activity; those of a session
  * one created are only its receipt, marked `times_are_receipt`, and the first activity replaces
- * them rather than widens), first-known fields stay, properties and windows merge; an ended
- * session's end moves with activity that comes after it (what a page sent as it closed, racing its
- * goodbye), so that it never ends before its last activity. A touch that adds nothing is not
- * written, and so takes no row lock: commits of a busy session do not queue behind each other. A
- * sink that needs a session's row to itself locks it (presence does).
+ * them rather than widens), first-known fields stay, properties merge, windows are added up to
+ * MAX_WINDOWS_PER_SESSION; an ended session's end moves with activity that comes after it (what a
+ * page sent as it closed, racing its goodbye), so that it never ends before its last activity. A
+ * touch that adds nothing is not written, and so takes no row lock: commits of a busy session do
+ * not queue behind each other. A sink that needs a session's row to itself locks it (presence does).
  */
 export const sessionsSink: Sink<SessionTouch> = {
   name: 'sessions',
@@ -120,8 +142,9 @@ export const sessionsSink: Sink<SessionTouch> = {
         device_model = case when ${USER_AGENT_UNKNOWN} then excluded.device_model else s.device_model end,
         automatic_properties = case when excluded.automatic_properties is null then s.automatic_properties
                                     else coalesce(s.automatic_properties, '{}'::jsonb) || excluded.automatic_properties end,
-        window_ids = case when cardinality(excluded.window_ids) = 0 then s.window_ids
-                          else array(select distinct w from unnest(s.window_ids || excluded.window_ids) as w order by w) end,
+        window_ids = case when cardinality(excluded.window_ids) = 0 or cardinality(s.window_ids) >= ${MAX_WINDOWS} then s.window_ids
+                          else s.window_ids || array(select w from unnest(excluded.window_ids) with ordinality as e(w, n)
+                                                     where w <> all(s.window_ids) order by n limit ${MAX_WINDOWS} - cardinality(s.window_ids)) end,
         geo = coalesce(excluded.geo, s.geo),
         sdk_version = coalesce(excluded.sdk_version, s.sdk_version)`)
   },

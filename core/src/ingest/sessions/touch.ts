@@ -1,5 +1,5 @@
 import type { Caller } from '../../http/auth'
-import { firstSeenOf, type EndUserTouch, type SessionTouch } from './service'
+import { firstSeenOf, firstWindows, type EndUserTouch, type SessionTouch } from './service'
 
 /** One item of a request seen in a session (a log line, an error report, a heartbeat...). */
 export interface Sighting {
@@ -31,7 +31,7 @@ export function sessionTouches(caller: Caller, sightings: readonly Sighting[]): 
       seen.firstAt = Math.min(seen.firstAt, at)
       seen.lastAt = Math.max(seen.lastAt, at)
       seen.endUserId ??= endUserId
-      if (windowId && !seen.windowIds?.includes(windowId)) seen.windowIds = [...(seen.windowIds ?? []), windowId]
+      if (windowId && !seen.windowIds?.includes(windowId)) seen.windowIds = firstWindows(seen.windowIds, [windowId])
     } else if (sessionId !== null) {
       sessions.set(sessionId, {
         projectId: caller.projectId,
