@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import postgres from 'postgres'
 import { sql } from 'drizzle-orm'
 import { createLiveViewerReader, liveSessions, liveWindows, registerLiveViewer, unregisterLiveViewer } from '@sightline/core/ingest/presence/store'
 import { lastChangePerWindow, presenceRows, type PresenceChange } from '@sightline/core/ingest/presence/service'
@@ -142,7 +143,9 @@ describe('heartbeat and session-end', () => {
     expect(await stored('p-gone')).toEqual([])
     expect(await stored('p-quiet')).toEqual(['w-1'])
     expect(await windowsOf('p-quiet')).toEqual(['w-1'])
-    expect(await endedAt('p-gone')).toBeNull()
+    // Its session, left without a window, has ended (see 'sessions left by windows that went quiet').
+    expect(await endedAt('p-gone')).not.toBeNull()
+    expect(await endedAt('p-quiet')).toBeNull()
     // Such a window beating again is live again.
     await beat('p-gone', 'w-1')
     expect(await windowsOf('p-gone')).toEqual(['w-1'])
@@ -203,6 +206,135 @@ describe('heartbeat and session-end', () => {
     const wrong = await core.post('/api/ingestion/session-end', { sessionId: 's', apiKey: 'sl_dev_nope' }, { key: null })
     expect(wrong.status).toBe(401)
     expect(await wrong.json()).toMatchObject({ error: { code: 'invalid_api_key' } })
+  })
+})
+
+/*
+ * A window that stops beating without a goodbye (a crash, a killed tab, a beat delivered after the
+ * goodbye by a relay's retry, which revives the session) is forgotten by a later commit of its
+ * project; the session it leaves without a window ends when that window was last seen.
+ */
+describe('sessions left by windows that went quiet', () => {
+  /** Exact to the microsecond, as stored. */
+  const micros = (column: string) => sql.raw(`(extract(epoch from ${column}) * 1000000)::bigint::text`)
+  const sessionTimes = async (sessionId: string) =>
+    (
+      await db().rows<{ ended: string | null; last: string }>(
+        sql`select ${micros('ended_at')} as ended, ${micros('last_activity_at')} as last from sessions where session_id = ${sessionId}`,
+      )
+    )[0]
+  const lastSeen = async (sessionId: string, windowId: string) =>
+    (await db().rows<{ seen: string }>(sql`select ${micros('last_seen_at')} as seen from presence where session_id = ${sessionId} and window_id = ${windowId}`))[0]
+      .seen
+  const stored = async (sessionId: string) =>
+    (await db().rows<{ window_id: string }>(sql`select window_id from presence where session_id = ${sessionId} order by window_id`)).map((r) => r.window_id)
+  /** Moves a session and its windows into the past, as if that much time had gone by in silence. */
+  const ageAll = async (sessionId: string, seconds: number) => {
+    await db().rows(sql`update presence set last_seen_at = last_seen_at - make_interval(secs => ${seconds}) where session_id = ${sessionId}`)
+    await db().rows(sql`
+      update sessions set started_at = started_at - make_interval(secs => ${seconds}), last_activity_at = last_activity_at - make_interval(secs => ${seconds})
+      where session_id = ${sessionId}`)
+  }
+  /** Another commit of the project: a heartbeat of some other session. */
+  const anotherCommit = () => beat('q-bystander', 'w-1')
+
+  test('a beat delivered after the last goodbye, then silence: the next commit of the project ends the session when its window was last seen', async () => {
+    await beat('q-late', 'w-1')
+    await end('q-late', 'w-1')
+    expect((await sessionTimes('q-late')).ended).not.toBeNull()
+    // The heartbeat sent just before the goodbye, delivered later by a relay's retry.
+    await beat('q-late', 'w-1')
+    expect((await sessionTimes('q-late')).ended).toBeNull()
+    await ageAll('q-late', 120)
+    const seen = await lastSeen('q-late', 'w-1')
+
+    await anotherCommit()
+    expect(await stored('q-late')).toEqual([])
+    // Not the later commit's time: the window went quiet two minutes earlier.
+    expect((await sessionTimes('q-late')).ended).toBe(seen)
+    expect(Number(seen)).toBeLessThan(Date.now() * 1000 - 100_000_000)
+  })
+
+  test('the end is never before the last activity (what the page sent after its last beat, a client clock ahead)', async () => {
+    await beat('q-active', 'w-1')
+    await ageAll('q-active', 120)
+    await db().rows(sql`update sessions set last_activity_at = now() - interval '60 seconds' where session_id = 'q-active'`)
+    const { last } = await sessionTimes('q-active')
+    expect(BigInt(last)).toBeGreaterThan(BigInt(await lastSeen('q-active', 'w-1')))
+
+    await anotherCommit()
+    expect(await stored('q-active')).toEqual([])
+    expect(await sessionTimes('q-active')).toEqual({ ended: last, last })
+  })
+
+  test('a session with a window still live stays open; when that one goes quiet too, it ends at that window\'s last beat', async () => {
+    await beat('q-two', 'w-a')
+    await beat('q-two', 'w-b')
+    await ageAll('q-two', 200)
+    await beat('q-two', 'w-b')
+
+    await anotherCommit()
+    expect(await stored('q-two')).toEqual(['w-b'])
+    expect(await windowsOf('q-two')).toEqual(['w-b'])
+    expect((await sessionTimes('q-two')).ended).toBeNull()
+
+    await ageAll('q-two', 120)
+    const seen = await lastSeen('q-two', 'w-b')
+    await anotherCommit()
+    expect(await stored('q-two')).toEqual([])
+    expect((await sessionTimes('q-two')).ended).toBe(seen)
+  })
+
+  test('a session that has ended keeps its end; a quiet window whose session row is gone is forgotten', async () => {
+    await beat('q-ended', 'w-1')
+    await end('q-ended', 'w-1')
+    const { ended } = await sessionTimes('q-ended')
+    expect(ended).not.toBeNull()
+    // A window row left behind (a goodbye of another window racing this one's last beat), quiet since.
+    await db().rows(sql`
+      insert into presence (project_id, session_id, window_id, last_seen_at)
+      values (${projectId()}, 'q-ended', 'w-2', now() - interval '1 hour'), (${projectId()}, 'q-no-row', 'w-1', now() - interval '1 hour')`)
+
+    await anotherCommit()
+    expect(await stored('q-ended')).toEqual([])
+    expect(await stored('q-no-row')).toEqual([])
+    expect((await sessionTimes('q-ended')).ended).toBe(ended)
+    expect(await db().rows(sql`select 1 from sessions where session_id = 'q-no-row'`)).toEqual([])
+  })
+
+  // The embedded database runs one transaction at a time: no other can hold a row meanwhile.
+  test.skipIf(engine !== 'postgres')('a session whose row another transaction holds is skipped without waiting, then ended by a later commit', async () => {
+    await beat('q-held', 'w-1')
+    await ageAll('q-held', 120)
+    const seen = await lastSeen('q-held', 'w-1')
+
+    const other = postgres(core.database.url!, { max: 1, onnotice: () => {} })
+    let release!: () => void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    let holding!: () => void
+    const held = new Promise<void>((resolve) => (holding = resolve))
+    const holder = other.begin(async (tx) => {
+      // As a commit of that session holds it (see presenceSink).
+      await tx`select 1 from sessions where session_id = 'q-held' for no key update`
+      holding()
+      await released
+    })
+    try {
+      await held
+      const answer = await Promise.race([anotherCommit(), Bun.sleep(5_000).then(() => 'waited' as const)])
+      expect(answer).not.toBe('waited')
+      expect((answer as Response).status).toBe(200)
+      expect(await stored('q-held')).toEqual(['w-1'])
+      expect((await sessionTimes('q-held')).ended).toBeNull()
+    } finally {
+      release()
+      await holder
+      await other.end()
+    }
+
+    await anotherCommit()
+    expect(await stored('q-held')).toEqual([])
+    expect((await sessionTimes('q-held')).ended).toBe(seen)
   })
 })
 

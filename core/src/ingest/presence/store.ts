@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { Database, Orm } from '../../db'
+import { rowsOf, type Database, type Orm } from '../../db'
 import type { Sink } from '../../sink'
 import { sortedBy } from '../shared/rows'
 import { jsonParam } from '../shared/values'
@@ -115,21 +115,66 @@ const QUIET_WINDOWS_PER_COMMIT = 100
 
 /**
  * Forgets the windows of the commit's projects that no longer count as live and said no goodbye (a
- * crash, a killed tab, a session expired while idle, whose tracker sends none): nothing else would
- * ever remove them. Nobody reads them: a window that beats again is inserted anew. Rows another
- * commit holds are skipped (it beats them, or forgets them itself), so this never waits; run last of
- * the sessions phase, so that a commit waiting for a row held here does not hold a lock this one
- * still needs.
+ * crash, a killed tab, a session expired while idle, whose tracker sends none, a beat that reached
+ * core after the goodbye and revived the session), and ends the sessions left without a window:
+ * nothing else would ever remove those windows, nor end those sessions. Nobody reads the windows: a
+ * window that beats again is inserted anew, and revives its session.
+ *
+ * Never waits: run last of the sessions phase, so that a commit waiting for a row held here does not
+ * hold a lock this one still needs, and taking only rows nobody else holds (`skip locked`). Like the
+ * other commits, a window's session row first, then the window: a session another commit holds (it
+ * beats a window, or forgets them itself) keeps its quiet windows for a later commit, which ends it.
+ * A window whose session row no longer exists is forgotten all the same.
  */
 async function forgetQuietWindows(tx: Orm, changes: readonly PresenceChange[]) {
   const projects = [...new Set(changes.map((c) => c.projectId))].sort()
+  // The quiet windows are read without a lock; each is taken only when its session row is (the
+  // lateral `s` runs before `p`, which reads its result) and only if it is still quiet by then.
+  const [{ forgotten }] = rowsOf<{ forgotten: string | null }>(
+    await tx.execute(sql`
+      with gone as (
+        delete from presence where ctid = any(array(
+          select p.ctid from jsonb_array_elements_text(${jsonParam(projects)}::jsonb) as t("projectId")
+          cross join lateral (
+            select project_id, session_id, window_id from presence where project_id = t."projectId"::uuid and last_seen_at < ${liveSince}
+            order by last_seen_at limit ${QUIET_WINDOWS_PER_COMMIT}
+          ) q
+          cross join lateral (
+            select q.session_id
+            where exists (select 1 from sessions where project_id = q.project_id and session_id = q.session_id for no key update skip locked)
+              or not exists (select 1 from sessions where project_id = q.project_id and session_id = q.session_id)
+            offset 0
+          ) s
+          cross join lateral (
+            select ctid from presence where project_id = q.project_id and session_id = s.session_id and window_id = q.window_id
+              and last_seen_at < ${liveSince} for update skip locked
+          ) p))
+        returning project_id, session_id, last_seen_at
+      )
+      select (jsonb_agg(jsonb_build_object('projectId', project_id, 'sessionId', session_id, 'lastSeenAt', last_seen_at)))::text as forgotten
+      from (select project_id, session_id, max(last_seen_at) as last_seen_at from gone group by project_id, session_id) w`),
+  )
+  if (forgotten) await endSessionsLeftWithoutWindows(tx, forgotten)
+}
+
+/**
+ * Ends the sessions whose windows were forgotten and that have no window left, when the last of those
+ * windows went quiet (not now: nothing was seen of them since), never before the last activity, as a
+ * goodbye would; a session ended already keeps its end. Their rows are held by this commit: no other
+ * can give them a window meanwhile, and this waits for none.
+ */
+async function endSessionsLeftWithoutWindows(tx: Orm, forgotten: string) {
+  const windows = sql`jsonb_to_recordset(${forgotten}::jsonb) as f("projectId" uuid, "sessionId" text, "lastSeenAt" timestamptz)`
   await tx.execute(sql`
-    delete from presence where ctid = any(array(
-      select p.ctid from jsonb_array_elements_text(${jsonParam(projects)}::jsonb) as t("projectId")
+    update sessions set ended_at = greatest(last_activity_at, (
+      select f."lastSeenAt" from ${windows} where f."projectId" = sessions.project_id and f."sessionId" = sessions.session_id))
+    where ctid = any(array(
+      select s.ctid from ${windows}
       cross join lateral (
-        select ctid from presence where project_id = t."projectId"::uuid and last_seen_at < ${liveSince}
-        order by last_seen_at limit ${QUIET_WINDOWS_PER_COMMIT} for update skip locked
-      ) p))`)
+        select ctid from sessions where project_id = f."projectId" and session_id = f."sessionId" and ended_at is null
+          and not exists (select 1 from presence p where p.project_id = f."projectId" and p.session_id = f."sessionId")
+        offset 0
+      ) s))`)
 }
 
 /**
