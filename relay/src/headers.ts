@@ -43,6 +43,20 @@ const REQUEST_DROPPED = new Set([
   'x-forwarded-proto',
   'x-forwarded-host',
   'x-forwarded-for',
+  // The client's own word on its address, proto or host. RFC 7239 §8.1: Forwarded "cannot be relied
+  // upon to be correct" unless a trusted proxy wrote it, and the relay is the hop that knows the
+  // client; the de facto fields are the same claim (X-Real-IP: nginx's realip; the rest are read by
+  // address helpers such as request-ip). Core reads none of them, but whatever sits behind the relay
+  // and does would believe an address the browser made up. The relay writes no Forwarded of its own:
+  // X-Forwarded-For is the one list it keeps (core reads it), and two lists can disagree, each reader
+  // believing the other.
+  'forwarded',
+  'x-real-ip',
+  'x-client-ip',
+  'true-client-ip',
+  'cf-connecting-ip',
+  'fastly-client-ip',
+  'x-cluster-client-ip',
 ])
 
 /** Response fields that end at the relay. */
@@ -104,8 +118,12 @@ export interface ClientInfo {
 }
 
 /**
- * The forwarding fields: the client address is appended to any `X-Forwarded-For` it arrived with
- * (core believes that list only from `TRUSTED_PROXIES`), proto and host are what this request used.
+ * The forwarding fields: the client address is appended to any `X-Forwarded-For` it arrived with,
+ * not put in its place. Appending lets a proxy in front of the relay (a load balancer) carry the real
+ * client through, and gives the browser nothing: each proxy adds on the right (RFC 7239 §4, the
+ * order X-Forwarded-For follows too), and readers walk the list from the right past the hops they
+ * trust (core's `TRUSTED_PROXIES`), so an entry left of the peer the relay saw is believed only when
+ * the operator listed that peer as a trusted proxy. Proto and host are what this request used.
  * A peer the runtime could not name is appended as `unknown` (RFC 7239 §6.2's word for it), never
  * left out: core reads the list from the right, and would take the client's own last entry for the
  * address the relay saw. A runtime that tells no addresses at all (undefined) passes the list on.

@@ -85,7 +85,7 @@ for (const [clientName, makeClient] of Object.entries(CLIENTS)) {
       expect(await events(sessionId)).toEqual([{ event_name: 'large' }, { event_name: 'large' }, { event_name: 'never' }])
     })
 
-    test('hop-by-hop fields, cookies and proxy credentials stay behind; end-to-end fields go on', async () => {
+    test("hop-by-hop fields, cookies, proxy credentials and the client's own Forwarded or X-Real-IP stay behind; end-to-end fields go on", async () => {
       const res = await send('/health/simple', {
         headers: {
           connection: 'keep-alive, x-hop',
@@ -101,11 +101,14 @@ for (const [clientName, makeClient] of Object.entries(CLIENTS)) {
           'x-forwarded-for': '203.0.113.1',
           'x-forwarded-host': 'evil.test',
           'x-forwarded-proto': 'gopher',
+          forwarded: 'for=8.8.8.8;proto=https;host=evil.test',
+          'x-real-ip': '8.8.8.8',
+          'true-client-ip': '8.8.8.8',
         },
       })
       expect(res.status).toBe(200)
       const { headers } = lastSeen()
-      for (const name of ['x-hop', 'keep-alive', 'te', 'proxy-authorization', 'cookie']) expect(headers[name]).toBeUndefined()
+      for (const name of ['x-hop', 'keep-alive', 'te', 'proxy-authorization', 'cookie', 'forwarded', 'x-real-ip', 'true-client-ip']) expect(headers[name]).toBeUndefined()
       expect(headers).toMatchObject({
         'user-agent': 'ua/1',
         'content-type': 'application/json',

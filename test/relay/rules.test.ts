@@ -38,6 +38,28 @@ describe('header rules', () => {
     expect(Object.fromEntries(upstreamHeaders(incoming, {}, { proto: 'http', host: '' }, false)).authorization).toBe('Bearer k')
   })
 
+  test("the client's own word on its address goes no further: Forwarded, X-Real-IP and the like are dropped, no Forwarded is written", () => {
+    const incoming = new Headers({
+      forwarded: 'for=8.8.8.8;proto=https;host=evil.test',
+      'x-real-ip': '8.8.8.8',
+      'x-client-ip': '8.8.8.8',
+      'true-client-ip': '8.8.8.8',
+      'cf-connecting-ip': '8.8.8.8',
+      'fastly-client-ip': '8.8.8.8',
+      'x-cluster-client-ip': '8.8.8.8',
+      'x-forwarded-for': '8.8.8.8',
+      'user-agent': 'ua',
+    })
+    expect(Object.fromEntries(upstreamHeaders(incoming, { address: '198.51.100.7' }, { proto: 'https', host: 'shop.test' }, false))).toEqual({
+      'user-agent': 'ua',
+      // Appended, not replaced: readers take the entry right of the peer only when they trust the peer.
+      'x-forwarded-for': '8.8.8.8, 198.51.100.7',
+      'x-forwarded-proto': 'https',
+      'x-forwarded-host': 'shop.test',
+      'accept-encoding': 'identity',
+    })
+  })
+
   test('X-Forwarded-For: appended, started, or kept when the address is unknown', () => {
     expect(forwardingHeaders('1.1.1.1', '2.2.2.2', 'http', 'h')[0]).toEqual(['x-forwarded-for', '1.1.1.1, 2.2.2.2'])
     expect(forwardingHeaders(null, '2.2.2.2', 'http', 'h')[0]).toEqual(['x-forwarded-for', '2.2.2.2'])

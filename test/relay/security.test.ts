@@ -161,6 +161,32 @@ describe('a peer the runtime no longer knows', () => {
   })
 })
 
+describe("the client's own X-Forwarded-For", () => {
+  test('names no address to core unless the peer in front of the relay is a trusted proxy', async () => {
+    // Core trusts the relay (127.0.0.1), as the README asks; 8.8.8.8 would locate to the US.
+    const trusting = await startCore({ env: { TRUSTED_PROXIES: '127.0.0.1' } })
+    try {
+      const handle = bunRelay({ upstream: await trusting.listen(), prefix: '/_sl' })
+      const from = (address: string) => ({ requestIP: () => ({ address, port: 1, family: 'IPv4' }), timeout: () => {} }) as unknown as Server<unknown>
+      const send = (peer: string) =>
+        handle(
+          new Request('http://shop.test/_sl/api/ingestion/ip-info', {
+            method: 'POST',
+            headers: { authorization: `Bearer ${trusting.key}`, 'x-forwarded-for': '8.8.8.8', forwarded: 'for=8.8.8.8', 'x-real-ip': '8.8.8.8' },
+            body: JSON.stringify({ sessionId: 'spoof' }),
+          }),
+          from(peer),
+        ).then((r) => r.json())
+      // A browser (a peer nobody listed): core takes the peer the relay saw, which locates nowhere.
+      expect(await send('127.0.0.2')).toEqual({ success: true, geo: null })
+      // A load balancer the operator listed in TRUSTED_PROXIES: the client it names is believed.
+      expect((await send('127.0.0.1')).geo).toMatchObject({ country: 'US' })
+    } finally {
+      await trusting.close()
+    }
+  })
+})
+
 describe('a method no Web Request can carry (TRACE) is refused as the relay refuses any other method, by path', () => {
   for (const adapter of ['bun', 'node', 'node-middleware', 'elysia'] as AdapterName[]) {
     test(`${adapter}: 405 naming the script's own methods on <prefix>/t.js, 404 on a path the relay does not serve`, async () => {

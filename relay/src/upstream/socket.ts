@@ -62,7 +62,6 @@ interface Pool {
   idle: Connection[]
 }
 
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS'])
 /** A target with these would end the request line early or smuggle a line of its own into the head. */
 const UNSAFE_TARGET = /[\s\x00-\x1f\x7f]/
 const CRLF = '\r\n'
@@ -92,6 +91,10 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
       onClosed(socket.data, new UpstreamError('refused', `core connection failed: ${error.message}`, { cause: error }))
     },
     end(socket: Socket<Connection>) {
+      // Core's FIN, which may come right behind a kept-alive answer (core stopping, or its idle
+      // timeout). Ending our side too closes the socket at once: Bun runs `close` inside this call,
+      // so an idle connection leaves the pool before anything can take it. A request that took it
+      // before the FIN was read is resent (mayResend).
       socket.end()
     },
   }
@@ -267,14 +270,30 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
       exchange.body?.close()
       return
     }
-    if (!exchange.answered && conn.reused && !conn.parser.receivedAny() && IDEMPOTENT.has(exchange.request.method) && !(exchange.request.body instanceof ReadableStream)) {
-      // The server closed a kept-alive connection just as we wrote: nothing was processed.
+    if (mayResend(conn, exchange)) {
       conn.exchange = null
-      start(exchange, takeIdle(conn.pool, Date.now()))
+      start(exchange, null)
       return
     }
     fail(conn, error)
   }
+
+  /**
+   * Whether a request whose connection closed under it goes out once more, on a fresh connection.
+   * Only on a reused connection, before any byte of an answer, with a body the relay still holds
+   * whole (none, or the bytes it read; a streamed body is partly consumed once its head is written).
+   * That is the race of a kept-alive connection: core closes it between requests (its idle timeout,
+   * a graceful stop; a server that has read a request answers it before it closes), and its FIN
+   * crosses the request on the wire or lands just after an answer, too late for `end` to have taken
+   * the connection out of the pool. Core never had that request. RFC 9110 §9.2.2 lets a client resend
+   * a non-idempotent method when it knows the semantics are idempotent: Go's Transport resends a
+   * written POST only when it carries an Idempotency-Key, and WIRE.md's durability rule is ours (a
+   * resent replay chunk is known by its content, a resent event by its uuid). So the rare core that
+   * fails after reading a request costs what a retry of the tracker's would. A fresh
+   * connection is never `reused`, so this is once; a connection that fails fresh is core down: 502.
+   */
+  const mayResend = (conn: Connection, exchange: Exchange): boolean =>
+    !exchange.answered && conn.reused && !conn.parser.receivedAny() && !(exchange.request.body instanceof ReadableStream)
 
   function onData(conn: Connection, chunk: Uint8Array): void {
     const exchange = conn.exchange
@@ -350,6 +369,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
       if (exchange.answered) return release(conn) // timed out or aborted while connecting
       conn.exchange = exchange
       exchange.conn = conn
+      exchange.sent = false // a resent request: written anew on this connection
       conn.parser.reset()
       sendRequest(conn, exchange)
     }
