@@ -1,4 +1,5 @@
 import { mkdirSync, statfsSync } from 'node:fs'
+import type { Socket } from 'node:net'
 import { join, resolve } from 'node:path'
 import { PGlite, type Transaction } from '@electric-sql/pglite'
 import { sql, type SQLWrapper } from 'drizzle-orm'
@@ -35,6 +36,12 @@ export interface Database {
    * sent while disconnected are lost, so a listener that caches must drop its cache there.
    */
   listen(channel: string, onMessage: (payload: string) => void, onConnect?: () => void): Promise<Unlisten>
+  /**
+   * Postgres: closes the connection the listeners are on, which is then made again and listens on
+   * every channel again (each `onConnect` runs). For a connection that died silently (a NAT or
+   * firewall dropped it, no FIN or RST): it hears nothing, and stays open for as long as TCP keeps it.
+   */
+  reconnectListening?(): void
   notify(channel: string, payload: string): Promise<void>
   /**
    * Applies the drizzle-kit migrations, then `whileLocked` (boot-time setup such as the default
@@ -93,11 +100,14 @@ export function openDatabase(options: { databaseUrl?: string; dataDir: string })
 
 export function postgresDatabase(url: string, poolSize = 10, { silentConnectionMs = SILENT_CONNECTION_MS } = {}): Database {
   const transactions = postgresTransactions()
-  const client = connect(
-    url,
-    { max: poolSize, onclose: transactions.connectionClosed, connection: { application_name: 'sightline' } },
-    silentConnectionMs,
-  )
+  // One pacing for the pool and the listening connection (see pacedSockets).
+  const sockets = pacedSockets({ silentMs: silentConnectionMs })
+  const client = connect(url, { max: poolSize, onclose: transactions.connectionClosed, connection: { application_name: 'sightline' } }, sockets)
+  // LISTEN goes through a client of its own, which never runs a statement but hands its listeners
+  // the one connection postgres.js gives them: so that its socket is known here, to be closed (see
+  // reconnectListening). postgres.js makes it again on close, and listens on every channel again.
+  let listeningSocket: Socket | undefined
+  const listener = connect(url, { max: 1, connection: { application_name: 'sightline' } }, async (target) => (listeningSocket = await sockets(target)))
   const orm = drizzlePostgres(client, { schema }) as unknown as Orm
   return {
     kind: 'postgres',
@@ -105,13 +115,14 @@ export function postgresDatabase(url: string, poolSize = 10, { silentConnectionM
     rows: async (query, executor = orm) => rowsOf(await executor.execute(query)),
     transaction: (fn) => transactions.run(client, fn),
     async listen(channel, onMessage, onConnect) {
-      const { unlisten } = await client.listen(channel, onMessage, onConnect)
+      const { unlisten } = await listener.listen(channel, onMessage, onConnect)
       return unlisten
     },
+    reconnectListening: () => void listeningSocket?.destroy(),
     notify: async (channel, payload) => void (await client.notify(channel, payload)),
     async migrate(whileLocked, onWait) {
       // One connection, so that the session-level advisory lock covers everything done here.
-      const locked = connect(url, { max: 1 })
+      const locked = connect(url, { max: 1 }, pacedSockets())
       let reached = false
       try {
         // The first statement of a start: what fails here is the connection string or the server.
@@ -145,7 +156,7 @@ export function postgresDatabase(url: string, poolSize = 10, { silentConnectionM
       // Called once the writer has drained: nothing of ours is under way. What end() may still wait
       // for is a statement a lost connection failed, which postgres.js keeps as under way until the
       // timeout (porsager/postgres#1130): a stop after any lost connection took that long.
-      return client.end({ timeout: 0.5 })
+      return Promise.all([client.end({ timeout: 0.5 }), listener.end({ timeout: 0.5 })]).then(() => {})
     },
   }
 }
@@ -194,12 +205,12 @@ export function answerWithin<T>(promise: Promise<T>, ms: number, message: string
  * 5 to 20 s: writes handed to those connections waited them out after the server was back (up to
  * the writer's 10 s commit timeout), while other connections were already answered. pacedSockets
  * paces the same connections (those closed unanswered), and ends its pauses once one is answered.
- * With `silentMs`, its connections that went silent are given up too (see silenceWatch).
+ * `sockets` makes its connections (pacedSockets, with silenceWatch or not).
  */
-function connect(url: string, options: postgres.Options<{}>, silentMs?: number) {
+function connect(url: string, options: postgres.Options<{}>, sockets: ReturnType<typeof pacedSockets>) {
   try {
     // `socket` is documented (postgres.js's README, "Custom socket") but missing from its types.
-    const socket = { socket: pacedSockets({ silentMs }) } as postgres.Options<{}>
+    const socket = { socket: sockets } as postgres.Options<{}>
     const { url: driverUrl, ...server } = postgresTarget(url)
     return postgres(driverUrl, { connect_timeout: 5, backoff: false, onnotice: () => {}, ...socket, ...server, ...options })
   } catch (error) {

@@ -15,6 +15,8 @@ export interface KeyCacheOptions {
   maxEntries?: number
   /** How often the listening connection is checked, by a notification this cache sends itself (Postgres). */
   heartbeatMs?: number
+  /** How long heartbeats the database took go unheard before the listening connection is made again (RELISTEN_AFTER_MS). */
+  relistenAfterMs?: number
   now?: () => number
 }
 
@@ -30,6 +32,22 @@ export interface KeyCache {
 /** How long a stop waits for the database to confirm it stopped listening. */
 const UNLISTEN_TIMEOUT_MS = 1_000
 
+/**
+ * How long the database may take this cache's heartbeats without one being heard before the
+ * listening connection is closed and made again. One that died silently stays open for as long as
+ * TCP keeps it, minutes to hours, and meanwhile every request looks its key up (see `deaf`). Heard
+ * heartbeats come back within milliseconds: ten seconds of them taken by the database and lost is a
+ * dead connection, not a slow one, while a busy pool that delays a few costs no needless reconnection.
+ * Counted only from heartbeats the database took: while it is out of reach, postgres.js connects
+ * again on its own once the connection closes, and closing it more would only add connections.
+ */
+const RELISTEN_AFTER_MS = 10_000
+/**
+ * A connection made again that is deaf too waits twice as long as the one before it, up to this: a
+ * path that keeps losing notifications is not reconnected every ten seconds for ever.
+ */
+const MAX_RELISTEN_AFTER_MS = 5 * 60_000
+
 /** Where each cache checks that it still hears notifications: apart, so that no cache drops its keys for another's check. */
 export const KEYS_HEARTBEAT_CHANNEL = 'sightline_keys_heartbeat'
 
@@ -39,7 +57,7 @@ interface Entry {
 }
 
 export function createKeyCache(db: Database, log: Logger, options: KeyCacheOptions = {}): KeyCache {
-  const { ttlMs = 60_000, negativeTtlMs = 5_000, maxEntries = 10_000, heartbeatMs = 1_000, now = Date.now } = options
+  const { ttlMs = 60_000, negativeTtlMs = 5_000, maxEntries = 10_000, heartbeatMs = 1_000, relistenAfterMs = RELISTEN_AFTER_MS, now = Date.now } = options
   // Known keys apart from unknown ones: a flood of made-up keys fills only its own map, and pushes no
   // live key out of the cache (each pushed out would cost a lookup on its next request).
   const known = new Map<string, Entry>()
@@ -52,10 +70,33 @@ export function createKeyCache(db: Database, log: Logger, options: KeyCacheOptio
   let heartbeat: ReturnType<typeof setInterval> | undefined
   // A listening connection that died silently (a NAT or firewall that dropped it, a partition) is not
   // closed for as long as TCP keeps it, and every revocation meanwhile went unheard: cached keys are
-  // trusted only while this cache hears its own heartbeats. Postgres only: PGlite notifies in process.
+  // trusted only while this cache hears its own heartbeats, and the connection is made again once the
+  // database took some unheard (see RELISTEN_AFTER_MS). Postgres only: PGlite notifies in process.
   const heartbeatId = randomUUID()
   let lastHeard = Number.POSITIVE_INFINITY
   const deaf = () => now() - lastHeard > 3 * heartbeatMs
+  // Heartbeats are numbered, so that one the database took can be told from one already heard.
+  let heartbeatsSent = 0
+  let heardUpTo = 0
+  /** Since when a heartbeat the database took has not been heard. */
+  let unheardSince: number | undefined
+  let relistenAfter = relistenAfterMs
+
+  const beat = () => {
+    if (unheardSince !== undefined && now() - unheardSince > relistenAfter) {
+      log.warn('the connection listening for key changes hears nothing; connecting it again', { deafForMs: now() - unheardSince })
+      unheardSince = undefined
+      relistenAfter = Math.min(2 * relistenAfter, MAX_RELISTEN_AFTER_MS)
+      db.reconnectListening?.()
+    }
+    const sent = ++heartbeatsSent
+    db.notify(KEYS_HEARTBEAT_CHANNEL, `${heartbeatId} ${sent}`).then(
+      () => {
+        if (heardUpTo < sent) unheardSince ??= now()
+      },
+      () => {},
+    )
+  }
 
   const clear = () => {
     generation++
@@ -120,12 +161,16 @@ export function createKeyCache(db: Database, log: Logger, options: KeyCacheOptio
       if (db.kind !== 'postgres') return
       lastHeard = now()
       unlistenHeartbeat = await db.listen(KEYS_HEARTBEAT_CHANNEL, (payload) => {
-        if (payload !== heartbeatId) return
+        const [id, number] = payload.split(' ')
+        if (id !== heartbeatId) return
         // Heard again after a silence: what was notified meanwhile may be lost.
         if (deaf()) clear()
         lastHeard = now()
+        heardUpTo = Math.max(heardUpTo, Number(number) || 0)
+        unheardSince = undefined
+        relistenAfter = relistenAfterMs
       })
-      heartbeat = setInterval(() => void db.notify(KEYS_HEARTBEAT_CHANNEL, heartbeatId).catch(() => {}), heartbeatMs)
+      heartbeat = setInterval(beat, heartbeatMs)
       heartbeat.unref?.()
     },
     async stop() {

@@ -1,11 +1,14 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { sql } from 'drizzle-orm'
+import { eq, sql } from 'drizzle-orm'
+import { apiKeys } from '@sightline/schema'
 import { postgresDatabase } from '@sightline/core/db'
 import { createLogger } from '@sightline/core/log'
 import { createKeyCache } from '@sightline/core/projects/key-cache'
+import { hashKey } from '@sightline/core/projects/keys'
 import { createProject, revokeKey } from '@sightline/core/projects/service'
 import { proxiedTestDatabase } from '../../helpers/breakable-database'
-import { engine } from '../../helpers/database'
+import { createTestDatabase, engine } from '../../helpers/database'
+import { partitionableProxy } from '../../helpers/partitionable-proxy'
 
 const postgresOnly = engine === 'postgres' ? describe : describe.skip
 const log = createLogger('error')
@@ -91,4 +94,87 @@ postgresOnly('the key cache when its LISTEN connection goes silent', () => {
       await database.close()
     }
   }, 20000)
+})
+
+postgresOnly('the key cache when its LISTEN connection stays silently dead', () => {
+  test('it is made again: the cache hears its heartbeats, trusts cached keys again, and a revocation lands by NOTIFY', async () => {
+    const database = await createTestDatabase()
+    const target = new URL(database.url!)
+    const proxy = partitionableProxy({ host: target.hostname, port: Number(target.port) })
+    target.port = String(proxy.port)
+    const listening = postgresDatabase(target.toString())
+    // Lookups and heartbeats reach the database directly; only the listening connection goes through the proxy.
+    const db = { ...database.db, listen: listening.listen, reconnectListening: listening.reconnectListening }
+    const cache = createKeyCache(db, log)
+    await cache.start()
+    const listeners = async (since: Date) =>
+      (await database.db.rows<{ n: number }>(sql`select count(*)::int as n from pg_stat_activity
+        where datname = current_database() and query ilike 'listen%' and backend_start > ${since.toISOString()}::timestamptz`))[0].n
+    try {
+      const project = await createProject(database.db.orm, { name: 'deaf' })
+      const [live, dev] = [project.keys.production, project.keys.development]
+      expect(await cache.resolve(live)).not.toBeNull()
+      const cut = new Date()
+      // The listening connection dies without a word (a NAT forgot it); the network itself works.
+      proxy.partition()
+      proxy.heal()
+      // Heartbeats the database takes go unheard for 10 s: the connection is made again, not left to TCP.
+      expect(await within(20_000, async () => (await listeners(cut)) > 0)).toBeLessThan(16_000)
+      // Heard again, cached keys are trusted again: a key cached now is not looked up on each request.
+      await Bun.sleep(1_500)
+      expect(await cache.resolve(dev)).not.toBeNull()
+      await database.db.orm.update(apiKeys).set({ revokedAt: new Date() }).where(eq(apiKeys.keyHash, hashKey(dev)))
+      expect(await cache.resolve(dev)).not.toBeNull()
+      // And a revocation lands at once, by NOTIFY on the new connection.
+      await revokeKey(database.db, project.projectId, live)
+      expect(await within(1000, async () => (await cache.resolve(live)) === null)).toBeLessThan(200)
+    } finally {
+      await cache.stop()
+      await listening.close()
+      proxy.close()
+      await database.close()
+    }
+  }, 30_000)
+})
+
+postgresOnly('the key cache does not close its listening connection in a loop', () => {
+  test('not while the database is out of reach (its heartbeats are not taken), and ever more rarely while it stays deaf', async () => {
+    const database = await createTestDatabase()
+    const target = new URL(database.url!)
+    const proxy = partitionableProxy({ host: target.hostname, port: Number(target.port) })
+    target.port = String(proxy.port)
+    const listening = postgresDatabase(target.toString())
+    const { proxy: outage, url } = await proxiedTestDatabase()
+    const reachable = postgresDatabase(url)
+    let reconnections = 0
+    const reconnectListening = () => {
+      reconnections++
+      listening.reconnectListening!()
+    }
+    try {
+      // Down: every connection refused, heartbeats too, for many times relistenAfterMs.
+      const down = createKeyCache({ ...reachable, reconnectListening }, log, { heartbeatMs: 100, relistenAfterMs: 300 })
+      await down.start()
+      outage.stop()
+      await Bun.sleep(2_000)
+      await down.stop()
+      expect(reconnections).toBe(0)
+      outage.resume()
+
+      // Up, but every listening connection made goes silent at once: reconnected after 300, 600, 1200 ms...
+      const deaf = createKeyCache({ ...database.db, listen: listening.listen, reconnectListening }, log, { heartbeatMs: 100, relistenAfterMs: 300 })
+      await deaf.start()
+      proxy.partition()
+      await Bun.sleep(3_000)
+      await deaf.stop()
+      expect(reconnections).toBeGreaterThanOrEqual(2)
+      expect(reconnections).toBeLessThanOrEqual(3)
+    } finally {
+      outage.close()
+      await reachable.close()
+      await listening.close()
+      proxy.close()
+      await database.close()
+    }
+  }, 30_000)
 })
