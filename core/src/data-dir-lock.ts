@@ -1,6 +1,7 @@
 import { closeSync, ftruncateSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
+import { constants } from 'node:os'
 import { join } from 'node:path'
-import { dlopen, FFIType } from 'bun:ffi'
+import { dlopen, FFIType, read, type Pointer } from 'bun:ffi'
 
 export class DatabaseInUseError extends Error {}
 
@@ -28,10 +29,13 @@ export function lockDataDir(dataDir: string): () => void {
     closeSync(fd)
     return lockByPidFile(lockFile, dataDir)
   }
-  if (!locked) {
-    const holder = readFileSync(lockFile, 'utf8').trim().split(' ')[0]
-    closeSync(fd)
-    throw inUse(dataDir, holder)
+  if (locked !== true) {
+    const holder = () => readFileSync(lockFile, 'utf8').trim().split(' ')[0]
+    try {
+      throw lockFailure(locked.errno, lockFile, dataDir, holder)
+    } finally {
+      closeSync(fd)
+    }
   }
   ftruncateSync(fd, 0)
   writeSync(fd, String(process.pid))
@@ -46,23 +50,75 @@ const LOCK_NB = 4
 /** Where the C library is: glibc, musl (Alpine) and macOS name it differently. */
 const C_LIBRARIES = process.platform === 'darwin' ? ['libc.dylib'] : ['libc.so.6', `libc.musl-${process.arch === 'arm64' ? 'aarch64' : 'x86_64'}.so.1`]
 
-let flock: ((fd: number, operation: number) => number) | null | undefined
-
-/** An exclusive `flock` without waiting: true when taken, false when held elsewhere, undefined where there is none. */
-function tryLock(fd: number): boolean | undefined {
-  flock ??= loadFlock()
-  return flock ? flock(fd, LOCK_EX | LOCK_NB) === 0 : undefined
+interface Flock {
+  flock(fd: number, operation: number): number
+  /** The calling thread's errno, where the C library says where it is (glibc and musl, macOS). */
+  errno?(): number
 }
 
-function loadFlock() {
+let c: Flock | null | undefined
+
+/**
+ * An exclusive `flock` without waiting: true when taken, else why not (its errno, undefined where it
+ * cannot be read); undefined where there is no `flock`.
+ */
+function tryLock(fd: number): true | { errno: number | undefined } | undefined {
+  c ??= loadFlock()
+  if (!c) return undefined
+  for (;;) {
+    if (c.flock(fd, LOCK_EX | LOCK_NB) === 0) return true
+    // Read at once, before anything else this thread runs may set it again.
+    const errno = c.errno?.()
+    if (errno !== constants.errno.EINTR) return { errno }
+  }
+}
+
+function loadFlock(): Flock | null {
+  const errnoAt = process.platform === 'darwin' ? '__error' : '__errno_location'
   for (const library of C_LIBRARIES) {
+    let flock: Flock['flock']
     try {
-      return dlopen(library, { flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 } }).symbols.flock
+      flock = dlopen(library, { flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 } }).symbols.flock
     } catch {
       // Not this system's C library.
+      continue
+    }
+    try {
+      const where = dlopen(library, { [errnoAt]: { args: [], returns: FFIType.ptr } }).symbols[errnoAt] as () => Pointer
+      return { flock, errno: () => read.i32(where(), 0) }
+    } catch {
+      return { flock }
     }
   }
   return null
+}
+
+/** The errno values of a file system that takes no file locks: NFS without its lock service, some FUSE and SMB mounts. */
+const NO_LOCKS = new Set([constants.errno.ENOLCK, constants.errno.ENOTSUP, constants.errno.EOPNOTSUPP])
+
+/** All its names: some are aliases on some systems (ENOTSUP and EOPNOTSUPP on Linux). */
+const errnoName = (errno: number) =>
+  Object.entries(constants.errno)
+    .filter(([, value]) => value === errno)
+    .map(([name]) => name)
+    .join('/') || `errno ${errno}`
+
+/**
+ * Why `flock` on `lockFile` failed, as an error to stop on. Only "would block" means another process
+ * holds the lock (`holder` says which, from the file). Any other failure leaves the directory unlocked,
+ * and starting anyway would risk the very corruption the lock is for: DATA_DIR on a shared network
+ * file system is where a second core (another host, another container) is likeliest to open it. So it
+ * is refused too, naming the error and what to do, not taken for a database in use. An errno that
+ * could not be read is taken as "would block", by far the likeliest.
+ */
+export function lockFailure(errno: number | undefined, lockFile: string, dataDir: string, holder: () => string): Error {
+  if (errno === undefined || errno === constants.errno.EWOULDBLOCK || errno === constants.errno.EAGAIN) return inUse(dataDir, holder())
+  const unsupported = NO_LOCKS.has(errno)
+    ? `DATA_DIR's file system does not support file locks (as some network file systems do not), and without a lock nothing keeps a second process from opening the embedded database at once, which would corrupt it`
+    : 'without the lock nothing keeps a second process from opening the embedded database at once, which would corrupt it'
+  return new Error(
+    `cannot lock ${lockFile}: flock failed with ${errnoName(errno)}; ${unsupported}. Put DATA_DIR on a local file system, or set DATABASE_URL to use a Postgres server`,
+  )
 }
 
 /**
