@@ -1,67 +1,12 @@
 import { describe, expect, test } from 'bun:test'
-import type { Socket } from 'bun'
 import { sql } from 'drizzle-orm'
 import { postgresDatabase } from '@sightline/core/db'
 import { startCore } from '../helpers/core'
 import { createTestDatabase, engine } from '../helpers/database'
+import { partitionableProxy } from '../helpers/partitionable-proxy'
 
 // A partition drops packets without a FIN or RST: postgres.js waits on such a connection for as long
 // as TCP retransmits (some 15 minutes), long after the network is back.
-
-/**
- * A pass-through to Postgres whose `partition()` silently drops everything, both ways, on the
- * connections open or opened while it lasts; after `heal()`, new connections pass again (the ones
- * cut stay dead, as TCP connections that outlived a partition's timeouts are).
- */
-function partitionableProxy(target: { host: string; port: number }) {
-  type End = { peer?: Socket<End>; dead: boolean; early: Uint8Array[] }
-  const open = new Set<Socket<End>>()
-  let partitioned = false
-  const server = Bun.listen<End>({
-    hostname: '127.0.0.1',
-    port: 0,
-    socket: {
-      async open(client) {
-        client.data = { dead: partitioned, early: [] }
-        open.add(client)
-        const upstream = await Bun.connect<End>({
-          hostname: target.host,
-          port: target.port,
-          socket: {
-            open: (socket) => void (socket.data = { peer: client, dead: false, early: [] }),
-            data: (_, data) => void (client.data.dead || client.write(data)),
-            close: () => void client.end(),
-            error: () => void client.end(),
-          },
-        })
-        client.data.peer = upstream
-        for (const chunk of client.data.early.splice(0)) upstream.write(chunk)
-      },
-      data(client, data) {
-        if (client.data.dead) return
-        if (client.data.peer) client.data.peer.write(data)
-        else client.data.early.push(new Uint8Array(data))
-      },
-      close(client) {
-        open.delete(client)
-        client.data.peer?.end()
-      },
-      error: (client) => void client.end(),
-    },
-  })
-  return {
-    port: server.port,
-    partition() {
-      partitioned = true
-      for (const socket of open) socket.data.dead = true
-    },
-    heal: () => void (partitioned = false),
-    close() {
-      server.stop(true)
-      for (const socket of open) socket.terminate()
-    },
-  }
-}
 
 async function proxiedDatabase() {
   const own = await createTestDatabase()
