@@ -1,4 +1,5 @@
 import type { Database } from './db'
+import { startPresenceSweep, type PresenceSweepOptions } from './ingest/presence/sweep'
 import { createQuota, type Quota } from './ingest/quota'
 import type { Logger } from './log'
 import { createKeyCache, type KeyCache } from './projects/key-cache'
@@ -18,6 +19,8 @@ export interface ServicesOptions {
   writer?: Omit<WriterOptions, 'gate'>
   /** How the embedded database is looked after (see upkeep.ts): the defaults but in tests. */
   upkeep?: UpkeepOptions
+  /** How often quiet presence is swept (see presence/sweep.ts): the default but in tests. */
+  presenceSweep?: PresenceSweepOptions
 }
 
 export async function startServices(db: Database, log: Logger, options: ServicesOptions = {}): Promise<Services> {
@@ -27,12 +30,15 @@ export async function startServices(db: Database, log: Logger, options: Services
   const writer = createWriter(db, log, { ...options.writer, gate: quota.gate })
   // A Postgres server checkpoints and vacuums by itself; the embedded database has nothing else to.
   const upkeep = db.kind === 'embedded' ? startEmbeddedUpkeep(db, log, options.upkeep) : undefined
+  // On both: what no server process does for us, and needed by projects that get no presence commit.
+  const presenceSweep = startPresenceSweep(db, log, options.presenceSweep)
   return {
     keys,
     quota,
     writer,
     async stop() {
-      await upkeep?.stop()
+      // Before the writer closes, and with it (in main.ts) the database: a sweep under way is awaited.
+      await Promise.all([presenceSweep.stop(), upkeep?.stop()])
       await writer.close()
       await keys.stop()
     },

@@ -3,7 +3,7 @@ import { loadConfig, type Config } from '@sightline/core/config'
 import { postgresDatabase } from '@sightline/core/db'
 import { createLogger, type Logger } from '@sightline/core/log'
 import { createProject, type CreatedProject } from '@sightline/core/projects/service'
-import { startServices, type Services } from '@sightline/core/services'
+import { startServices, type Services, type ServicesOptions } from '@sightline/core/services'
 import type { WriterOptions } from '@sightline/core/writer'
 import { createTestDatabase, type TestDatabase } from './database'
 
@@ -32,13 +32,15 @@ export interface StartCoreOptions {
   log?: Logger
   monthlyLimit?: number | null
   writer?: Omit<WriterOptions, 'gate'>
+  /** A short interval in the tests of the sweep itself. */
+  presenceSweep?: ServicesOptions['presenceSweep']
 }
 
 export async function startCore(options: StartCoreOptions = {}): Promise<TestCore> {
   const config = loadConfig({ LOG_LEVEL: 'silent', ...options.env })
   const database = options.database ?? (await createTestDatabase())
   const log = options.log ?? createLogger(config.logLevel)
-  const services = await startServices(database.db, log, { writer: options.writer })
+  const services = await startServices(database.db, log, { writer: options.writer, presenceSweep: options.presenceSweep })
   const project = await createProject(database.db.orm, { name: 'test', monthlyLimit: options.monthlyLimit ?? null })
   const app = createApp({ config, db: database.db, log, ...services })
   const key = project.keys.development

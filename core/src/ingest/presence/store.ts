@@ -66,7 +66,7 @@ export const presenceSink: Sink<PresenceChange> = {
     }
     if (ends.length > 0) await endWindows(tx, ends)
     // Last, after every other lock of presence and sessions this commit takes: see forgetQuietWindows.
-    await forgetQuietWindows(tx, last)
+    await forgetQuietWindows(tx, [...new Set(last.map((c) => c.projectId))].sort())
   },
 }
 
@@ -110,15 +110,16 @@ async function endWindows(tx: Orm, ends: PresenceChange[]) {
       ) s))`)
 }
 
-/** At most this many quiet windows are forgotten per project and commit: a backlog goes over several. */
+/** At most this many quiet windows are forgotten per project and commit (or sweep): a backlog goes over several. */
 const QUIET_WINDOWS_PER_COMMIT = 100
 
 /**
- * Forgets the windows of the commit's projects that no longer count as live and said no goodbye (a
+ * Forgets the windows of `projects` (sorted) that no longer count as live and said no goodbye (a
  * crash, a killed tab, a session expired while idle, whose tracker sends none, a beat that reached
  * core after the goodbye and revived the session), and ends the sessions left without a window:
- * nothing else would ever remove those windows, nor end those sessions. Nobody reads the windows: a
- * window that beats again is inserted anew, and revives its session.
+ * nothing else would ever remove those windows, nor end those sessions. Run by every commit of
+ * presence for its projects, and by sweepQuietWindows for projects that get no such commit. Nobody
+ * reads the windows: a window that beats again is inserted anew, and revives its session.
  *
  * Never waits: run last of the sessions phase, so that a commit waiting for a row held here does not
  * hold a lock this one still needs, and taking only rows nobody else holds (`skip locked`). Like the
@@ -126,8 +127,7 @@ const QUIET_WINDOWS_PER_COMMIT = 100
  * beats a window, or forgets them itself) keeps its quiet windows for a later commit, which ends it.
  * A window whose session row no longer exists is forgotten all the same.
  */
-async function forgetQuietWindows(tx: Orm, changes: readonly PresenceChange[]) {
-  const projects = [...new Set(changes.map((c) => c.projectId))].sort()
+async function forgetQuietWindows(tx: Orm, projects: readonly string[]) {
   // The quiet windows are read without a lock; each is taken only when its session row is (the
   // lateral `s` runs before `p`, which reads its result) and only if it is still quiet by then.
   const [{ forgotten }] = rowsOf<{ forgotten: string | null }>(
@@ -155,6 +155,42 @@ async function forgetQuietWindows(tx: Orm, changes: readonly PresenceChange[]) {
       from (select project_id, session_id, max(last_seen_at) as last_seen_at from gone group by project_id, session_id) w`),
   )
   if (forgotten) await endSessionsLeftWithoutWindows(tx, forgotten)
+}
+
+/** At most this many projects are swept at once: a backlog goes over several sweeps, oldest quiet first. */
+const PROJECTS_PER_SWEEP = 100
+
+/**
+ * What the commits of a project do to its quiet windows (forgetQuietWindows), for the projects that
+ * have some and may get no further commit to do it: no heartbeat nor goodbye any more (night time, a
+ * site taken down). Without it their last sessions stayed open, and their windows stored, until then.
+ * Runs in a transaction of its own, which never waits for a row another holds: several core
+ * processes sweep the same database at once, each taking what the others do not hold. Says how many
+ * projects had quiet windows.
+ *
+ * The projects are found by index probes (presence_last_seen_idx): the next project that has windows
+ * after each one found, then its oldest window. That is two probes per project with windows, not a
+ * scan of presence, which holds a row per window live across all projects, nor of every project.
+ */
+export function sweepQuietWindows(db: Database): Promise<number> {
+  return db.transaction(async (tx) => {
+    const quiet = rowsOf<{ projectId: string }>(
+      await tx.execute(sql`
+        with recursive present(project_id) as (
+          (select project_id from presence order by project_id limit 1)
+          union all
+          select (select project_id from presence where project_id > present.project_id order by project_id limit 1)
+          from present where present.project_id is not null
+        )
+        select p.project_id::text as "projectId" from present p
+        cross join lateral (select last_seen_at from presence where project_id = p.project_id order by last_seen_at limit 1) q
+        where q.last_seen_at < ${liveSince}
+        order by q.last_seen_at limit ${PROJECTS_PER_SWEEP}`),
+    )
+    // Sorted as a commit sorts them: rows are taken in the order they are looked up.
+    if (quiet.length > 0) await forgetQuietWindows(tx, quiet.map((p) => p.projectId).sort())
+    return quiet.length
+  })
 }
 
 /**

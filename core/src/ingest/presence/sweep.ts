@@ -1,0 +1,61 @@
+import { errorText, type Database } from '../../db'
+import type { Logger } from '../../log'
+import { sweepQuietWindows } from './store'
+
+/**
+ * How often the projects without presence traffic are swept (see sweepQuietWindows). A window is
+ * quiet after LIVE_WINDOW_SECONDS (90 s), and a session it leaves is ended at its last beat whenever
+ * the sweep comes, so the interval only decides how long such a session still reads as open: a
+ * minute keeps that under three minutes of its last beat, as autovacuum's naptime looks once a
+ * minute. Each sweep costs every process a transaction of a probe per project, and writes nothing
+ * when nothing is quiet.
+ */
+export const PRESENCE_SWEEP_INTERVAL_MS = 60_000
+
+export interface PresenceSweepOptions {
+  /** The default but in tests. */
+  intervalMs?: number
+}
+
+export interface PresenceSweep {
+  /** No further sweeps; waits for the one under way. */
+  stop(): Promise<void>
+}
+
+/**
+ * Sweeps every `intervalMs`, on both kinds of database; the timer does not keep the process alive. A
+ * sweep still under way when the next is due (a slow or unreachable database) is not joined by
+ * another. One that fails is tried again at the next tick, and a streak of failures is logged once:
+ * a database down for an hour would otherwise log sixty times what /health already says.
+ */
+export function startPresenceSweep(db: Database, log: Logger, { intervalMs = PRESENCE_SWEEP_INTERVAL_MS }: PresenceSweepOptions = {}): PresenceSweep {
+  let stopped = false
+  let failing = false
+  let sweeping: Promise<void> | undefined
+
+  async function sweep() {
+    try {
+      const projects = await sweepQuietWindows(db)
+      if (failing) log.info('presence sweep works again')
+      failing = false
+      if (projects > 0) log.debug('presence sweep', { projects })
+    } catch (error) {
+      if (!failing) log.warn('presence sweep failed; trying again at every tick', { error: errorText(error) })
+      failing = true
+    }
+  }
+
+  const timer = setInterval(() => {
+    if (stopped || sweeping) return
+    sweeping = sweep().finally(() => (sweeping = undefined))
+  }, intervalMs)
+  timer.unref()
+
+  return {
+    async stop() {
+      stopped = true
+      clearInterval(timer)
+      await sweeping
+    },
+  }
+}
