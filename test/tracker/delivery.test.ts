@@ -27,6 +27,13 @@ describe('retry timing (pure)', () => {
     expect(retryDelay(0, 1, 7000)).toBe(7000)
     expect(retryDelay(3, 1, 100)).toBe(8000)
   })
+
+  test('a Retry-After of 0, negative, empty or missing asks for no wait', () => {
+    const now = Date.UTC(2025, 0, 1)
+    for (const header of ['0', '-5', '', '  ', undefined]) expect(retryAfterMs(header, now) || 0).toBe(0)
+    expect(retryAfterMs(' 3 ', now)).toBe(3000)
+    expect(retryDelay(2, 1, retryAfterMs('0', now))).toBe(4000)
+  })
 })
 
 let page: Page

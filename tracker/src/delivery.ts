@@ -8,20 +8,32 @@ import type { Clock, Dropped } from './types'
 export const RETRY_BASE_MS = 1000
 export const RETRY_MAX_MS = 60_000
 export const MAX_ATTEMPTS = 5
+/**
+ * A kept parcel that failed by itself on this many page loads is given up (`dropped.failed`): one the
+ * service, or a proxy in front of it, fails every time (a body that crashes it) would otherwise go
+ * again on every page load for as long as the outbox has room. By itself: a 500 or 408, or no answer or
+ * a gateway's (502 to 504) while the service takes other requests; never a service that is down, a
+ * browser offline, or a wait asked for (Retry-After, 429): nothing is the parcel's fault then. Counted
+ * once a page load (that page does not send it again), after the MAX_ATTEMPTS of the page that made
+ * it: ten loads give a fix on the service time to come first, for all but the busiest visitors. Not by
+ * age: core takes events of any age, and one kept offline for weeks, which never failed, is still worth
+ * storing (the outbox's size bound holds what is kept).
+ */
+export const OUTBOX_MAX_FAILURES = 10
 
 /** Milliseconds a `Retry-After` header asks for (delta-seconds or an HTTP date), or null. */
 export function retryAfterMs(header: string | null | undefined, now: number): number | null {
-  if (!header) return null
-  const seconds = +header
-  // Not NaN (a date instead): written so for the bundle's size, as the tracker's core is at its budget.
-  const ms = seconds == seconds ? seconds * 1000 : Date.parse(header) - now
+  // Not a number of seconds (NaN), a date; none (NaN both ways) is null. Written so for the bundle's
+  // size, as the tracker is at its budgets: "0" is read as a date too, long past (0) or not one (null),
+  // and either is no wait.
+  const ms = +header! * 1000 || Date.parse(header!) - now
   return isNaN(ms) ? null : Math.max(0, ms)
 }
 
 /** The wait before retry `attempt` (0-based): half fixed, half random, never shorter than Retry-After. */
 export function retryDelay(attempt: number, random: number, retryAfter: number | null): number {
   const backoff = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** attempt) * (0.5 + random / 2)
-  return Math.max(backoff, retryAfter ?? 0)
+  return Math.max(backoff, retryAfter!)
 }
 
 export type StopReason = 'monthly_limit' | 'invalid_key'
@@ -80,14 +92,15 @@ export function createDelivery(
   const waiting = new Map<string, { parcel: Parcel; timer: unknown }>()
   /**
    * Kept in the outbox, a failure left to it: in flight when the page was hidden (the outbox holds a
-   * copy); or drained and answered 500 or 408, its own failure (see deliver), which a drain of this
-   * page goes past: every success drains, and would send it again and again (every 150 ms with a live
-   * viewer), for as long as the page is open. The next page tries it again.
+   * copy); or drained and failed by itself (see failed), which a drain of this page goes past: every
+   * success drains, and would send it again and again (every 150 ms with a live viewer), for as long as
+   * the page is open. The next page tries it again, up to OUTBOX_MAX_FAILURES.
    */
   const persisted = new Set<string>()
   /**
    * The kept parcel the latest drain stopped at (no answer, 502 to 504); since a success came (the
-   * service answers others), the same parcel, which a drain that stops there again may go past.
+   * service answers others), the same parcel, which fails by itself where a drain stops there again
+   * (see deliver).
    */
   let stuck: string | undefined
   let unstuck: string | undefined
@@ -100,6 +113,12 @@ export function createDelivery(
     // deliver's answer for a parcel the service refused (falsy, so a drain goes on): identify undoes it.
     return 0 as const
   }
+  /**
+   * A drained parcel failed by itself: gone past by this page's drains (persisted), and kept counted,
+   * or dropped at OUTBOX_MAX_FAILURES. Falsy: a drain goes on.
+   */
+  const failed = (parcel: Parcel) =>
+    persisted.add(parcel.id) && (parcel.failed = (parcel.failed ?? 0) + 1) < OUTBOX_MAX_FAILURES ? outbox.put(parcel) : drop('failed', parcel)
   /** Cancels the retries waiting; with `keep`, their parcels go to the outbox. */
   const cancel = (keep: boolean) => {
     for (const { parcel, timer } of waiting.values()) {
@@ -118,11 +137,11 @@ export function createDelivery(
   }
 
   /**
-   * `attempt` MAX_ATTEMPTS: a parcel drained from the outbox, which keeps it until it is stored. True
+   * `attempt` MAX_ATTEMPTS: a parcel drained from the outbox, which keeps it until it is stored. Truthy
    * when a drain should stop there: that parcel stays kept, and so would the ones after it; 0 when it
    * was dropped, refused by the service.
    */
-  async function deliver(parcel: Parcel, unload = false, attempt = 0): Promise<boolean | 0 | void> {
+  async function deliver(parcel: Parcel, unload = false, attempt = 0): Promise<unknown> {
     const drained = attempt === MAX_ATTEMPTS
     const keep = () => drained || outbox.put(parcel)
     /** Try `next` after `wait`; kept instead where no timer is to wait (see the end). */
@@ -172,9 +191,10 @@ export function createDelivery(
     }
     if (status && status < 500 && status != 408) return drop(`rejected_${status}`, parcel)
     // No answer, or a service that cannot take anything now (502 to 504, 503 with Retry-After): a
-    // drain goes no further. A 500 (or 408) is this request's own failure; the ones after it may go,
-    // and a drained one stays kept, not sent again by this page (see persisted).
-    return retry(retryDelay(attempt, random(), retryAfter), attempt + 1) && (!status || status > 500 || !persisted.add(parcel.id))
+    // drain goes no further. But where a drain stopped at this one before, though the service took
+    // something since (unstuck), it fails by itself (a gateway timing out on it), unless asked to wait:
+    // as a 500 (or 408), this request's own failure, it is counted (see failed) and gone past.
+    return retry(retryDelay(attempt, random(), retryAfter), attempt + 1) && ((!status || status > 500) && (parcel.id != unstuck || retryAfter) || failed(parcel))
   }
 
   /**
@@ -193,7 +213,8 @@ export function createDelivery(
       // another outbox; kept, it would hold its part of the origin's localStorage for good.
       if ((data?.error as { code?: string })?.code == 'invalid_api_key') outbox.all().forEach((parcel) => drop(`rejected_${status}`, parcel))
     }
-    if (status < 200 || status >= 300) {
+    // Not 2xx (its hundreds; written so for the bundle's size, as the tracker is at its budgets).
+    if ((status / 100 | 0) != 2) {
       retryAfter = retryAfterMs(answer.retryAfter, clock.now())
       if (retryAfter) notBefore = clock.now() + Math.min(retryAfter, RETRY_MAX_MS)
       return false
@@ -206,7 +227,8 @@ export function createDelivery(
   /**
    * Sends what was kept, oldest first, one attempt each, when the browser is online. A parcel leaves
    * the outbox only when it is stored (or dropped): a page that dies while draining loses nothing, and
-   * one sent twice is stored once. One that fails stays where it is, not written again, and where the
+   * one sent twice is stored once. One that fails stays where it is, written again only when it failed
+   * by itself (with its count, see failed), and where the
    * service did not take it (no answer, 502 to 504, Retry-After) the drain stops there: the next
    * success, heartbeat or `online` drains again, in a page in view (see `hidden`). The tabs of an
    * origin share the outbox, and all of them drain when the browser is back online: one at a time
@@ -223,14 +245,8 @@ export function createDelivery(
           if (paused || hidden) break
           // Hidden meanwhile (letGo): the drain ends at once; the answer settles the parcel by itself.
           if (persisted.has(parcel.id) || !(await Promise.race([deliver(parcel, false, MAX_ATTEMPTS), new Promise<void>((resolve) => (letGo = resolve))]))) continue
-          // Stopped at the parcel that stopped the drain before, though the service took something
-          // since: it fails by itself (a gateway timing out on it), not the service. Kept for the next
-          // page, it is gone past, as a `persisted` one; the drain goes on.
-          if (parcel.id !== unstuck) {
-            stuck = parcel.id
-            break
-          }
-          persisted.add(parcel.id)
+          stuck = parcel.id
+          break
         }
       })
     } finally {

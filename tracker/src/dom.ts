@@ -15,9 +15,8 @@ export type Undo = () => void
 
 /** Adds a listener and returns what removes it. */
 export function listen<E extends Event>(target: EventTarget, type: string, handler: (event: E) => void, capture = false): Undo {
-  const listener = handler as EventListener
-  target.addEventListener(type, listener, capture)
-  return () => target.removeEventListener(type, listener, capture)
+  target.addEventListener(type, handler as EventListener, capture)
+  return () => target.removeEventListener(type, handler as EventListener, capture)
 }
 
 /**

@@ -10,7 +10,7 @@ import { createLogger, type Logger } from './log'
 import { createMessages, type Messages } from './messages'
 import type { Recording } from './record'
 import { createRedaction, isSelector, type Redaction } from './redaction'
-import { asRecordedEvent } from './replay'
+import { asRecordedEvent, type RecordedEvent } from './replay'
 import { cookieStorage, createOutbox, webStorage, type Outbox } from './storage'
 import { asProperties } from './text'
 import { createTransport, type Transport } from './transport'
@@ -198,7 +198,7 @@ export class ServiceTracker {
 
   /** A raw event into the recording: an rrweb event as it is, anything else as an rrweb custom event. */
   addEvent(event: unknown): void {
-    const recorded = this.#properties(asRecordedEvent(event, this.#clock.now()), 'addEvent')
+    const recorded = this.#properties(asRecordedEvent(event as RecordedEvent, this.#clock.now()), 'addEvent')
     if (recorded) this.#messages.record(recorded, true)
   }
 

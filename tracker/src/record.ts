@@ -106,8 +106,8 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
   // (and asks maskInputFn about it as a password); the selectors, which look at its type, do not see it.
   // A card field's autocomplete may name a section or billing/shipping before its cc- token, in any case
   // ("billing cc-number"), which the selectors' [autocomplete^=cc-] does not see.
-  const isCardField = (el: HTMLElement | null) => /(^|\s)cc-/i.test(el?.getAttribute?.('autocomplete') ?? '')
-  const mask = (text: string, el: HTMLElement | null) => (redaction.masked(el) || el?.hasAttribute('data-rr-is-password') || isCardField(el) ? hide(text) : text)
+  const mask = (text: string, el: HTMLElement | null) =>
+    redaction.masked(el) || el?.hasAttribute('data-rr-is-password') || /(^|\s)cc-/i.test(el?.getAttribute?.('autocomplete') ?? '') ? hide(text) : text
   const element = (id: number) => record.mirror.getNode(id) as HTMLElement | null
   const maskAttributes = (attributes: Record<string, unknown> | undefined, id: number, el = element(id), tag = el?.localName) => {
     for (const name in attributes) {
@@ -122,7 +122,7 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
   // Text right inside a shadow root has no parent element: rrweb offers it to maskTextFn with none
   // (or, once the page has changed, not at all). Its shadow host's rules apply, to the node's text.
   const maskBare = (text: string, id: number) => {
-    const node = record.mirror.getNode(id)
+    const node = element(id)
     const parent = node?.parentNode as ShadowRoot | null | undefined
     return parent?.nodeType === 11 ? mask(node!.textContent!, parent.host as HTMLElement) : text
   }

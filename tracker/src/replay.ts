@@ -10,10 +10,12 @@ export interface RecordedEvent {
   data: unknown
 }
 
-/** `addEvent` takes rrweb events as they are; anything else becomes an rrweb custom event. */
-export function asRecordedEvent(event: unknown, now: number): RecordedEvent {
-  const candidate = event as Partial<RecordedEvent> | null
-  return typeof candidate?.type === 'number' && typeof candidate.timestamp === 'number' && 'data' in candidate
-    ? (candidate as RecordedEvent)
+/**
+ * `addEvent` takes rrweb events as they are; anything else becomes an rrweb custom event (typed as
+ * the rrweb event it may be: `addEvent` passes whatever the page gave it).
+ */
+export function asRecordedEvent(event: Partial<RecordedEvent> | null, now: number): RecordedEvent {
+  return typeof event?.type === 'number' && typeof event.timestamp === 'number' && 'data' in event
+    ? (event as RecordedEvent)
     : { type: CUSTOM, timestamp: now, data: { tag: 'custom', payload: event } }
 }

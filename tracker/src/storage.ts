@@ -76,6 +76,8 @@ export interface Parcel {
   id: string
   path: string
   body: Record<string, unknown>
+  /** Page loads on which it failed by itself, kept (see delivery's OUTBOX_MAX_FAILURES). */
+  failed?: number
 }
 
 /** What the outbox holds at most, in characters of JSON (localStorage gives an origin about 5 MB). */

@@ -116,6 +116,8 @@ export interface Dropped {
   error_flood: number
   /** Requests the service refused as too large that could not be halved. */
   too_large?: number
+  /** Kept requests that failed by themselves (500, 408, or a gateway's answer to them alone) on OUTBOX_MAX_FAILURES page loads. */
+  failed?: number
   /** Requests the service refused with that status (`rejected_400`, `rejected_404`, ...). */
   [rejected: `rejected_${number}`]: number
 }

@@ -52,15 +52,15 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
    * Reports a request as the page gave it, to fetch or to an XMLHttpRequest's open: its input (a URL as
    * text or an object, or a Request) and init, read here, when it has ended, where nothing throws into the
    * page (what fetch rejects, a method that cannot become text or a getter that throws, would throw at its call).
+   * Typed as a Request, what it may be: of a URL, text or another object, what it reads is undefined.
    */
-  const report = (input: unknown, init: RequestInit | undefined, start: number, status: number | null, statusText: string | null, failure?: { name?: string; message?: string }) => {
+  const report = (request: Partial<Request> | undefined, init: RequestInit | undefined, start: number, status: number | null, statusText: string | null, failure?: { name?: string; message?: string }) => {
     // Reporting runs inside the page's own request promise chain: it must never throw into it.
     try {
       statusText ||= null
       // What the browser takes, too: `fetch(undefined)` fetches ./undefined (it never throws, it rejects).
-      const request = input as Partial<Request> | undefined
       const method = String(init?.method ?? request?.method ?? 'GET').toUpperCase()
-      const url = withoutQuery(request?.url ?? String(input), win.document.baseURI)
+      const url = withoutQuery(request?.url ?? String(request), win.document.baseURI)
       // An abort rejects with its signal's reason (which is none before), whatever the page gave it
       // (`abort('superseded')`, a library's cancel error); only `AbortSignal.timeout`'s, a TimeoutError, is a failure.
       if (failure && failure === (init?.signal ?? request?.signal)?.reason && failure.name != 'TimeoutError') failure = { name: 'AbortError' }
@@ -112,11 +112,11 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
         const start = context.now()
         return original.call(this, input, init).then(
           (response) => {
-            report(input, init, start, response.status, response.statusText)
+            report(input as Request, init, start, response.status, response.statusText)
             return response
           },
           (error: Error) => {
-            report(input, init, start, null, null, error)
+            report(input as Request, init, start, null, null, error)
             throw error
           },
         )
@@ -135,7 +135,7 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
     const request = this[REQUEST]
     const aborted = event?.type == 'abort'
     if ((this.readyState > 3 || aborted) && request?.[2]) {
-      report(request[0], request[1], request[2], this.status || null, this.statusText, this.status ? undefined : { name: aborted ? 'AbortError' : 'NetworkError', message: 'the request failed' })
+      report(request[0] as Request, request[1], request[2], this.status || null, this.statusText, this.status ? undefined : { name: aborted ? 'AbortError' : 'NetworkError', message: 'the request failed' })
       request[2] = 0
     }
   }
