@@ -104,6 +104,14 @@ describe('network tracking in Chromium', () => {
     expect(networkErrors()).toEqual([['GET', `http://127.0.0.1:${site.port}/api/fail`, null, 'network']])
   })
 
+  test('a fetch with an empty method, which the browser rejects, is reported with its default method, which core takes', async () => {
+    await open('/', { automaticTrackingOptions: { network: true, spans: false } })
+    const rejected = await browser.page.evaluate(() => fetch('/api/ok', { method: '' }).then(() => 'sent', (reason) => reason.name))
+    expect(rejected).toBe('TypeError')
+    await flushed()
+    expect(networkErrors()).toEqual([['GET', `http://127.0.0.1:${site.port}/api/ok`, null, 'network']])
+  })
+
   test('a synchronous XMLHttpRequest that fails on the network (send throws, no loadend) is a network error', async () => {
     await open('/', { automaticTrackingOptions: { network: true, spans: true } })
     const thrown = await browser.page.evaluate(() => {

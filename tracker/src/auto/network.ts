@@ -59,7 +59,8 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
     try {
       statusText ||= null
       // What the browser takes, too: `fetch(undefined)` fetches ./undefined (it never throws, it rejects).
-      const method = String(init?.method ?? request?.method ?? 'GET').toUpperCase()
+      // An empty method, which fetch rejects, is no method core takes: reported as fetch's default.
+      const method = String(init?.method || request?.method || 'GET').toUpperCase()
       const url = withoutQuery(request?.url ?? String(request), win.document.baseURI)
       // An abort rejects with its signal's reason (which is none before), whatever the page gave it
       // (`abort('superseded')`, a library's cancel error); only `AbortSignal.timeout`'s, a TimeoutError, is a failure.
