@@ -11,12 +11,6 @@ export type ClientAddress = (socketAddress: string | null | undefined, forwarded
 
 type Family = 'ipv4' | 'ipv6'
 
-/**
- * An IPv4 address written as IPv6 (`::ffff:8.8.8.8`), also in hex (`::ffff:808:808`, as a client may
- * send it in /ip-info's `ip`) and spelled out (`0:0:0:0:0:ffff:...`): the IPv4 part, dotted or as two hex groups.
- */
-const IPV4_MAPPED = /^(?:::|(?:0{1,4}:){5})ffff:(?:(\d+\.\d+\.\d+\.\d+)|([0-9a-f]{1,4}):([0-9a-f]{1,4}))$/i
-
 /** A bare address in canonical form: IPv4-mapped IPv6 becomes IPv4, zone ids go; null when invalid. */
 export function normalizeAddress(raw: string | null | undefined): string | null {
   if (!raw) return null
@@ -27,11 +21,22 @@ export function normalizeAddress(raw: string | null | undefined): string | null 
   else if (/^[\d.]+:\d+$/.test(address)) address = address.slice(0, address.indexOf(':'))
   const zone = address.indexOf('%')
   if (zone !== -1) address = address.slice(0, zone)
-  const mapped = address.match(IPV4_MAPPED)
-  if (mapped) address = mapped[1] ?? [mapped[2], mapped[3]].flatMap((hex) => [parseInt(hex, 16) >> 8, parseInt(hex, 16) & 255]).join('.')
   const version = isIP(address)
   if (version === 0) return null
-  return version === 6 ? address.toLowerCase() : address
+  if (version === 4) return address
+  return mappedIpv4(address) ?? address.toLowerCase()
+}
+
+/**
+ * The IPv4 address an IPv4-mapped IPv6 one (::ffff:0:0/96) is, however it is written: `::ffff:8.8.8.8`,
+ * in hex (`::ffff:808:808`, as a client may send it in /ip-info's `ip`), spelled out or with its zeros
+ * split around `::` (`0::ffff:...`, `0:0::ffff:...`). Read from the groups, not the spelling: a range
+ * in TRUSTED_PROXIES written so must meet the same /96 check as `::ffff:`, and a client address the same lookup.
+ */
+function mappedIpv4(address: string): string | null {
+  const groups = ipv6Groups(address)
+  if (groups.slice(0, 5).some((group) => group !== 0) || groups[5] !== 0xffff) return null
+  return [groups[6] >> 8, groups[6] & 255, groups[7] >> 8, groups[7] & 255].join('.')
 }
 
 const familyOf = (address: string): Family => (isIP(address) === 6 ? 'ipv6' : 'ipv4')

@@ -9,6 +9,11 @@ describe('addresses', () => {
     ['::ffff:8.8.8.8', '8.8.8.8'],
     ['::FFFF:808:808', '8.8.8.8'],
     ['0:0:0:0:0:ffff:c000:201', '192.0.2.1'],
+    // The zeros split around `::` otherwise: still IPv4-mapped.
+    ['0::ffff:8.8.8.8', '8.8.8.8'],
+    ['::0:FFFF:a00:1', '10.0.0.1'],
+    ['0:0::ffff:7f00:1', '127.0.0.1'],
+    ['::ffff:0:808:808', '::ffff:0:808:808'],
     ['::ffff:7f00:1', '127.0.0.1'],
     ['[2001:DB8::1]:443', '2001:db8::1'],
     ['fe80::1%eth0', 'fe80::1'],
@@ -103,7 +108,7 @@ describe('X-Forwarded-For behind trusted proxies', () => {
 
   test('an IPv4-mapped range shorter than /96 holds every IPv4 address: a configuration error, not a trust of every client', () => {
     // ::ffff:10.0.0.0/8 is ::/8; taken as written, any client's X-Forwarded-For would be believed.
-    for (const wide of ['::ffff:10.0.0.0/8', '::ffff:192.168.0.0/16', '0:0:0:0:0:ffff:10.0.0.0/95', '::ffff:a00:0/24']) {
+    for (const wide of ['::ffff:10.0.0.0/8', '::ffff:192.168.0.0/16', '0:0:0:0:0:ffff:10.0.0.0/95', '::ffff:a00:0/24', '0::ffff:10.0.0.0/8', '0:0::ffff:a00:0/24']) {
       expect(() => clientAddress([wide])).toThrow(ConfigError)
     }
     // From /96 on, a mapped range is the IPv4 range it maps.

@@ -1,9 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
+import { Reader } from 'maxmind'
 import { ConfigError } from '@sightline/core/config'
 import { BUNDLED_GEOIP_DB, openGeoDatabase } from '@sightline/core/ingest/geo/reader'
 import { geoFromRecord } from '@sightline/core/ingest/geo/service'
 import { startCore, type TestCore } from '../../helpers/core'
+import { createTestDatabase } from '../../helpers/database'
 
 const US = { country: 'US', region: 'California', city: 'Mountain View', latitude: expect.any(Number), longitude: expect.any(Number), timezone: null }
 
@@ -50,6 +55,47 @@ describe('GeoIP database', () => {
       await core.close()
     }
   })
+  describe('a damaged database file', () => {
+    const scratch = mkdtempSync(join(tmpdir(), 'sl-geoip-'))
+    afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+    const bundled = readFileSync(BUNDLED_GEOIP_DB[0])
+
+    test('damaged before its metadata (the middle of a copy lost): the start stops, naming GEOIP_DB', async () => {
+      const path = join(scratch, 'holed.mmdb')
+      writeFileSync(path, Buffer.concat([bundled.subarray(0, 1000), bundled.subarray(bundled.length - 20_000)]))
+      expect(() => openGeoDatabase([path])).toThrow(/^GEOIP_DB: .* is damaged/)
+      await expect(startCore({ env: { GEOIP_DB: path } })).rejects.toThrow(ConfigError)
+    })
+
+    test('damaged where the start did not look: that address is not located, and ingestion still stores', async () => {
+      // The record 8.8.8.8 resolves to, made unreadable (an extended type byte no decoder knows).
+      const damaged = Buffer.from(bundled)
+      const tree = new Reader(damaged) as unknown as { findAddressInTree(ip: string): [number, number]; metadata: { nodeCount: number; searchTreeSize: number } }
+      const offset = tree.findAddressInTree('8.8.8.8')[0] - tree.metadata.nodeCount + tree.metadata.searchTreeSize
+      damaged[offset] = 0x00
+      damaged[offset + 1] = 0xff
+      const path = join(scratch, 'damaged-record.mmdb')
+      writeFileSync(path, damaged)
+      expect(() => new Reader(damaged).get('8.8.8.8')).toThrow()
+
+      const core = await startCore({ env: { GEOIP_DB: `${path},${BUNDLED_GEOIP_DB[1]}`, TRUSTED_PROXIES: '127.0.0.1' } })
+      try {
+        expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'damaged', ip: '8.8.8.8' })).json()).toEqual({ success: true, geo: null })
+        expect((await (await core.post('/api/ingestion/ip-info', { sessionId: 'damaged', ip: '1.1.1.1' })).json()).geo.country).toBe('AU')
+        const base = await core.listen()
+        const replay = await fetch(`${base}/api/ingestion/events`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${core.key}`, 'x-forwarded-for': '8.8.8.8' },
+          body: JSON.stringify({ sessionId: 'damaged-replay', events: [{ type: 4, timestamp: Date.now(), data: { href: 'https://x.test/' } }] }),
+        })
+        expect(replay.status).toBe(200)
+        const [session] = await core.database.db.rows<{ n: number }>(sql`select count(*)::int as n from sessions where session_id = 'damaged-replay'`)
+        expect(session.n).toBe(1)
+      } finally {
+        await core.close()
+      }
+    })
+  })
 })
 
 // A database core may read but not write (installed by root, core run as another user): Bun maps
@@ -88,7 +134,7 @@ describe('POST /api/ingestion/ip-info', () => {
   })
 
   test('an IPv4 address written as IPv6, dotted or in hex, is located as that IPv4 address', async () => {
-    for (const ip of ['::ffff:8.8.8.8', '::ffff:808:808']) {
+    for (const ip of ['::ffff:8.8.8.8', '::ffff:808:808', '0::ffff:8.8.8.8', '0:0::ffff:808:808']) {
       expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-mapped', ip })).json()).toEqual({ success: true, geo: US })
     }
   })
@@ -133,6 +179,18 @@ describe('client address over a real socket', () => {
     expect((await overSocket('127.0.0.0/8, 8.8.8.0/24', '1.1.1.1, 8.8.8.8')).answer.geo.country).toBe('AU')
     // The proxy as it shows on a socket listening on `::`: an IPv4-mapped range.
     expect((await overSocket('::ffff:127.0.0.0/104', '8.8.8.8')).answer).toEqual({ success: true, geo: US })
+  })
+
+  test('an IPv4-mapped TRUSTED_PROXIES range shorter than /96 stops the start however the address is written: it would trust every client', async () => {
+    // `0::ffff:10.0.0.0/8` is `::/8`, as `::ffff:10.0.0.0/8` is: every IPv4 client's X-Forwarded-For believed.
+    const database = await createTestDatabase()
+    try {
+      for (const wide of ['::ffff:10.0.0.0/8', '0::ffff:10.0.0.0/8', '0:0::ffff:a00:0/24']) {
+        await expect(startCore({ database, env: { TRUSTED_PROXIES: `127.0.0.1,${wide}` } })).rejects.toThrow(ConfigError)
+      }
+    } finally {
+      await database.close()
+    }
   })
 
   test('an empty member the proxies left at the right of X-Forwarded-For is skipped', async () => {

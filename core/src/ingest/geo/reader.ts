@@ -51,27 +51,52 @@ export function openGeoDatabase(paths: readonly string[] = BUNDLED_GEOIP_DB, log
       // A folder, a file core may not read: what the system said, under the setting's name.
       throw new ConfigError(`GEOIP_DB: cannot read ${path} (${(error as Error).message})`)
     }
+    let reader: Reader<CityResponse>
     try {
       // Typed as a City response by the library; DB-IP's flat layout is read as a GeoRecord below.
-      return new Reader<CityResponse>(bytes)
+      reader = new Reader<CityResponse>(bytes)
     } catch (error) {
       throw new ConfigError(`GEOIP_DB: ${path} is not a MaxMind-format database (${(error as Error).message})`)
     }
+    // The metadata sits at the end of the file: a file damaged before it (the middle of a copy lost,
+    // bytes overwritten) opens, then fails every lookup. Walked once now, it stops the start instead.
+    try {
+      for (const probe of reader.metadata.ipVersion === 4 ? START_PROBES.v4 : [...START_PROBES.v4, ...START_PROBES.v6]) reader.get(probe)
+    } catch (error) {
+      throw new ConfigError(`GEOIP_DB: ${path} is damaged (${(error as Error).message})`)
+    }
+    return { path, reader, failed: false }
   })
   return {
     lookup(raw) {
       const address = normalizeAddress(raw)
       if (!address || !isPublicAddress(address)) return null
       const v6 = isIP(address) === 6
-      for (const reader of readers) {
+      for (const entry of readers) {
         // An IPv4-only database cannot answer for an IPv6 address; an IPv6 one answers for both.
-        if (v6 && reader.metadata.ipVersion === 4) continue
-        const geo = geoFromRecord(reader.get(address) as GeoRecord | null)
+        if (v6 && entry.reader.metadata.ipVersion === 4) continue
+        let record: GeoRecord | null
+        try {
+          record = entry.reader.get(address) as GeoRecord | null
+        } catch (error) {
+          // Damage the start's walk did not reach: this address is not located, and the request that
+          // asked (a replay chunk, an event) is still stored. Said once per file, not once per request.
+          if (!entry.failed) log?.error('GeoIP database is damaged: addresses in the damaged part are not located', { path: entry.path, error: (error as Error).message })
+          entry.failed = true
+          continue
+        }
+        const geo = geoFromRecord(record)
         if (geo) return geo
       }
       return null
     },
   }
+}
+
+/** Public addresses spread over the address space, looked up once at start to walk the file. */
+const START_PROBES = {
+  v4: ['1.1.1.1', '81.2.69.142', '203.208.60.1'],
+  v6: ['2001:4860:4860::8888', '2606:4700:4700::1111', '2a00:1450:4001::1'],
 }
 
 /** `GEOIP_DB` as a list of paths; unset means the bundled database. */
