@@ -7,7 +7,9 @@ import { socketClient } from '@sightline/relay/upstream/socket'
 // answers that end the connection, a kept-alive connection closed under a request, and bodies larger
 // than one read. Each case also checks which connection the next request goes out on.
 
-type Answer = (index: number, head: string, socket: Socket<{ index: number; buffered: string }>) => string[] | null
+type Upstream = { index: number; buffered: string; requests: number }
+/** `nth`: the request's number on its connection, from 1. */
+type Answer = (index: number, head: string, socket: Socket<Upstream>, nth: number) => string[] | null
 
 /**
  * An upstream that answers each request head with `answerFor(...)`: pieces written 15 ms apart (each
@@ -17,12 +19,12 @@ function startScripted(answerFor: Answer) {
   const connections: number[] = []
   const open: boolean[] = []
   let count = 0
-  const listener = Bun.listen<{ index: number; buffered: string }>({
+  const listener = Bun.listen<Upstream>({
     hostname: '127.0.0.1',
     port: 0,
     socket: {
       open(socket) {
-        socket.data = { index: open.push(true) - 1, buffered: '' }
+        socket.data = { index: open.push(true) - 1, buffered: '', requests: 0 }
       },
       close(socket) {
         open[socket.data.index] = false
@@ -35,7 +37,7 @@ function startScripted(answerFor: Answer) {
           const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0)
           socket.data.buffered = socket.data.buffered.slice(end + 4 + length)
           connections.push(socket.data.index)
-          const pieces = answerFor(count++, head, socket)
+          const pieces = answerFor(count++, head, socket, ++socket.data.requests)
           for (const [i, piece] of (pieces ?? []).entries()) {
             if (i > 0) await Bun.sleep(15)
             socket.write(piece)
@@ -109,10 +111,7 @@ describe('socket client: a kept-alive connection closed as a request is written'
   for (const how of ['end', 'terminate'] as const) {
     test(`(${how}) a GET and a POST whose body the relay holds are each resent once, on a fresh connection`, async () => {
       // Every request after the first on a connection finds it closed under it, unanswered.
-      const seen = new Map<number, number>()
-      const upstream = startScripted((_index, _head, socket) => {
-        const n = (seen.get(socket.data.index) ?? 0) + 1
-        seen.set(socket.data.index, n)
+      const upstream = startScripted((_index, _head, socket, n) => {
         if (n === 1) return [OK]
         socket[how]()
         return null
@@ -170,10 +169,7 @@ describe('socket client: a kept-alive connection closed as a request is written'
     })
 
     test(`(${method}) a reused connection closed after part of an answer is 502, never resent`, async () => {
-      const seen = new Map<number, number>()
-      const upstream = startScripted((_index, _head, socket) => {
-        const n = (seen.get(socket.data.index) ?? 0) + 1
-        seen.set(socket.data.index, n)
+      const upstream = startScripted((_index, _head, socket, n) => {
         if (n === 1) return [OK]
         setTimeout(() => socket.end(), 30)
         return ['HTTP/1.1 200 OK\r\nContent-']
@@ -192,10 +188,7 @@ describe('socket client: a kept-alive connection closed as a request is written'
   }
 
   test('a streamed body (over 64 KB) on a reused connection closed under it is 502, never resent', async () => {
-    const seen = new Map<number, number>()
-    const upstream = startScripted((_index, _head, socket) => {
-      const n = (seen.get(socket.data.index) ?? 0) + 1
-      seen.set(socket.data.index, n)
+    const upstream = startScripted((_index, _head, socket, n) => {
       if (n === 1) return [OK]
       socket.end()
       return null
