@@ -1,4 +1,4 @@
-import { originalPositionFor } from '@jridgewell/trace-mapping'
+import { decodedMappings, originalPositionFor, type TraceMap } from '@jridgewell/trace-mapping'
 import type { LoadedSourceMap } from '../sourcemaps/cache'
 import type { FrameFile, SourceMapLookup } from '../sourcemaps/resolver'
 import { isInApp, looksMinifiedFunction, normalizeFunction } from './fingerprint'
@@ -83,8 +83,7 @@ export function symbolicate(frames: readonly ReportedFrame[], lookup: SourceMapL
     if (frame.lineno === null || frame.lineno < 1) return null
     const loaded = lookup({ filename: frame.filename, debugId: frame.debugId })
     if (!loaded) return null
-    // Stack columns are 1-based; trace-mapping's are 0-based.
-    const position = originalPositionFor(loaded.map, { line: frame.lineno, column: Math.max((frame.colno ?? 1) - 1, 0) })
+    const position = originalPositionFor(loaded.map, { line: frame.lineno, column: lookupColumn(loaded.map, frame.lineno, frame.colno) })
     // Undefined, not null, when the mapping names a source index the map does not list (a broken build).
     if (position.source == null) return null
     // A name that is not text (an upload's `names` may hold anything) is no name.
@@ -103,8 +102,24 @@ export function symbolicate(frames: readonly ReportedFrame[], lookup: SourceMapL
     // few kilobytes would otherwise store them once per frame.
     const source = at.source.slice(0, MAX_FILENAME_CHARS)
     const mapped = { source, line: at.line, column: at.column + 1, ...named, function: named.function.slice(0, MAX_FUNCTION_CHARS) }
-    return { ...frame, mapped: { ...mapped, sourcemap: at.loaded.name, ...(ignoreListed && { ignoreListed: true as const }), ...context(lines, at.line) } }
+    return { ...frame, mapped: { ...mapped, sourcemap: at.loaded.name, ...(ignoreListed && { ignoreListed: true as const }), ...context(lines, at.line, at.column) } }
   })
+}
+
+/**
+ * The 0-based column a frame is looked up at: stack columns are 1-based. A frame without one (a
+ * Firefox eval frame, a stack that gives lines only) is taken at the first segment of its line that
+ * maps code of its own: bundlers that keep indentation (Bun, esbuild) map column 0 of a line to where
+ * the line before ended, and column 0 led such a frame to the statement before its own.
+ */
+function lookupColumn(map: TraceMap, line: number, colno: number | null): number {
+  if (colno !== null) return Math.max(colno - 1, 0)
+  const lines = decodedMappings(map)
+  const before = lines[line - 2]?.at(-1)
+  const carriesOn = (segment: readonly number[]) =>
+    before !== undefined && before.length >= 4 && segment[1] === before[1] && segment[2] === before[2] && segment[3] === before[3]
+  const own = lines[line - 1]?.find((segment) => segment.length >= 4 && !carriesOn(segment))
+  return own ? own[0] : 0
 }
 
 /** A name a person wrote, from the caller's call site or else from the frame; '' when both are anonymous or minified. */
@@ -128,9 +143,19 @@ function scopesOf(loaded: LoadedSourceMap, source: string): FunctionScopes | nul
   return bySource.get(source)!
 }
 
-function context(lines: readonly string[] | null, line: number): Pick<MappedPosition, 'preContext' | 'contextLine' | 'postContext'> {
+/**
+ * The source lines around a mapped position. A line longer than CONTEXT_LINE_CHARS is cut to the
+ * part around the position's column (`…` where it was cut): its start alone left out what failed
+ * when the position lay further in (a vendored minified file, a long line of markup).
+ */
+function context(lines: readonly string[] | null, line: number, column: number): Pick<MappedPosition, 'preContext' | 'contextLine' | 'postContext'> {
   if (!lines || line > lines.length) return {}
-  const cut = (text: string) => (text.length > CONTEXT_LINE_CHARS ? `${text.slice(0, CONTEXT_LINE_CHARS)}…` : text)
+  const cut = (text: string) => {
+    if (text.length <= CONTEXT_LINE_CHARS) return text
+    const start = Math.min(Math.max(column - CONTEXT_LINE_CHARS / 2, 0), text.length - CONTEXT_LINE_CHARS)
+    const end = start + CONTEXT_LINE_CHARS
+    return `${start > 0 ? '…' : ''}${text.slice(start, end)}${end < text.length ? '…' : ''}`
+  }
   return {
     preContext: lines.slice(Math.max(0, line - 1 - CONTEXT_LINES), line - 1).map(cut),
     contextLine: cut(lines[line - 1]),

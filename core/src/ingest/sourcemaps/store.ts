@@ -61,10 +61,18 @@ export interface StoredSourceMap extends SourceMapCandidate {
   version: string
 }
 
+/**
+ * A stored row's version: the transaction that wrote it, and when. The time alone is not enough:
+ * PGlite's clock counts milliseconds, and a replacement committed within the same one kept the old
+ * key, so every core that had parsed the old map went on serving it. No two transactions share an
+ * id, and the time tells an id apart from its reuse after wraparound.
+ */
+const VERSION = sql.raw(`xmin::text || '.' || (extract(epoch from uploaded_at) * 1000000)::bigint::text`)
+
 /** What could map a report's frames: the maps of its release, and those carrying one of its debug ids. */
 export async function storedSourceMaps(db: Database, projectId: string, release: string | null, debugIds: readonly string[]): Promise<StoredSourceMap[]> {
   return db.rows<StoredSourceMap>(sql`
-    select release, name, url, debug_id as "debugId", (extract(epoch from uploaded_at) * 1000000)::bigint::text as version
+    select release, name, url, debug_id as "debugId", ${VERSION} as version
     from sourcemaps
     where project_id = ${projectId}
       and (release = ${release ?? ''} or debug_id in (select json_array_elements_text(${jsonParam(debugIds)}::json)))`)
@@ -75,6 +83,6 @@ export async function sourceMapJson(db: Database, projectId: string, map: Stored
   const [row] = await db.rows<{ content: Uint8Array }>(sql`
     select content from sourcemaps
     where project_id = ${projectId} and release = ${map.release} and name = ${map.name}
-      and (extract(epoch from uploaded_at) * 1000000)::bigint::text = ${map.version}`)
+      and ${VERSION} = ${map.version}`)
   return row ? new TextDecoder().decode(Bun.zstdDecompressSync(row.content)) : null
 }
