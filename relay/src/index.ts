@@ -88,8 +88,7 @@ export const DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024
 
 export function createRelay(options: RelayOptions): Relay {
   const prefix = normalizePrefix(options.prefix)
-  const upstream = new URL(options.upstream)
-  if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:') throw new TypeError(`relay upstream must be http or https, not ${upstream.protocol}`)
+  const upstream = parseUpstream(options.upstream)
   if (upstream.search || upstream.hash || upstream.username || upstream.password) throw new TypeError('relay upstream is an origin with an optional path, nothing else')
   const origin = upstream.origin
   const basePath = upstream.pathname.replace(/\/+$/, '')
@@ -199,6 +198,23 @@ export function createRelay(options: RelayOptions): Relay {
     refusal: (method: string, path: string) => refusal(method, path, underPrefix(path, prefix)),
     ready: script ? script.ready : Promise.resolve(),
   })
+}
+
+/**
+ * Core's base URL, refused with the value it was given and what one looks like: the URL parser's own
+ * "Invalid URL" named neither, and `127.0.0.1:8000` or `localhost:8000` (the scheme left off, the
+ * likeliest slip) parse as a URL of scheme "localhost:", refused as "not localhost:".
+ */
+function parseUpstream(value: string | URL): URL {
+  const example = 'an http or https URL such as http://127.0.0.1:8000'
+  let upstream: URL
+  try {
+    upstream = new URL(value)
+  } catch {
+    throw new TypeError(`relay upstream ${JSON.stringify(String(value))} is not a URL: core's base URL is ${example}`)
+  }
+  if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:') throw new TypeError(`relay upstream ${JSON.stringify(String(value))} is not http or https: core's base URL is ${example}`)
+  return upstream
 }
 
 const KEY_IN_BODY_MODES = new Set<unknown>(['auto', 'always', 'never'])

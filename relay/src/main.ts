@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { serveRelay } from './adapters/bun.ts'
 import type { KeyInBody } from './headers.ts'
+import { normalizePrefix } from './paths.ts'
 import { fetchClient } from './upstream/fetch.ts'
 
 /**
@@ -90,9 +91,12 @@ try {
     script: scriptSource ? { source: scriptSource, name: values['script-name'] } : undefined,
     ...(values.client === 'fetch' && { client: fetchClient() }),
   })
-  const script = scriptPath ? `, script ${values.prefix}/${values['script-name']} from ${scriptPath}` : ', no script'
-  process.stdout.write(`relay: listening on ${server.url} -> ${values.upstream}, prefix ${values.prefix}${script}\n`)
-  if (!scriptPath) process.stderr.write(`relay: ${values.prefix}/${values['script-name']} answers 404: the tracker is not built (npm run build) and no --script was given\n`)
+  // Said as the relay serves it: `--prefix _sl/` is /_sl, and printed as given it named the script
+  // `_sl//t.js`, a src that page would have copied and that the relay answers 404.
+  const prefix = normalizePrefix(values.prefix!)
+  const script = scriptPath ? `, script ${prefix}/${values['script-name']} from ${scriptPath}` : ', no script'
+  process.stdout.write(`relay: listening on ${server.url} -> ${values.upstream}, prefix ${prefix || '/'}${script}\n`)
+  if (!scriptPath) process.stderr.write(`relay: ${prefix}/${values['script-name']} answers 404: the tracker is not built (npm run build) and no --script was given\n`)
   stopOnSignals(server)
 } catch (error) {
   // A setting the relay refuses (upstream, prefix) is the command line's fault; anything else, such

@@ -60,12 +60,21 @@ export function nodeRelay(options: RelayOptions) {
  */
 function parseTarget(req: IncomingMessage & { originalUrl?: string }): URL | null {
   const proto = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'
-  const host = req.headers.host ?? ''
+  const host = hostOf(req) ?? ''
   if (/[/?#\\@]/.test(host)) return null
   const target = req.originalUrl ?? req.url ?? '/'
   const path = target.startsWith('/') ? target : pathOf(target)
   // Without a Host the URL needs one all the same; toRequest says there was none.
   return path === null ? null : parseUrl(`${proto}://${host || 'localhost'}${path}`)
+}
+
+/**
+ * The Host the client sent. On `node:http2`'s compatibility API (`http2.createSecureServer(options,
+ * relay)`) a request names it in `:authority` (RFC 9113 §8.3.1), and carries no Host field at all.
+ */
+function hostOf(req: IncomingMessage): string | undefined {
+  const authority = req.headers[':authority']
+  return req.headers.host ?? (typeof authority === 'string' ? authority : undefined)
 }
 
 /** `URL.parse`, which Node has only from 20.18. */
@@ -97,11 +106,16 @@ function toRequest(req: IncomingMessage, url: URL, signal: AbortSignal): Request
   const hasBody = req.method !== 'GET' && req.method !== 'HEAD'
   const headers: [string, string][] = []
   for (const [name, value] of Object.entries(req.headers)) {
+    // HTTP/2's pseudo-header fields (`:method`, `:path`, `:authority`, `:scheme`) are no header
+    // fields, and a Web Request refuses their names: the first HTTP/2 request threw in the listener,
+    // which took the whole Node process down. What they say is in the method and URL already.
+    if (name.startsWith(':')) continue
     if (Array.isArray(value)) for (const item of value) headers.push([name, item])
     else if (value !== undefined) headers.push([name, value])
   }
-  // No Host (HTTP/1.0): an empty one tells the relay so, rather than the URL's stand-in (see parseTarget).
-  if (req.headers.host === undefined) headers.push(['host', ''])
+  // HTTP/2 names the host in `:authority`. No Host at all (HTTP/1.0): an empty one tells the relay so,
+  // rather than the URL's stand-in (see parseTarget).
+  if (req.headers.host === undefined) headers.push(['host', hostOf(req) ?? ''])
   return new Request(url, {
     method: req.method,
     headers,
@@ -142,7 +156,16 @@ async function send(response: Response, res: ServerResponse): Promise<void> {
   // headers appended after theirs threw, in a promise nobody awaits: that ended the Node process.
   if (res.destroyed || res.headersSent) return void response.body?.cancel().catch(() => {})
   res.statusCode = response.status
-  for (const [name, value] of response.headers) res.appendHeader(name, value)
+  // What the site's earlier middleware put on `res` is merged as the Elysia adapter merges a site's
+  // `set`: a cookie is left off (the relay never returns Set-Cookie; a site's session or visitor
+  // cookie came back on every tracker request), and a field the answer has replaces the site's
+  // (appended, cors() in front made core's `Access-Control-Allow-Origin: https://shop.test` into
+  // `*, https://shop.test`, which no browser accepts). Vary is a list both sides add to.
+  res.removeHeader('set-cookie')
+  for (const [name, value] of response.headers) {
+    if (name === 'vary') res.appendHeader(name, value)
+    else res.setHeader(name, value)
+  }
   if (!response.body) return void res.end()
   // pipeline, not pipe: a client gone mid-answer destroys the body, which cancels core's answer and
   // frees its connection (piped, it stayed open, read by no one, for as long as core kept sending);
