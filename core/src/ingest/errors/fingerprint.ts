@@ -143,7 +143,9 @@ export interface FingerprintInput {
  */
 export function fingerprintParts({ name, message, frames, clientFingerprint }: FingerprintInput): string[] {
   const computed = defaultParts(name, message, frames)
-  if (!clientFingerprint?.length) return computed
+  // `["{{ default }}"]` alone asks for the computed grouping (Sentry's SDKs send it so): the same
+  // Issue as a report without a fingerprint, not one apart under the `client` parts.
+  if (!clientFingerprint?.length || (clientFingerprint.length === 1 && isDefault(clientFingerprint[0]))) return computed
   if (clientFingerprint.length <= CLIENT_PARTS && clientFingerprint.every((part) => part.length <= CLIENT_PART_CHARS)) {
     return ['client', ...clientFingerprint.flatMap((part) => (isDefault(part) ? computed : [part]))]
   }

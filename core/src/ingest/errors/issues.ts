@@ -23,14 +23,18 @@ const issueKey = (r: { projectId: string; fingerprint: string }) => `${r.project
 
 /**
  * One delta per Issue, in fingerprint order (the order commits lock Issues in). `addedUsers` counts
- * the end users newly recorded per Issue, by `projectId \n issueId`.
+ * the end users newly recorded per Issue, by `projectId \n issueId`. The first and last release are
+ * those of the earliest and latest occurrence that has one, whatever order the batch lists them in
+ * (as the upsert keeps a release an Issue has when a later commit brings none).
  */
 export function issueDeltas(occurrences: readonly OccurrenceRow[], addedUsers: ReadonlyMap<string, number> = new Map()): IssueDelta[] {
   const deltas = new Map<string, IssueDelta>()
+  const releaseTimes = new Map<string, { first: number; last: number }>()
   for (const o of occurrences) {
-    const seen = deltas.get(issueKey(o))
+    const key = issueKey(o)
+    const seen = deltas.get(key)
     if (!seen) {
-      deltas.set(issueKey(o), {
+      deltas.set(key, {
         projectId: o.projectId,
         issueId: o.issueId,
         fingerprint: o.fingerprint,
@@ -44,16 +48,21 @@ export function issueDeltas(occurrences: readonly OccurrenceRow[], addedUsers: R
         firstRelease: o.release,
         lastRelease: o.release,
       })
+      if (o.release !== null) releaseTimes.set(key, { first: o.timestamp, last: o.timestamp })
       continue
     }
     seen.count++
-    if (o.timestamp < seen.firstAt || (seen.firstRelease === null && o.timestamp === seen.firstAt)) {
-      seen.firstAt = o.timestamp
-      seen.firstRelease = o.release ?? seen.firstRelease
+    seen.firstAt = Math.min(seen.firstAt, o.timestamp)
+    if (o.timestamp >= seen.lastAt) Object.assign(seen, { lastAt: o.timestamp, title: o.title, culprit: o.culprit ?? seen.culprit, level: o.level })
+    if (o.release === null) continue
+    const times = releaseTimes.get(key)
+    if (!times) {
+      Object.assign(seen, { firstRelease: o.release, lastRelease: o.release })
+      releaseTimes.set(key, { first: o.timestamp, last: o.timestamp })
+      continue
     }
-    if (o.timestamp >= seen.lastAt) {
-      Object.assign(seen, { lastAt: o.timestamp, title: o.title, culprit: o.culprit ?? seen.culprit, level: o.level, lastRelease: o.release ?? seen.lastRelease })
-    }
+    if (o.timestamp < times.first) [seen.firstRelease, times.first] = [o.release, o.timestamp]
+    if (o.timestamp >= times.last) [seen.lastRelease, times.last] = [o.release, o.timestamp]
   }
   return sortedBy([...deltas.values()], issueKey)
 }

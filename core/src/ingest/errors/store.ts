@@ -2,6 +2,8 @@ import { sql } from 'drizzle-orm'
 import { rowsOf, type Database, type Orm } from '../../db'
 import type { Sink } from '../../sink'
 import { alreadyStoredOf } from '../shared/insert'
+import { sessionKey } from '../sessions/service'
+import { sessionEndUsers } from '../sessions/store'
 import { sortedBy } from '../shared/rows'
 import { jsonParam } from '../shared/values'
 import { issueDeltas, issueUsers } from './issues'
@@ -16,7 +18,7 @@ import type { OccurrenceRow } from './service'
 export const errorEventsSink: Sink<OccurrenceRow> = {
   name: 'error_events',
   async write(tx, rows) {
-    const unique = sortedBy(rows, (r) => `${r.projectId}\n${r.contentHash}`, { lastWins: true })
+    const unique = await withSessionEndUsers(tx, sortedBy(rows, (r) => `${r.projectId}\n${r.contentHash}`, { lastWins: true }))
     const inserted = await tx.execute(sql`
       insert into error_events (project_id, content_hash, issue_id, session_id, end_user_id, name, message, stack, frames, url, level,
         handled, release, context, timestamp)
@@ -67,7 +69,7 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
         level = case when excluded.last_seen_at >= i.last_seen_at then excluded.level else i.level end,
         first_release = case when i.first_release is null or excluded.first_seen_at < i.first_seen_at
                              then coalesce(excluded.first_release, i.first_release) else i.first_release end,
-        last_release = case when excluded.last_seen_at >= i.last_seen_at then coalesce(excluded.last_release, i.last_release) else i.last_release end
+        last_release = case when i.last_release is null or excluded.last_seen_at >= i.last_seen_at then coalesce(excluded.last_release, i.last_release) else i.last_release end
       returning project_id::text as "projectId", issue_id::text as "issueId", status`)
     const resolved = new Set(
       rowsOf<{ projectId: string; issueId: string; status: string }>(upserted).flatMap((r) => (r.status === 'resolved' ? [`${r.projectId}\n${r.issueId}`] : [])),
@@ -76,6 +78,19 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
     if (recurring.length > 0) await reopenRecurring(tx, recurring)
     return alreadyStored
   },
+}
+
+/**
+ * A report naming no end user is its session's end user's, when the session has one: it is stored
+ * with it and counts it among the Issue's affected end users, as when the tracker names it. Read
+ * after the sessions sink (an earlier phase) wrote this commit's sessions, so another report of the
+ * same session in the commit that names its end user gives it to those that do not.
+ */
+async function withSessionEndUsers(tx: Orm, rows: OccurrenceRow[]): Promise<OccurrenceRow[]> {
+  const anonymous = rows.filter((r) => r.endUserId === null)
+  if (anonymous.length === 0) return rows
+  const ofSessions = await sessionEndUsers(tx, anonymous)
+  return rows.map((r) => (r.endUserId === null ? { ...r, endUserId: ofSessions.get(sessionKey(r))?.endUserId ?? null } : r))
 }
 
 /**
