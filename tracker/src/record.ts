@@ -16,10 +16,11 @@ const USER_SOURCES = [1, 2, 3, 5, 6, 7, 12, 14]
 /**
  * Attributes that hold text a person reads (or hears, or feels in braille), or a control's value, or
  * repeat an element's text in another form (a time's `datetime`), or name a file saved (a link's
- * `download`: "invoice-jane-doe.pdf"). rrweb's mask functions see text nodes and most input values
- * only: not these, nor the values of buttons, checkboxes, radios and options.
+ * `download`: "invoice-jane-doe.pdf"); an SVG link's `xlink:title` is its tooltip. rrweb's mask
+ * functions see text nodes and most input values only: not these, nor the values of buttons,
+ * checkboxes, radios and options.
  */
-const TEXT_ATTRIBUTES = /^(value|placeholder|title|alt(text)?|label|abbr|datetime|download|srcdoc|aria-((braille)?(label|roledescription)|description|placeholder|value(text|now)))$/
+const TEXT_ATTRIBUTES = /^(value|placeholder|(xlink:)?title|alt(text)?|label|abbr|datetime|download|srcdoc|aria-((braille)?(label|roledescription)|description|placeholder|value(text|now)))$/
 
 /**
  * Values a page keeps out of sight, often a CSRF token or a record's id: a hidden input's value and
@@ -104,10 +105,7 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
   const hide = (text: string) => text.replace(/\S/g, '*')
   // A password field that a "show password" button made a text field is still one. rrweb marks it
   // (and asks maskInputFn about it as a password); the selectors, which look at its type, do not see it.
-  // A card field's autocomplete may name a section or billing/shipping before its cc- token, in any case
-  // ("billing cc-number"), which the selectors' [autocomplete^=cc-] does not see.
-  const mask = (text: string, el: HTMLElement | null) =>
-    redaction.masked(el) || el?.hasAttribute('data-rr-is-password') || /(^|\s)cc-/i.test(el?.getAttribute?.('autocomplete') ?? '') ? hide(text) : text
+  const mask = (text: string, el: HTMLElement | null) => (redaction.masked(el) || el?.hasAttribute('data-rr-is-password') ? hide(text) : text)
   const element = (id: number) => record.mirror.getNode(id) as HTMLElement | null
   const maskAttributes = (attributes: Record<string, unknown> | undefined, id: number, el = element(id), tag = el?.localName) => {
     for (const name in attributes) {

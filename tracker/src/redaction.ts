@@ -3,10 +3,13 @@ import type { RedactionStrategy } from './types'
 import { withoutCredentials, withoutParameterValues } from './urls'
 
 /**
- * Masked in every mode, whatever the selectors say: passwords, and card fields, whose autocomplete may
- * name a section or billing/shipping before the cc- token ("billing cc-exp-month": a select's options).
+ * Masked in every mode, whatever the selectors say: passwords, also a field whose autocomplete says it
+ * holds one ("current-password") when a "show password" button made it a text field before recording
+ * began, and card fields, whose autocomplete may name a section or billing/shipping before the cc-
+ * token ("billing cc-exp-month": a select's options). Autocomplete's tokens are in any case
+ * ("CC-NUMBER"), between any spaces; a section named like one ("section-acc-1") masks too.
  */
-export const ALWAYS_MASKED = 'input[type=password],[autocomplete^=cc-],[autocomplete*=" cc-"]'
+export const ALWAYS_MASKED = 'input[type=password],[autocomplete*="password" i],[autocomplete*="cc-" i]'
 
 export type Redaction = ReturnType<typeof createRedaction>
 
@@ -18,7 +21,7 @@ export const isSelector = (doc: Document, selector: string): boolean => attempt(
  * host) and the page's same-origin frames (to the iframe element), up to the recorded document `top`:
  * a selector that names a custom element or an iframe covers what is rendered inside it.
  */
-function within(el: Element, selector: string, top: Document): boolean {
+function within(el: Element | null | undefined, selector: string, top: Document): boolean {
   for (let node: Element | null | undefined = el; node; ) {
     if (node.closest(selector)) return true
     const root = node.getRootNode() as ShadowRoot
@@ -39,9 +42,8 @@ export function createRedaction(strategy: RedactionStrategy | undefined, top: Do
   let pending = [...(strategy?.unredactSelectors ?? [])]
   let shown = pending.join(',')
 
-  /** Any doubt masks: an element of none, or selectors that throw. */
-  const masked = (el: Element | null | undefined): boolean =>
-    el ? attempt(() => within(el, masking, top) || (privacyFirst && !(shown && within(el, shown, top))), true) : privacyFirst
+  /** Any doubt masks: an element of none (within no selector, so masked in privacy-first only), or selectors that throw. */
+  const masked = (el: Element | null | undefined): boolean => attempt(() => within(el, masking, top) || (privacyFirst && !(shown && within(el, shown, top))), true)
 
   return {
     privacyFirst,

@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type { RedactionStrategy } from '@sightline/tracker'
+import { openBrowser, type TestBrowser } from '../e2e/browser'
+import { startTrackedSite, type SiteSend } from './helpers/site'
+
+/**
+ * Redaction in headless Chromium, with t.js as built: what only a real browser's selectors, form
+ * controls and SVG show. Every body the tracker sent is searched for the SECRET-… words.
+ */
+
+let site: Awaited<ReturnType<typeof startTrackedSite>>
+let browser: TestBrowser
+let received: SiteSend[] = []
+let page = ''
+
+beforeAll(async () => {
+  site = await startTrackedSite(() => new Response(page, { headers: { 'content-type': 'text/html; charset=utf-8' } }), (send) => received.push(send))
+  browser = await openBrowser()
+}, 60_000)
+
+afterAll(async () => {
+  await browser?.close()
+  site?.stop()
+})
+
+/**
+ * Opens `html`, lets `before` act on it before the tracker starts, starts it with `strategy`, lets
+ * `after` act, takes a new full snapshot (a new session), leaves, and answers the SECRET-… words sent
+ * and all that was sent, as text.
+ */
+async function secretsSent(html: string, strategy: RedactionStrategy, before: (tab: TestBrowser['page']) => Promise<unknown>, after: (tab: TestBrowser['page']) => Promise<unknown>) {
+  page = `<!doctype html><html><head><meta charset="utf-8"><title>t</title></head><body>${html}<script src="/t.js"></script></body></html>`
+  received = []
+  const tab = browser.page
+  await tab.goto(site.url + '/')
+  await before(tab)
+  await tab.evaluate((strategy) => {
+    const tracker = (window as any).ServiceTracker.init('sl_dev_redaction', { ingestionUrl: location.origin + '/_sl', logLevel: 'none', redactionStrategy: strategy })
+    ;(window as any).tracker = tracker
+    tracker.start()
+  }, strategy)
+  await tab.waitForTimeout(300)
+  await after(tab)
+  await tab.evaluate(() => (window as any).tracker.logout())
+  await tab.waitForTimeout(300)
+  await tab.goto('about:blank')
+  for (let i = 0; i < 100 && !received.some((s) => s.path === '/events'); i++) await Bun.sleep(25)
+  await Bun.sleep(300)
+  const everything = JSON.stringify(received)
+  return { sent: [...new Set(everything.match(/SECRET-[A-Z0-9-]+/g))].sort(), everything }
+}
+
+describe('redaction in Chromium', () => {
+  test("visibility-first: a card select's options, text and values, are masked whatever the case of its autocomplete (\"shipping CC-EXP-MONTH\")", async () => {
+    const { sent, everything } = await secretsSent(
+      `<select id="month" autocomplete="shipping CC-EXP-MONTH"><option value="SECRET-VALUE-01">SECRET-TEXT-01</option><option value="SECRET-VALUE-02">SECRET-TEXT-02</option></select>
+       <input id="number" autocomplete="CC-NUMBER" value="">`,
+      { mode: 'visibility-first' },
+      async () => {},
+      async (tab) => {
+        await tab.selectOption('#month', 'SECRET-VALUE-02')
+        await tab.locator('#number').pressSequentially('SECRET-NUMBER')
+        await tab.evaluate(() => document.getElementById('month')!.append(new Option('SECRET-TEXT-ADDED', 'SECRET-VALUE-ADDED')))
+      },
+    )
+    expect(sent).toEqual([])
+    // Recorded, as stars: the options' text, and what was typed.
+    expect(everything).toContain('"' + '*'.repeat('SECRET-TEXT-02'.length) + '"')
+    expect(everything).toContain('"' + '*'.repeat('SECRET-NUMBER'.length) + '"')
+  }, 60_000)
+
+  for (const mode of ['visibility-first', 'privacy-first'] as const) {
+    test(`${mode}: a password field a "show password" button made a text field before recording began (autocomplete current-password, new-password) stays masked`, async () => {
+      const { sent, everything } = await secretsSent(
+        `<input id="current" type="password" autocomplete="current-password"><input id="new" type="password" autocomplete="section-signup New-Password">
+         <button id="show" onclick="current.type = 'text'; document.getElementById('new').type = 'text'">show</button>`,
+        { mode, unredactSelectors: ['body'] },
+        async (tab) => {
+          await tab.locator('#current').pressSequentially('SECRET-TYPED-BEFORE')
+          await tab.locator('#new').pressSequentially('SECRET-NEW-BEFORE')
+          await tab.click('#show')
+        },
+        async (tab) => {
+          await tab.locator('#current').pressSequentially('SECRET-TYPED-AFTER')
+          await tab.locator('#new').pressSequentially('SECRET-NEW-AFTER')
+        },
+      )
+      expect(sent).toEqual([])
+      // The snapshot after it holds the whole value, as stars.
+      expect(everything).toContain('"' + '*'.repeat('SECRET-TYPED-BEFORESECRET-TYPED-AFTER'.length) + '"')
+    }, 60_000)
+  }
+
+  test("privacy-first: an SVG link's xlink:title, its tooltip, is masked like a title", async () => {
+    const { sent, everything } = await secretsSent(
+      `<svg width="100" height="20"><a id="link" xlink:title="SECRET-TOOLTIP" href="#x"><text x="0" y="15">x</text></a></svg>`,
+      { mode: 'privacy-first' },
+      async () => {},
+      async (tab) => tab.evaluate(() => document.getElementById('link')!.setAttributeNS('http://www.w3.org/1999/xlink', 'xlink:title', 'SECRET-TOOLTIP-CHANGED')),
+    )
+    expect(sent).toEqual([])
+    expect(everything).toContain('"xlink:title":"' + '*'.repeat('SECRET-TOOLTIP'.length) + '"')
+  }, 60_000)
+})
