@@ -229,7 +229,7 @@ describe('redaction in headless Chromium: shadow DOM, frames, editing, form cont
     expect(events.filter((e) => e.eventName === '$click').map((e) => e.eventProperties)).toEqual([
       { tag: 'div', id: 'editable', selector: 'div#editable' },
       { tag: 'button', id: 'submit', selector: 'button#submit' },
-      { tag: 'x-card', id: 'open', selector: 'x-card#open.private' },
+      { tag: 'b', selector: 'x-card#open.private > b' },
       { tag: 'p', id: 'para', selector: 'p#para' },
     ])
     expect(events.filter((e) => e.eventName === '$pageview').map((e) => e.eventProperties?.title)).toEqual(['VISIBLE-TITLE', 'VISIBLE-TITLE-CHANGED'])

@@ -112,6 +112,14 @@ describe('network tracking in Chromium', () => {
     expect(networkErrors()).toEqual([['GET', `http://127.0.0.1:${site.port}/api/ok`, null, 'network']])
   })
 
+  test('fetch() with no argument rejects as the browser\'s does: the wrapper adds none (fetch(undefined) would fetch ./undefined)', async () => {
+    await open('/', { automaticTrackingOptions: { network: true, spans: true } })
+    const outcome = await browser.page.evaluate(() => (fetch as unknown as () => Promise<Response>)().then(() => 'sent', (reason) => reason.name))
+    expect(outcome).toBe('TypeError')
+    // What it reports of the failed call goes now, not into the next test's.
+    await flushed()
+  })
+
   test('a synchronous XMLHttpRequest that fails on the network (send throws, no loadend) is a network error', async () => {
     await open('/', { automaticTrackingOptions: { network: true, spans: true } })
     const thrown = await browser.page.evaluate(() => {
@@ -166,7 +174,59 @@ describe('network tracking in Chromium', () => {
   })
 })
 
+describe('page views in Chromium', () => {
+  test("a router on the Navigation API (navigation.navigate(), intercepted) is followed like one on history's: each change of URL once", async () => {
+    await open('/home', { automaticTrackingOptions: { pageViews: true, navigation: true } })
+    await browser.page.evaluate(async () => {
+      const { navigation } = window as any
+      // What such a router does: it takes the navigation over and renders the new page itself.
+      navigation.addEventListener('navigate', (event: any) => event.canIntercept && event.intercept({ handler: async () => {} }))
+      await navigation.navigate('/products').finished
+      await navigation.navigate('/products?sort=price', { history: 'replace' }).finished
+      // History's methods, a hash changed (a push, the browser says) and a back: each once, not also as the Navigation API's.
+      history.pushState({}, '', '/cart')
+      history.replaceState({}, '', '/cart')
+      location.hash = 'top'
+      const popped = new Promise((resolve) => addEventListener('popstate', resolve, { once: true }))
+      history.back()
+      await popped
+    })
+    await flushed()
+    const port = site.port
+    const events = items('/customEvent/batch', 'events').map((e: any) => [e.eventName, e.eventProperties.type ?? e.eventProperties.path, e.eventProperties.to ?? e.eventProperties.url])
+    expect(events.map(([name, what, url]: string[]) => [name, what, url.replace(`http://127.0.0.1:${port}`, '')])).toEqual([
+      ['$pageview', '/home', '/home'],
+      ['$navigation', 'push', '/products'],
+      ['$pageview', '/products', '/products'],
+      ['$navigation', 'replace', '/products?sort=[redacted]'],
+      ['$navigation', 'push', '/cart'],
+      ['$pageview', '/cart', '/cart'],
+      ['$navigation', 'push', '/cart#top'],
+      ['$pageview', '/cart', '/cart#top'],
+      ['$navigation', 'pop', '/cart'],
+      ['$pageview', '/cart', '/cart'],
+    ])
+  })
+})
+
 describe('clicks in Chromium', () => {
+  test("a click inside a component's open shadow root is the element clicked there, its selector going on from the component; a redact selector on the component still masks its text", async () => {
+    pages['/components'] = `<!doctype html><html><head><title>Shop</title></head><body style="margin:0">
+      <shop-cart id="cart"></shop-cart><shop-cart id="secret" class="private"></shop-cart>
+      <script>for (const host of document.querySelectorAll('shop-cart')) host.attachShadow({ mode: 'open' }).innerHTML = '<button class="pay">Pay <b>now</b></button>'</script>
+      <script src="/t.js"></script></body></html>`
+    await open('/components', { redactionStrategy: { mode: 'visibility-first', redactSelectors: ['.private'] }, automaticTrackingOptions: { clicks: true } })
+    await browser.page.locator('#cart button').click()
+    await browser.page.locator('#secret button b').click()
+    await flushed()
+    const clicks = items('/customEvent/batch', 'events').filter((e: any) => e.eventName === '$click').map((e: any) => e.eventProperties)
+    expect(clicks).toEqual([
+      { tag: 'button', selector: 'shop-cart#cart > button.pay', text: 'Pay now' },
+      { tag: 'button', selector: 'shop-cart#secret.private > button.pay' },
+    ])
+  })
+
+
   test("visibility-first: a click's text is what the page shows, never an inline script's data (which the replay never records either)", async () => {
     // A short page: a click below its body lands on the <html> element, whose textContent begins with the
     // head's scripts; an app's state, embedded in the body for hydration, is in the body's.

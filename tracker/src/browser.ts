@@ -7,7 +7,6 @@
  */
 import { ServiceTracker } from './index'
 
-const script = document.currentScript as HTMLScriptElement | null
 const Tracker = ((window as unknown as { ServiceTracker?: typeof ServiceTracker }).ServiceTracker ??= ServiceTracker)
-const apiKey = script?.dataset.apiKey
-if (apiKey) Tracker.init(apiKey, { release: script?.dataset.release }).start()
+const { apiKey, release } = (document.currentScript as HTMLScriptElement | null)?.dataset ?? {}
+if (apiKey) Tracker.init(apiKey, { release }).start()

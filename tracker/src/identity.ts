@@ -40,10 +40,7 @@ export function createIdentity(
   /** The valid id kept under `key` in the first store that has one. */
   const found = (stores: KeyValue[], key: string) => stores.map((store) => store.get(key)).find((value) => value && VALID_ID.test(value))
   /** `id` kept under `key` in every store, the ones that had none or another restored. */
-  const keep = (stores: KeyValue[], key: string, id = found(stores, key) ?? newId()) => {
-    for (const store of stores) store.set(key, id)
-    return id
-  }
+  const keep = (stores: KeyValue[], key: string, id = found(stores, key) ?? newId()) => (stores.forEach((store) => store.set(key, id)), id)
   const userStores = [local, cookie]
   const preexisting = !!found(userStores, KEYS.user)
   let endUserId = keep(userStores, KEYS.user)
@@ -51,7 +48,7 @@ export function createIdentity(
   // sessionStorage, window id and chunk sequence included, and its replay would interleave with the
   // opener's. A page marks its tab while it is shown (`holdTab`, until `pagehide`): one that finds the
   // mark at load is such a copy, and starts a window of its own.
-  if (tab.get(KEYS.shown) !== null) {
+  if (tab.get(KEYS.shown)) {
     tab.remove(KEYS.window)
     tab.remove(KEYS.seq)
   }
@@ -92,7 +89,7 @@ export function createIdentity(
         if (!activity && id) return id
         id = newSession(at)
       } else if (activity && at - session!.last >= ACTIVITY_WRITE_MS) saveSession({ ...session!, last: at })
-      if (id !== seen) {
+      if (id != seen) {
         seen = id!
         onNewSession()
       }

@@ -9,10 +9,13 @@ export const RAGE_WINDOW_MS = 1000
 export const RAGE_RADIUS_PX = 30
 const SELECTOR_DEPTH = 4
 
-/** A short CSS path to the element, like `main > form#pay > button.primary`. */
+/**
+ * A short CSS path to the element, like `main > form#pay > button.primary`; out of a shadow root, on
+ * from its host (`shop-cart#cart > button.pay`), the component it is in.
+ */
 export function selectorOf(el: Element): string {
   const parts: string[] = []
-  for (let node: Element | null = el; node && parts.length < SELECTOR_DEPTH && node.tagName !== 'BODY'; node = node.parentElement) {
+  for (let node: Element | undefined = el; node && parts.length < SELECTOR_DEPTH && node.tagName != 'BODY'; node = node.parentElement ?? (node.parentNode as ShadowRoot | null)?.host) {
     const id = idOf(node)
     const classes = [...node.classList].slice(0, 2).map((name) => '.' + name).join('')
     parts.unshift(node.tagName.toLowerCase() + (id ? '#' + id : '') + classes)
@@ -36,6 +39,7 @@ function bounded(el: Element): Element | undefined {
  * large element (the page's body, a long list), which its tag and place describe.
  */
 export function describeElement(el: Element, context: AutoContext): Properties {
+  const href = el.getAttribute('href')
   return {
     tag: el.tagName.toLowerCase(),
     id: idOf(el),
@@ -43,38 +47,41 @@ export function describeElement(el: Element, context: AutoContext): Properties {
     text: context.redaction.visibleText(bounded(el)),
     // Like form actions and requests: without the query and fragment, which often carry tokens (signed
     // links, resets); of a `mailto:` or `data:` link (a download made in the page), only the scheme.
-    href: el.hasAttribute('href') ? withoutQuery(el.getAttribute('href')!, context.win.document.baseURI) : undefined,
+    href: href == null ? undefined : withoutQuery(href, el.baseURI),
   }
 }
 
 export function trackClicks(context: AutoContext, clicks: boolean, rageClicks: boolean): Undo[] {
-  let recent: { x: number; y: number; at: number }[] = []
+  /** The clicks of the burst under way that are still in its window: where (x, y) and when. */
+  let recent: number[][] = []
   /** The burst under way was reported. */
   let raged = false
   /** The control a clicked label passes the click on to, until the end of this task. */
   let passedTo: Element | null | undefined
+  // At the window, before any listener on the document: a page's that stops the click there hides nothing.
   return [listen<MouseEvent>(
-    context.win.document,
+    context.win,
     'click',
     (event) => {
-      const target = event.target as Element | null
+      // Where it was clicked, inside a component's open shadow root too (the event's target is the host
+      // there: every click in an app rendered in one would be the app's).
+      const target = event.composedPath()[0] as Element
       // Not an element's; nor a label's click going on to its control as a click of its own, at the same
       // place and in the same task: a person's one click, not two (nor, twice, a rage click).
-      if (!target?.tagName || target === passedTo) return
+      if (!target.tagName || target == passedTo) return
       passedTo = (target.closest('label') as HTMLLabelElement | null)?.control
-      if (passedTo) context.win.setTimeout(() => (passedTo = undefined))
+      setTimeout(() => (passedTo = undefined))
       const el = target.closest('a,button,input,select,textarea,label,[role=button],[onclick]') ?? target
       const properties = describeElement(el, context)
       if (clicks) context.customEvent('$click', properties)
       if (!rageClicks) return
       const at = context.now()
       const { clientX: x, clientY: y } = event
-      recent = recent.filter((c) => at - c.at < RAGE_WINDOW_MS && Math.hypot(c.x - x, c.y - y) <= RAGE_RADIUS_PX)
+      recent = recent.filter(([cx, cy, cat]) => at - cat < RAGE_WINDOW_MS && Math.hypot(cx - x, cy - y) <= RAGE_RADIUS_PX)
       // A burst goes on while each click joins one before it (clicking at about 3 a second keeps three
       // in the window at every click); one that joins none (a pause, another place) begins the next.
       if (!recent.length) raged = false
-      recent.push({ x, y, at })
-      if (recent.length === RAGE_CLICKS && !raged) {
+      if (recent.push([x, y, at]) == RAGE_CLICKS && !raged) {
         raged = true
         context.customEvent('$rageclick', { ...properties, clicks: RAGE_CLICKS })
       }

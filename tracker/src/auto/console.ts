@@ -42,9 +42,8 @@ export function trackConsole(context: AutoContext): Undo[] {
             if (!(typeof args[0] === 'string' && args[0].startsWith(LOG_PREFIX))) {
               const message = consoleLine(args).slice(0, LOG_MESSAGE_MAX_CHARS)
               const stack = args.find(isErrorLike)?.stack
-              const { withPageUrls } = context
               if (level != 'error' || !flood(message + stack)) {
-                context.report('/logs', 'logs', { level, message: withPageUrls(message), stack: stack && withPageUrls(stack), url: context.here(), timestampMs: context.now() })
+                context.report('/logs', 'logs', { level, message: context.withPageUrls(message), stack: stack && context.withPageUrls(stack), url: context.here(), timestampMs: context.now() })
               }
             }
           } catch {

@@ -5,15 +5,15 @@ import type { AutoContext } from '.'
 /** Form submissions: which form and how many fields, never a value. */
 export function trackForms(context: AutoContext): Undo[] {
   return [listen(
-    context.win.document,
+    context.win,
     'submit',
     (event) => {
       const form = event.target as HTMLFormElement
-      if (form?.tagName !== 'FORM') return
+      if (form?.tagName != 'FORM') return
       context.customEvent('$form_submit', {
         id: idOf(form),
         name: form.getAttribute('name') ?? undefined,
-        action: withoutQuery(form.getAttribute('action') ?? '', context.win.document.baseURI),
+        action: withoutQuery(form.getAttribute('action') ?? '', form.baseURI),
         method: (form.getAttribute('method') ?? 'get').toLowerCase(),
         fields: form.elements.length,
       })

@@ -36,6 +36,6 @@ const TRACKERS: [Kind[], (context: AutoContext, ...on: boolean[]) => Undo[]][] =
 export function installAutomaticTracking(context: AutoContext, options?: AutomaticTrackingOptions | null): Undo[] {
   return TRACKERS.flatMap(([kinds, track]) => {
     const on = kinds.map((kind) => options?.[kind] !== false)
-    return on.includes(true) ? track(context, ...on) : []
+    return on.some(Boolean) ? track(context, ...on) : []
   })
 }

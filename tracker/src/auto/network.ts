@@ -70,26 +70,23 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
       // The page's clock may have been set back meanwhile (a time sync); the service refuses a span
       // that ends before it starts.
       const end = Math.max(context.now(), start)
-      const aborted = failure?.name === 'AbortError'
-      const failed = status === null || status >= 400
+      const aborted = failure?.name == 'AbortError'
+      const failed = status == null || status >= 400
       // Some of the browser's messages repeat the URL as the page gave it, credentials, query and all.
       const message = failed ? withoutCredentials((failure?.message ?? `HTTP ${status}${statusText ? ' ' + statusText : ''}`).replace(URL_IN_TEXT, (found) => withoutQuery(found, found))) : null
-      const slow = end - start > SLOW_REQUEST_MS
-      const name = `${method} ${new URL(url).pathname}`
       if (spans) {
-        const span = {
+        context.report('/spans/batch', 'spans', {
           traceId: randomHex(16),
           spanId: randomHex(8),
-          name,
+          name: `${method} ${new URL(url).pathname}`,
           kind: 'client',
           startTimeMs: start,
           endTimeMs: end,
           status: aborted ? { code: 'unset' } : failed ? { code: 'error', message: message! } : { code: 'ok' },
           attributes: { 'http.method': method, 'http.url': url, 'http.status_code': status },
-        } satisfies SpanEntry
-        context.report('/spans/batch', 'spans', span, false)
+        } satisfies SpanEntry, false)
       }
-      if (network && !aborted && (failed || slow)) {
+      if (network && !aborted && (failed || end - start > SLOW_REQUEST_MS)) {
         context.report('/network', 'errors', {
           requestId: uuid(end),
           url,
@@ -99,7 +96,7 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
           duration: end - start,
           timestampMs: end,
           startTimeMs: start,
-          errorType: status === null ? 'network' : failed ? 'http' : 'slow',
+          errorType: status == null ? 'network' : failed ? 'http' : 'slow',
           errorMessage: message,
           errorName: failure?.name,
         } satisfies NetworkErrorEntry)
@@ -111,7 +108,7 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
     patch(win, 'fetch', (original) =>
       function (this: unknown, input: RequestInfo | URL, init?: RequestInit) {
         const start = context.now()
-        return original.call(this, input, init).then(
+        return original.apply(this, arguments as unknown as [RequestInfo, RequestInit]).then(
           (response) => {
             report(input as Request, init, start, response.status, response.statusText)
             return response
@@ -136,7 +133,7 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
     const request = this[REQUEST]
     const aborted = event?.type == 'abort'
     if ((this.readyState > 3 || aborted) && request?.[2]) {
-      report(request[0] as Request, request[1], request[2], this.status || null, this.statusText, this.status ? undefined : { name: aborted ? 'AbortError' : 'NetworkError', message: 'the request failed' })
+      report(...(request as [Request, RequestInit, number]), this.status || null, this.statusText, this.status ? undefined : { name: aborted ? 'AbortError' : 'NetworkError', message: 'the request failed' })
       request[2] = 0
     }
   }
@@ -144,10 +141,11 @@ export function trackNetwork(context: AutoContext, network: boolean, spans: bool
   if (xhr) {
     undo.push(
       patch(xhr, 'open', (original) =>
-        function (this: TrackedXhr, method: string, url: string | URL, ...rest: unknown[]) {
+        function (this: TrackedXhr, method: string, url: string | URL) {
           ended.call(this)
           this[REQUEST] = [url, { method }]
-          return (original as (...args: unknown[]) => void).call(this, method, url, ...rest)
+          // All it was given: an open's user and password go on as they were, and so does their absence.
+          return (original as (...args: unknown[]) => void).apply(this, arguments as unknown as unknown[])
         } as XMLHttpRequest['open'],
       ),
       patch(xhr, 'send', (original) =>
