@@ -17,6 +17,11 @@ const REQUEST_GRACE_MS = 5_000
 /** A stop that has not finished by then (a database that no longer answers) ends the process anyway. */
 const STOP_DEADLINE_MS = 15_000
 /**
+ * How long a start that failed once the database was open (a port taken, a migration refused) waits
+ * for it to close before exiting anyway: a database that stopped answering must not keep core up.
+ */
+const FAILED_START_CLOSE_MS = 5_000
+/**
  * A signal this soon after the first is the same one delivered twice, not an operator asking again:
  * under `npm start`, Ctrl-C (or a supervisor signalling the whole process group, as systemd does)
  * reaches core directly and again through npm, which forwards what it gets, a few milliseconds later.
@@ -67,23 +72,35 @@ async function main(): Promise<void> {
   const db = await openDatabase(config)
   // Set inside the callback, which TypeScript does not follow: typed by a cast rather than narrowed to null.
   let created = null as CreatedProject | null
-  await db.migrate(
-    async (orm) => {
-      created = await ensureDefaultProject(orm)
-    },
-    () => log.info('waiting for another core process to finish migrating the database'),
-  )
   let app: ReturnType<typeof listen> | undefined
-  let services: Services
+  let services: Services | undefined
   try {
-    services = await startServices(db, log)
-    app = listen(createApp({ config, db, log, locator, ...services }), config)
-  } finally {
-    // Even when the start fails from here on (the port is taken): the key exists, and is shown only now.
-    if (created) {
-      printWelcome(created, app?.server?.port ?? config.port)
-      log.info('created the default project', { project: created.projectId })
+    await db.migrate(
+      async (orm) => {
+        created = await ensureDefaultProject(orm)
+      },
+      () => log.info('waiting for another core process to finish migrating the database'),
+    )
+    try {
+      services = await startServices(db, log)
+      app = listen(createApp({ config, db, log, locator, ...services }), config)
+    } finally {
+      // Even when the start fails from here on (the port is taken): the key exists, and is shown only now.
+      if (created) {
+        printWelcome(created, app?.server?.port ?? config.port)
+        log.info('created the default project', { project: created.projectId })
+      }
     }
+  } catch (error) {
+    // Closed before exiting: an embedded database left open is left as after a crash, and the next
+    // start (the port freed) first replays its write-ahead log to recover.
+    const opened = services
+    const close = async () => {
+      await opened?.stop()
+      await db.close()
+    }
+    await Promise.race([close().catch(() => {}), Bun.sleep(FAILED_START_CLOSE_MS)])
+    throw error
   }
   // Where the embedded database is, as an absolute path: DATA_DIR is relative to wherever core was started.
   const dataDir = db.kind === 'embedded' ? resolve(config.dataDir) : undefined
@@ -91,13 +108,19 @@ async function main(): Promise<void> {
   startMemoryGuard()
 
   const server = app.server!
+  const running = services
   signals.stopWith(async () => {
+    const started = performance.now()
     // Stop taking connections and answer the requests under way, then commit what was accepted and
     // close the database.
-    await Promise.race([app.stop(), Bun.sleep(REQUEST_GRACE_MS)])
+    const answered = await Promise.race([app.stop().then(() => true), Bun.sleep(REQUEST_GRACE_MS).then(() => false)])
+    // Said, as the stop's other bound is: an operator who sees clients' errors at a deploy learns why.
+    if (!answered) log.warn('requests still under way cut off unanswered', { requests: server.pendingRequests, afterMs: REQUEST_GRACE_MS })
     await server.stop(true)
-    await services.stop()
+    await running.stop()
     await db.close()
+    // Tells a clean stop from a killed process, which says nothing.
+    log.info('stopped', { ms: Math.round(performance.now() - started) })
   })
 }
 

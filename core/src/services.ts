@@ -23,6 +23,15 @@ export interface ServicesOptions {
   presenceSweep?: PresenceSweepOptions
 }
 
+/**
+ * How long a stop waits for a presence sweep under way. A sweep has no deadline of its own and waits
+ * as long as a lock on its tables is held elsewhere (a newer core migrating them, an operator's ALTER
+ * TABLE): awaited, it held the stop until its deadline. It commits nothing anyone waits for, and the
+ * next sweep, of whichever process, does its work: one still running is rolled back as the database
+ * closes.
+ */
+const SWEEP_STOP_WAIT_MS = 1_000
+
 export async function startServices(db: Database, log: Logger, options: ServicesOptions = {}): Promise<Services> {
   const keys = createKeyCache(db, log)
   await keys.start()
@@ -37,8 +46,9 @@ export async function startServices(db: Database, log: Logger, options: Services
     quota,
     writer,
     async stop() {
-      // Before the writer closes, and with it (in main.ts) the database: a sweep under way is awaited.
-      await Promise.all([presenceSweep.stop(), upkeep?.stop()])
+      // Before the writer closes, and with it (in main.ts) the database: a sweep under way is awaited,
+      // for a while (see SWEEP_STOP_WAIT_MS).
+      await Promise.all([Promise.race([presenceSweep.stop(), Bun.sleep(SWEEP_STOP_WAIT_MS)]), upkeep?.stop()])
       await writer.close()
       await keys.stop()
     },
