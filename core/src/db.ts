@@ -1,4 +1,4 @@
-import { mkdirSync, statfsSync } from 'node:fs'
+import { mkdirSync, readFileSync, statfsSync } from 'node:fs'
 import type { Socket } from 'node:net'
 import { join, resolve } from 'node:path'
 import { PGlite, type Transaction } from '@electric-sql/pglite'
@@ -46,9 +46,10 @@ export interface Database {
   /**
    * Applies the drizzle-kit migrations, then `whileLocked` (boot-time setup such as the default
    * project), holding a lock so that core processes starting together do it once. `onWait` is told
-   * when another process holds that lock, so that a start waiting on it says why.
+   * when another process holds that lock, so that a start waiting on it says why. Answers how many
+   * migrations the database has that this core does not know (see migrationsUnknownHere).
    */
-  migrate(whileLocked?: (orm: Orm) => Promise<void>, onWait?: () => void): Promise<void>
+  migrate(whileLocked?: (orm: Orm) => Promise<void>, onWait?: () => void): Promise<number>
   /** Embedded, on disk: whether DATA_DIR has the room to take writes (see EMBEDDED_MIN_FREE_BYTES). */
   hasRoom?(): boolean
   close(): Promise<void>
@@ -81,6 +82,21 @@ export interface PendingCopy {
 export { DatabaseInUseError }
 
 export const MIGRATIONS_FOLDER = new URL('../../drizzle/migrations', import.meta.url).pathname
+
+/**
+ * The migrations the database has that are newer than every one this core knows: a newer release
+ * migrated it, and this one (a deploy rolled back) applies none of them and cannot undo them. Its
+ * statements still work on the newer tables (migrations only add to them), so it is told, not refused:
+ * a rollback that refused to start would leave no core serving at all.
+ */
+async function migrationsUnknownHere(orm: Orm): Promise<number> {
+  const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta/_journal.json'), 'utf8')) as { entries: { when: number }[] }
+  const newestKnown = Math.max(...journal.entries.map((entry) => entry.when))
+  const [{ unknown }] = rowsOf<{ unknown: number }>(
+    await orm.execute(sql`select count(*)::int as unknown from drizzle.__drizzle_migrations where created_at > ${newestKnown}`),
+  )
+  return unknown
+}
 /** Arbitrary constant that names the migration lock among Postgres advisory locks. */
 export const MIGRATION_LOCK = 7_254_813_001
 
@@ -146,6 +162,7 @@ export function postgresDatabase(url: string, poolSize = 10, { silentConnectionM
           throw new ConfigError(`DATABASE_URL: cannot migrate ${withoutPassword(url)}: ${errorMessage(error)}`)
         })
         await whileLocked?.(lockedOrm)
+        return await migrationsUnknownHere(lockedOrm)
       } finally {
         // One still connecting would be waited for as long as it tries: given up at once instead.
         await locked.end(reached ? undefined : { timeout: 0 })
@@ -315,6 +332,7 @@ export function embeddedDatabase(pg: PGlite, onClose: () => void = () => {}, sho
         throw new ConfigError(`DATA_DIR: cannot migrate the embedded database: ${errorMessage(error)}`)
       })
       await whileLocked?.(orm)
+      return migrationsUnknownHere(orm)
     },
     async close() {
       await pg.close()

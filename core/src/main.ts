@@ -75,12 +75,15 @@ async function main(): Promise<void> {
   let app: ReturnType<typeof listen> | undefined
   let services: Services | undefined
   try {
-    await db.migrate(
+    const unknownMigrations = await db.migrate(
       async (orm) => {
         created = await ensureDefaultProject(orm)
       },
       () => log.info('waiting for another core process to finish migrating the database'),
     )
+    if (unknownMigrations > 0) {
+      log.warn('the database was migrated by a newer core; this one serves on, but cannot undo those migrations', { unknownMigrations })
+    }
     try {
       services = await startServices(db, log)
       app = listen(createApp({ config, db, log, locator, ...services }), config)

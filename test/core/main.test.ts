@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import postgres from 'postgres'
+import { sql } from 'drizzle-orm'
 import { createTestDatabase, databaseUrlFor, engine, migratedSnapshot, TEST_DATABASE_URL, type TestDatabase } from '../helpers/database'
 import { ROOT, spawnCore } from '../helpers/process'
 
@@ -193,6 +194,38 @@ describe('a start with a setting that cannot work', () => {
       expect((await fetch(`${running.url}/health/simple`)).status).toBe(200)
     } finally {
       await running.stop()
+    }
+  }, 30_000)
+})
+
+describe('a database a newer core migrated (a deploy rolled back)', () => {
+  test('core starts and serves, and says the database has migrations it does not know', async () => {
+    const newer = `insert into drizzle.__drizzle_migrations (hash, created_at) values ('from-a-newer-release', ${Date.now() + 365 * 86_400_000})`
+    const dir = mkdtempSync(join(tmpdir(), 'sightline-newer-'))
+    let env: Record<string, string>
+    let own: TestDatabase | undefined
+    if (engine === 'postgres') {
+      own = await createTestDatabase()
+      await own.db.rows(sql.raw(newer))
+      env = { DATABASE_URL: own.url! }
+    } else {
+      const pg = await PGlite.create(join(dir, 'pglite'), { loadDataDir: await migratedSnapshot() })
+      await pg.exec(newer)
+      await pg.close()
+      env = { DATA_DIR: dir }
+    }
+    try {
+      const core = await spawnCore(env)
+      try {
+        expect((await fetch(`${core.url}/health`)).status).toBe(200)
+        const warning = core.stdout().split('\n').find((line) => line.includes('migrated by a newer core'))
+        expect(JSON.parse(warning ?? '{}')).toMatchObject({ level: 'warn', unknownMigrations: 1 })
+      } finally {
+        await core.stop()
+      }
+    } finally {
+      await own?.close()
+      rmSync(dir, { recursive: true, force: true })
     }
   }, 30_000)
 })
