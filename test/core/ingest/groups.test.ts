@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
+import type { Database } from '@sightline/core/db'
 import { startCore, type TestCore } from '../../helpers/core'
+import { createTestDatabase } from '../../helpers/database'
 
 let core: TestCore
 beforeAll(async () => {
@@ -105,5 +107,50 @@ describe('POST /api/ingestion/groupidentify', () => {
     expect(res.status).toBe(400)
     expect(await res.json()).toMatchObject({ error: { code: 'validation_failed' }, path })
     expect((await groups()).filter((g) => g.group_type === '' || g.group_key === '')).toEqual([])
+  })
+})
+
+describe('group types and keys with lone surrogates (text a browser cut inside an emoji)', () => {
+  test('keys stored as one group (a lone surrogate is kept as U+FFFD) are one group in the commit too: no failed commit to split', async () => {
+    const database = await createTestDatabase()
+    let transactions = 0
+    // The real database; only its transactions are counted.
+    const db = new Proxy(database.db, {
+      get: (target, name, receiver) =>
+        name === 'transaction'
+          ? (fn: Parameters<Database['transaction']>[0]) => {
+              transactions++
+              return target.transaction(fn)
+            }
+          : Reflect.get(target, name, receiver),
+    })
+    const counted = await startCore({ database: { ...database, db }, writer: { lingerMs: 50 } })
+    try {
+      const before = transactions
+      const statuses = await Promise.all(
+        [
+          { endUserId: 'ls-1', groupType: 'team', groupKey: 'cut\ud83d', groupProperties: { first: 1 } },
+          { endUserId: 'ls-2', groupType: 'team', groupKey: 'cut\ud83e', groupProperties: { second: 2 } },
+          { endUserId: 'ls-3', groupType: 'team\udc00', groupKey: 'cut\ufffd', groupProperties: { third: 3 } },
+          { endUserId: 'ls-4', groupType: 'team\ufffd', groupKey: 'cut\ufffd', groupProperties: { fourth: 4 } },
+        ].map((body) => counted.post('/api/ingestion/groupidentify', body).then((r) => r.status)),
+      )
+      expect(statuses).toEqual([200, 200, 200, 200])
+      // One commit for the four; a commit upserting one group twice fails whole and is split.
+      expect(transactions - before).toBe(1)
+      expect(await counted.database.db.rows(sql`select group_type, group_key, properties from groups order by group_type`)).toEqual([
+        { group_type: 'team', group_key: 'cut\ufffd', properties: { first: 1, second: 2 } },
+        { group_type: 'team\ufffd', group_key: 'cut\ufffd', properties: { third: 3, fourth: 4 } },
+      ])
+      expect(await counted.database.db.rows(sql`select group_type, end_user_id from group_members order by end_user_id`)).toEqual([
+        { group_type: 'team', end_user_id: 'ls-1' },
+        { group_type: 'team', end_user_id: 'ls-2' },
+        { group_type: 'team\ufffd', end_user_id: 'ls-3' },
+        { group_type: 'team\ufffd', end_user_id: 'ls-4' },
+      ])
+    } finally {
+      await counted.close()
+      await database.close()
+    }
   })
 })
