@@ -60,7 +60,8 @@ export function createBatcher<T>(
   }
   return {
     add(item, next, itemSize = 0) {
-      if (size + itemSize > maxSize || (owner && (owner.sessionId !== next.sessionId || owner.endUserId !== next.endUserId))) flush()
+      // (No owner yet: nothing is waiting, and flush sends nothing.)
+      if (size + itemSize > maxSize || owner?.sessionId != next.sessionId || owner?.endUserId != next.endUserId) flush()
       owner = next
       items.push(item)
       size += itemSize

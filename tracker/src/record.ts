@@ -163,6 +163,12 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
   })
   return {
     stop: () => stop?.(),
-    snapshot: () => record.takeFullSnapshot(true),
+    snapshot() {
+      // In a page still loading, rrweb waits for DOMContentLoaded to record, and refuses (throws)
+      // until then; the snapshot it takes when it starts is the one asked for.
+      try {
+        record.takeFullSnapshot(true)
+      } catch {}
+    },
   }
 }
