@@ -60,6 +60,24 @@ describe('POST /api/internal/scan-findings', () => {
     expect((await findings()).filter((f) => f.fingerprint === 'fp-2').map((f) => f.message)).toEqual(['b'])
   })
 
+  test('fingerprints stored as one (NUL dropped, a lone surrogate as U+FFFD) are one finding in the request too, the last one', async () => {
+    const res = await send({
+      projectId: core.project.projectId,
+      findings: [
+        finding({ fingerprint: 'fp-cut\ud83d', message: 'first' }),
+        finding({ fingerprint: 'fp-cut\ud83e', message: 'second' }),
+        finding({ fingerprint: 'fp-nul\u0000\udc00', message: 'third' }),
+        finding({ fingerprint: 'fp-nul\ufffd', message: 'fourth' }),
+      ],
+    })
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ success: true, accepted: 4 })
+    expect((await findings()).filter((f) => f.fingerprint.startsWith('fp-cut') || f.fingerprint.startsWith('fp-nul')).map((f) => [f.fingerprint, f.message])).toEqual([
+      ['fp-cut\ufffd', 'second'],
+      ['fp-nul\ufffd', 'fourth'],
+    ])
+  })
+
   test('a secret with spaces (a passphrase) is taken whole, in either header', async () => {
     const passphrase = 'correct horse battery staple'
     const spaced = await startCore({ database: core.database, env: { INTERNAL_SECRET: passphrase } })

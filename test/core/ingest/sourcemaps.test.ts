@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { MAX_GENERATED_LINES, sourceMapPicker, type SourceMapCandidate } from '@sightline/core/ingest/sourcemaps/service'
+import type { Database } from '@sightline/core/db'
 import { startCore, type TestCore } from '../../helpers/core'
+import { createTestDatabase } from '../../helpers/database'
 
 let core: TestCore
 beforeAll(async () => {
@@ -366,5 +368,53 @@ describe('picking a map among many', () => {
     expect(pick('https://shop.example/other/chunk-7.js', 'big@1', null)?.name).toBe('other/chunk-7.js.map')
     expect(pick('https://shop.example/x/chunk-8.js', 'big@1', '85314830023f4cf1a267535f4e37bb17')?.name).toBe('other/chunk-7.js.map')
     expect(pick('https://shop.example/assets/chunk-7.js', 'big@2', null)).toBeUndefined()
+  })
+})
+
+describe('releases and names with lone surrogates (text cut inside an emoji)', () => {
+  test('names stored as one (a lone surrogate is kept as U+FFFD) are one map of the upload, the last one', async () => {
+    const res = await core.post('/api/ingestion/sourcemaps', {
+      release: 'cut@1',
+      files: [
+        { name: 'cut\ud83d.js.map', content: map('first.js') },
+        { name: 'cut\ud83e.js.map', content: map('second.js') },
+      ],
+    })
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ success: true, stored: ['cut\ufffd.js.map', 'cut\ufffd.js.map'] })
+    const rows = await stored('cut@1')
+    expect(rows.map((r) => [r.name, r.url])).toEqual([['cut\ufffd.js.map', 'second.js']])
+  })
+
+  test('releases stored as one are one in the commit too: no failed commit to split', async () => {
+    const database = await createTestDatabase()
+    let transactions = 0
+    // The real database; only its transactions are counted.
+    const db = new Proxy(database.db, {
+      get: (target, name, receiver) =>
+        name === 'transaction'
+          ? (fn: Parameters<Database['transaction']>[0]) => {
+              transactions++
+              return target.transaction(fn)
+            }
+          : Reflect.get(target, name, receiver),
+    })
+    const counted = await startCore({ database: { ...database, db }, writer: { lingerMs: 50 } })
+    try {
+      const before = transactions
+      const statuses = await Promise.all(
+        ['web@\ud83d', 'web@\ud83e', 'web@\udc00'].map((release, i) =>
+          counted.post('/api/ingestion/sourcemaps', { release, files: [{ name: 'app.js.map', content: map(`v${i}.js`) }] }).then((r) => r.status),
+        ),
+      )
+      expect(statuses).toEqual([200, 200, 200])
+      // One commit for the three; a commit upserting one map twice fails whole and is split.
+      expect(transactions - before).toBe(1)
+      const rows = await counted.database.db.rows<{ release: string; name: string }>(sql`select release, name from sourcemaps`)
+      expect(rows).toEqual([{ release: 'web@\ufffd', name: 'app.js.map' }])
+    } finally {
+      await counted.close()
+      await database.close()
+    }
   })
 })

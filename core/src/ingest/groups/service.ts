@@ -1,6 +1,6 @@
 import type { Caller } from '../../http/auth'
 import { sessionTouches, type SessionTouches } from '../sessions/touch'
-import { stripNul } from '../shared/values'
+import { storedText } from '../shared/values'
 import type { GroupIdentifyBody } from './model'
 
 export interface GroupRow {
@@ -25,19 +25,11 @@ export interface GroupIdentifyRows extends SessionTouches {
   members: GroupMemberRow[]
 }
 
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
-
-/**
- * A type or key as the database will hold it: without NUL, and a lone surrogate (text a browser cut
- * inside an emoji) as U+FFFD, as jsonParam sends it. Two keys that are stored as one must be one group
- * in mergeGroups too: upserting one group twice in a statement fails the whole commit.
- */
-const asStored = (text: string): string => stripNul(text).replace(LONE_SURROGATE, '\ufffd')
-
 export function groupIdentifyRows(body: GroupIdentifyBody, caller: Caller, now: number): GroupIdentifyRows {
   const { projectId } = caller
-  const groupType = asStored(body.groupType)
-  const groupKey = asStored(String(body.groupKey))
+  // As stored (see storedText): keys stored as one are one group in mergeGroups too.
+  const groupType = storedText(body.groupType)
+  const groupKey = storedText(String(body.groupKey))
   const endUserId = body.endUserId ?? null
   const sessionId = body.sessionId ?? null
   return {

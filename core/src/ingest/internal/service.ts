@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { ApiError } from '../../errors'
 import { MESSAGE_LIMIT_BYTES, truncateUtf8 } from '../shared/text'
 import { contentHash } from '../shared/rows'
-import { stripNul } from '../shared/values'
+import { storedText, stripNul } from '../shared/values'
 import type { ScanFindingsBody } from './model'
 
 /**
@@ -46,7 +46,8 @@ export function findingRows(body: ScanFindingsBody): FindingRow[] {
     const line = finding.line ?? null
     return {
       projectId: body.projectId.toLowerCase(),
-      fingerprint: finding.fingerprint ? stripNul(finding.fingerprint) : contentHash([source, finding.ruleId, finding.file, line, message]),
+      // As stored (see storedText): fingerprints stored as one are one finding of the commit too.
+      fingerprint: finding.fingerprint ? storedText(finding.fingerprint) : contentHash([source, finding.ruleId, finding.file, line, message]),
       source,
       ruleId: stripNul(finding.ruleId),
       severity: finding.severity,

@@ -30,6 +30,16 @@ export function canonicalUuid(value: unknown): string | null {
 /** Postgres text cannot hold NUL, and jsonb refuses `\u0000`; both are dropped, the rest kept. */
 export const stripNul = (text: string): string => (text.includes('\0') ? text.replaceAll('\0', '') : text)
 
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
+
+/**
+ * A text as the database will hold it: without NUL, and a lone surrogate (text a browser cut inside
+ * an emoji) as U+FFFD, as jsonParam sends it and as both drivers encode a bound parameter. For keys
+ * merged in memory before an `insert ... on conflict do update`: two keys stored as one must be one
+ * row of the statement too, which otherwise meets that row twice and fails the whole commit.
+ */
+export const storedText = (text: string): string => stripNul(text).replace(LONE_SURROGATE, '\ufffd')
+
 const ESCAPED_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g
 /** JSON.stringify writes a paired surrogate as the character and a lone one as an escape: these are all lone. */
 const ESCAPED_SURROGATE = /(?<!\\)((?:\\\\)*)\\ud[89a-f][0-9a-f]{2}/g

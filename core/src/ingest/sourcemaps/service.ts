@@ -1,5 +1,6 @@
 import { AnyMap, type TraceMap } from '@jridgewell/trace-mapping'
 import { ApiError } from '../../errors'
+import { storedText } from '../shared/values'
 import { MAX_PARSED_BYTES, memoryEstimate } from './cache'
 
 /** One file of an upload, as text: a source map, or the minified script it belongs to. */
@@ -25,9 +26,12 @@ const SCRIPT = /\.(?:m|c)?js$/i
 
 const invalid = (message: string, path = '/files') => new ApiError('validation_failed', message, { path })
 
-/** `./dist\\app.js.map` -> `dist/app.js.map`: names are paths with forward slashes, nothing leading. */
+/**
+ * `./dist\\app.js.map` -> `dist/app.js.map`: names are paths with forward slashes, nothing leading,
+ * and as stored (see storedText): two names of an upload stored as one are one map of its commit too.
+ */
 export function cleanName(name: string): string {
-  return name
+  return storedText(name)
     .replaceAll('\\', '/')
     .replace(/[\u0000-\u001f]/g, '')
     .split('/')

@@ -3,7 +3,7 @@ import type { Database } from '../../db'
 import type { Sink } from '../../sink'
 import { inStatements } from '../shared/insert'
 import { sortedBy } from '../shared/rows'
-import { jsonParam } from '../shared/values'
+import { jsonParam, storedText } from '../shared/values'
 import type { SourceMapCandidate, SourceMapUpload } from './service'
 
 export interface SourceMapRow {
@@ -19,12 +19,14 @@ export interface SourceMapRow {
 
 /** The stored form: JSON text, zstd-compressed (source maps shrink five- to tenfold). */
 export async function sourceMapRows(projectId: string, release: string, uploads: readonly SourceMapUpload[]): Promise<SourceMapRow[]> {
+  // As stored (see storedText): uploads of releases stored as one are one release of their commit too.
+  const storedRelease = storedText(release)
   return Promise.all(
     uploads.map(async (upload) => {
       const json = Buffer.from(upload.json)
       return {
         projectId,
-        release,
+        release: storedRelease,
         name: upload.name,
         url: upload.url,
         debugId: upload.debugId,
