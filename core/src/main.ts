@@ -38,7 +38,8 @@ function printWelcome(project: CreatedProject, port: number): void {
       `  Send data:  curl -X POST http://localhost:${port}/api/ingestion/customEvent \\`,
       `                -H 'Authorization: Bearer ${project.keys.development}' \\`,
       `                -d '{"sessionId":"s1","eventName":"hello"}'`,
-      `  More keys:  npm run -s admin -- key list --project ${project.projectId}`,
+      // Its production key is made too, and never shown: rotating it issues one to show.
+      `  A production key:  npm run -s admin -- key rotate --project ${project.projectId} --env production`,
       '',
       '',
     ].join('\n'),

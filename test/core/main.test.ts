@@ -47,6 +47,8 @@ describe('first start', () => {
       // Where the data is, whatever directory core was started from.
       expect(JSON.parse(logLines[1]).dataDir).toBe(engine === 'embedded' ? dataDir : undefined)
       expect(welcome).toContain(key)
+      // The production key is never shown: the welcome says how to get one.
+      expect(welcome).toMatch(/A production key: +npm run -s admin -- key rotate --project [0-9a-f-]{36} --env production\n/)
       expect(logLines.join('\n')).not.toContain(key.slice(0, 16))
       expect(first.stdout().length).toBe(first.output().length) // stderr stays empty
       if (engine === 'embedded') {
