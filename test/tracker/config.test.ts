@@ -38,4 +38,11 @@ describe('where the tracker sends', () => {
     expect(resolveIngestionBase(undefined, undefined, undefined, pageUrl)).toEqual({ base: 'https://shop.example/_sl', source: 'default' })
     expect(resolveIngestionBase(undefined, '', '', 'http://localhost:3000/')).toEqual({ base: 'http://localhost:3000/_sl', source: 'default' })
   })
+
+  test('a query or fragment of the ingestionUrl or the meta tag is no part of the base: the paths go before it, never after', () => {
+    expect(resolveIngestionBase('https://sightline.example.com/?v=2', undefined, undefined, pageUrl).base).toBe('https://sightline.example.com')
+    expect(resolveIngestionBase('/_sl/?v=2#top', undefined, undefined, pageUrl).base).toBe('https://shop.example/_sl')
+    expect(resolveIngestionBase('https://in.example/base#x', undefined, undefined, pageUrl).base).toBe('https://in.example/base')
+    expect(resolveIngestionBase(undefined, null, '/metrics?cache=no', pageUrl)).toEqual({ base: 'https://shop.example/metrics', source: 'meta' })
+  })
 })

@@ -28,14 +28,14 @@ export function resolveIngestionBase(
   meta: string | null | undefined,
   pageUrl: string,
 ): IngestionBase {
-  const absolute = (url: string) => new URL(url, pageUrl).href.replace(/\/+$/, '')
+  // Paths are added to the base: a query or fragment of it (`/_sl/?v=2`) would end up before them.
+  const at = (url: string, source: IngestionBase['source']): IngestionBase => ({ base: new URL(url, pageUrl).href.replace(/\/*([?#].*)?$/, ''), source })
   // One that is no string (a number would be taken as a path) is refused, as the guard refuses arguments.
-  if (option) return strings(option), { base: absolute(option), source: 'option' }
+  if (option) return strings(option), at(option, 'option')
   if (scriptUrl) {
     const script = new URL(scriptUrl, pageUrl)
     const relay = RELAY_SCRIPT.exec(script.pathname)
-    if (relay) return { base: script.origin + relay[1], source: 'script' }
+    if (relay) return at(script.origin + relay[1], 'script')
   }
-  if (meta) return { base: absolute(meta), source: 'meta' }
-  return { base: new URL(pageUrl).origin + DEFAULT_PREFIX, source: 'default' }
+  return meta ? at(meta, 'meta') : at(DEFAULT_PREFIX, 'default')
 }

@@ -54,11 +54,7 @@ export function createIdentity(
   }
   const windowId = keep([tab], KEYS.window)
   const saveSession = (session: Session) => local.set(KEYS.session, JSON.stringify(session))
-  const newSession = (at: number) => {
-    const id = newId()
-    saveSession({ id, start: at, last: at })
-    return id
-  }
+  const newSession = (at: number, id = newId()) => (saveSession({ id, start: at, last: at }), id)
   const stored = () => readJson<Session>(local, KEYS.session)
   /** The live session, or null when it has expired (nothing renews it but activity). */
   const current = (): string | null => {

@@ -101,7 +101,7 @@ export class ServiceTracker {
     const now = () => clock.now()
     const local = webStorage(
       () => win.localStorage,
-      () => this.#storageRefused || (this.#storageRefused = true, log.warn(STORAGE_REFUSED)),
+      () => (this.#storageRefused ||= (log.warn(STORAGE_REFUSED), true)),
     )
     // A frame shares its tab's sessionStorage with the page around it, whose tracker keeps its window
     // there: a frame's window is its own, in memory.
@@ -129,18 +129,22 @@ export class ServiceTracker {
       clock,
       log,
       (data) => this.#messages.answered(data),
-      () => this.#halt(),
+      // 429, `monthlyLimitReached` or a refused key: everything stops (delivery says why).
+      () => (this.#stopRunning(), this.#messages.clear()),
       // The Web Locks API: a tab that finds the lock held leaves the drain to its holder. Without one
       // (an insecure context), or where it refuses (storage blocked: SecurityError), the tab drains.
       // (A drain that threw, which the request passes on, runs once more: a parcel is stored once.)
       (drain) => win.navigator.locks?.request(outboxKey, { ifAvailable: true }, (lock) => lock && drain()).catch(drain) ?? drain(),
     )
+    // Core refuses an error report whose release is no text or has a control character (a VERSION file's
+    // trailing newline), and every report of its batch with it: a build number goes as its text, trimmed.
+    const release = options.release && ('' + options.release).trim()
     this.#messages = createMessages(
       win,
       clock,
       this.#identity,
       this.#redaction,
-      options.release,
+      release,
       (path, body) => this.#send(path, body),
       () => this.#delivery.idle || this.#unloading,
       () => this.#started,
@@ -260,11 +264,8 @@ export class ServiceTracker {
   setUnredactedFields(selectors: string[]): void {
     if (!this.#redaction.privacyFirst) return this.#log.warn('unredacted fields apply in privacy-first mode only')
     this.#showFields(
-      selectors.filter((selector) => {
-        const ok = typeof selector === 'string' && isSelector(this.#win.document, selector)
-        if (!ok) this.#log.warn('ignored an invalid selector: ' + selector)
-        return ok
-      }),
+      // A selector that is no string or no valid CSS is left out (the warning is falsy).
+      selectors.filter((selector) => (typeof selector === 'string' && isSelector(this.#win.document, selector)) || this.#log.warn('ignored an invalid selector: ' + selector)),
     )
   }
 
@@ -307,8 +308,7 @@ export class ServiceTracker {
 
   /** Calls the (deprecated) init endpoint once, the only caller of it, and says what happened. */
   async testConnection(): Promise<ConnectionTest> {
-    const { testConnection } = await connection()
-    return testConnection(this.#transport, this.#messages, this.#clock, this.#base.base)
+    return (await connection()).testConnection(this.#transport, this.#messages, this.#clock, this.#base.base)
   }
 
   getConnectionStatus(): ConnectionStatus {
@@ -404,11 +404,5 @@ export class ServiceTracker {
     this.#recording?.stop()
     this.#recording = undefined
     for (const undo of this.#running.splice(0)) undo()
-  }
-
-  /** 429, `monthlyLimitReached` or a refused key: everything stops (delivery says why). */
-  #halt() {
-    this.#stopRunning()
-    this.#messages.clear()
   }
 }

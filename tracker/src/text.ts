@@ -45,9 +45,11 @@ export function toText(value: unknown): string {
  * BigInt, or what is no object in JSON (the service refuses a string, an array or a number).
  */
 export const asProperties = <T>(value: T): T | undefined | false =>
-  attempt(() => {
-    const json = JSON.stringify(value)
-    return value == null ? undefined : json[0] === '{' && JSON.parse(json)
-  }, false)
+  value == null
+    ? undefined
+    : attempt(() => {
+        const json = JSON.stringify(value)
+        return json[0] === '{' && JSON.parse(json)
+      }, false)
 
 export { isErrorLike }

@@ -31,13 +31,19 @@ export interface AutomaticTrackingOptions {
 }
 
 export interface TrackerOptions {
-  /** Where to send. Default: the relay the script was loaded from, else `<meta name="sightline-ingestion-url">`, else `<page origin>/_sl`. */
+  /**
+   * Where to send. Default: the relay the script was loaded from, else `<meta name="sightline-ingestion-url">`, else `<page origin>/_sl`.
+   * A query or fragment of it is left out: the ingestion paths are added to the base.
+   */
   ingestionUrl?: string
   logLevel?: LogLevel
   redactionStrategy?: RedactionStrategy
   enableAutomaticTracking?: boolean
   automaticTrackingOptions?: AutomaticTrackingOptions
-  /** Sent with error reports so the server maps stacks through this release's source maps. */
+  /**
+   * Sent with error reports so the server maps stacks through this release's source maps. Trimmed (a
+   * VERSION file's newline), and a number (a build number) goes as its text.
+   */
   release?: string
 }
 
