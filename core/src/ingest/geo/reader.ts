@@ -58,12 +58,12 @@ export function openGeoDatabase(paths: readonly string[] = BUNDLED_GEOIP_DB, log
     } catch (error) {
       throw new ConfigError(`GEOIP_DB: ${path} is not a MaxMind-format database (${(error as Error).message})`)
     }
-    // The metadata sits at the end of the file: a file damaged before it (the middle of a copy lost,
-    // bytes overwritten) opens, then fails every lookup. Walked once now, it stops the start instead.
-    try {
-      for (const probe of reader.metadata.ipVersion === 4 ? START_PROBES.v4 : [...START_PROBES.v4, ...START_PROBES.v6]) reader.get(probe)
-    } catch (error) {
-      throw new ConfigError(`GEOIP_DB: ${path} is damaged (${(error as Error).message})`)
+    // The metadata sits at the end of the file: a file whose middle was lost (a copy cut short and
+    // patched, a download resumed wrongly) opens, then fails every lookup. Its search tree, whose size
+    // the metadata gives, must fit before the metadata: measured, not walked, since a walk would keep
+    // pages of the mapped file resident that no lookup of this process may ever need.
+    if (reader.metadata.searchTreeSize + DATA_SECTION_SEPARATOR_BYTES > bytes.length) {
+      throw new ConfigError(`GEOIP_DB: ${path} is damaged (its search tree of ${reader.metadata.searchTreeSize} bytes does not fit in the file's ${bytes.length})`)
     }
     return { path, reader, failed: false }
   })
@@ -79,8 +79,8 @@ export function openGeoDatabase(paths: readonly string[] = BUNDLED_GEOIP_DB, log
         try {
           record = entry.reader.get(address) as GeoRecord | null
         } catch (error) {
-          // Damage the start's walk did not reach: this address is not located, and the request that
-          // asked (a replay chunk, an event) is still stored. Said once per file, not once per request.
+          // Damage the start's check cannot see (bytes overwritten): this address is not located, and
+          // the request that asked (a replay chunk, an event) is still stored. Said once per file.
           if (!entry.failed) log?.error('GeoIP database is damaged: addresses in the damaged part are not located', { path: entry.path, error: (error as Error).message })
           entry.failed = true
           continue
@@ -93,11 +93,8 @@ export function openGeoDatabase(paths: readonly string[] = BUNDLED_GEOIP_DB, log
   }
 }
 
-/** Public addresses spread over the address space, looked up once at start to walk the file. */
-const START_PROBES = {
-  v4: ['1.1.1.1', '81.2.69.142', '203.208.60.1'],
-  v6: ['2001:4860:4860::8888', '2606:4700:4700::1111', '2a00:1450:4001::1'],
-}
+/** The 16 zero bytes between an .mmdb file's search tree and its data section. */
+const DATA_SECTION_SEPARATOR_BYTES = 16
 
 /** `GEOIP_DB` as a list of paths; unset means the bundled database. */
 export function geoDatabasePaths(setting: string | undefined): string[] {
