@@ -1,13 +1,12 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { PGlite } from '@electric-sql/pglite'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { openEmbeddedDatabase, type Database } from '@sightline/core/db'
-import { createTestDatabase, engine, migratedSnapshot, TEST_DATABASE_URL, type TestDatabase } from '../helpers/database'
+import { createTestDatabase, engine, TEST_DATABASE_URL } from '../helpers/database'
 import { requestByHand, spawnCore, type CoreProcess } from '../helpers/process'
+import { ownDatabases, welcomeKeyOf } from '../helpers/own-databases'
 import { holdCommits, proxiedTestDatabase } from '../helpers/breakable-database'
 
 // "A 200 means stored, and nothing acknowledged is lost or stored twice", with real processes that
@@ -136,31 +135,18 @@ function countStatuses(answers: Answer[]) {
   return counts
 }
 
-const keyOf = (core: CoreProcess) => core.output().match(/shown this once: +(sl_dev_\S+)/)![1]
-
-const dataDirs: string[] = []
-const databases: TestDatabase[] = []
-afterAll(async () => {
-  for (const database of databases) await database.close()
-  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true })
-})
+const own = ownDatabases('sightline-crash-')
+afterAll(() => own.close())
 
 /** The environment of a core on its own database of this engine, and a way to read that database. */
 async function ownDatabase(): Promise<{ env: Record<string, string>; read<T>(fn: (db: Database) => Promise<T>): Promise<T> }> {
-  if (engine === 'postgres') {
-    const database = await createTestDatabase()
-    databases.push(database)
-    return { env: { DATABASE_URL: database.url! }, read: (fn) => fn(database.db) }
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'sightline-crash-'))
-  dataDirs.push(dir)
-  // A migrated database to start from: a first start (initdb, migrations) takes seconds.
-  await (await PGlite.create(join(dir, 'pglite'), { loadDataDir: await migratedSnapshot() })).close()
+  const { env, database, dataDir } = await own.create()
+  if (database) return { env, read: (fn) => fn(database.db) }
   return {
-    env: { DATA_DIR: dir },
+    env,
     // The embedded database is one process's at a time: read it while no core runs.
     async read(fn) {
-      const db = await openEmbeddedDatabase(dir)
+      const db = await openEmbeddedDatabase(dataDir!)
       try {
         return await fn(db)
       } finally {
@@ -174,7 +160,7 @@ describe('core killed mid-load', () => {
   test('starts again on the same data; every acknowledged item is stored once, and so is every resend', async () => {
     const { env, read } = await ownDatabase()
     let core = await spawnCore(env)
-    const key = keyOf(core)
+    const key = welcomeKeyOf(core)
     const answers: Answer[] = []
     try {
       // Two crash points: early in the load, and once commits are well under way.
@@ -208,7 +194,7 @@ describe.skipIf(engine !== 'embedded')('embedded database lock', () => {
   test("a killed core's lock, its pid now another process's, does not keep the next core from starting", async () => {
     const { env } = await ownDatabase()
     const killed = await spawnCore(env)
-    const key = keyOf(killed)
+    const key = welcomeKeyOf(killed)
     killed.proc.kill('SIGKILL')
     await killed.proc.exited
     // The system hands the dead core's pid to another process (a restarted container numbers its
@@ -234,7 +220,7 @@ describe.skipIf(engine !== 'embedded')('embedded database lock', () => {
       writeFileSync(join(env.DATA_DIR, 'sightline.lock'), '4194305 1')
       const second = await spawnCore(env).catch((error: Error) => error)
       expect(String(second)).toContain('in use by process 4194305')
-      expect((await send(running.url, keyOf(running), trackerRequest('lock'))).status).toBe(200)
+      expect((await send(running.url, welcomeKeyOf(running), trackerRequest('lock'))).status).toBe(200)
     } finally {
       await running.stop()
     }
@@ -246,7 +232,7 @@ describe('core stopped mid-load', () => {
     test(`${signal}: every request under way is answered, 200 only once stored, and the process exits soon`, async () => {
       const { env, read } = await ownDatabase()
       const core = await spawnCore(env)
-      const key = keyOf(core)
+      const key = welcomeKeyOf(core)
       const load = startLoad(core, key, signal)
       await Bun.sleep(400)
       const awaitingItsBody = await requestAwaitingItsBody(core, key, trackerRequest(signal))
@@ -287,9 +273,9 @@ describe('core stopped mid-load', () => {
 describe.skipIf(engine !== 'postgres')('core stopped while commits wait', () => {
   test('SIGTERM: requests whose commits are under way are committed and answered 200 before the process exits', async () => {
     const database = await createTestDatabase()
-    databases.push(database)
+    own.databases.push(database)
     const core = await spawnCore({ DATABASE_URL: database.url! })
-    const key = keyOf(core)
+    const key = welcomeKeyOf(core)
     const admin = postgres(database.url!, { max: 1, onnotice: () => {} })
     try {
       const first = await send(core.url, key, trackerRequest('held'))
@@ -315,11 +301,11 @@ describe.skipIf(engine !== 'postgres')('core stopped while commits wait', () => 
 describe.skipIf(engine !== 'postgres')('database connections lost mid-load (Postgres restarting)', () => {
   test('core stays up, answers 503 with Retry-After meanwhile, recovers by itself; acknowledged items and resends are stored once', async () => {
     const { database, proxy, url } = await proxiedTestDatabase()
-    databases.push(database)
+    own.databases.push(database)
     const target = new URL(database.url!)
     const admin = postgres(TEST_DATABASE_URL!, { max: 1, onnotice: () => {} })
     const core = await spawnCore({ DATABASE_URL: url })
-    const key = keyOf(core)
+    const key = welcomeKeyOf(core)
     try {
       const load = startLoad(core, key, 'cut')
       // The connections drop under core (the server stopped), then the server ends them itself

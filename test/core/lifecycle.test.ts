@@ -1,39 +1,20 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { PGlite } from '@electric-sql/pglite'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { createLogger } from '@sightline/core/log'
 import { startServices } from '@sightline/core/services'
-import { createTestDatabase, engine, migratedSnapshot, type TestDatabase } from '../helpers/database'
+import { createTestDatabase, engine } from '../helpers/database'
 import { requestByHand, ROOT, spawnCore, type CoreProcess } from '../helpers/process'
+import { ownDatabases, welcomeKeyOf } from '../helpers/own-databases'
 
 // What an operator reads of a stop and of a failed start, and what either leaves behind: the log says
 // whether a stop was clean or cut requests off, and a start that failed leaves the embedded database
 // shut down, not as after a crash.
 
-const dataDirs: string[] = []
-const databases: TestDatabase[] = []
-afterAll(async () => {
-  for (const database of databases) await database.close()
-  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true })
-})
-
-async function ownEnv(): Promise<Record<string, string>> {
-  if (engine === 'postgres') {
-    const database = await createTestDatabase()
-    databases.push(database)
-    return { DATABASE_URL: database.url! }
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'sightline-lifecycle-'))
-  dataDirs.push(dir)
-  await (await PGlite.create(join(dir, 'pglite'), { loadDataDir: await migratedSnapshot() })).close()
-  return { DATA_DIR: dir }
-}
-
-const keyOf = (core: CoreProcess) => core.output().match(/shown this once: +(sl_dev_\S+)/)![1]
+const own = ownDatabases('sightline-lifecycle-')
+afterAll(() => own.close())
 const logLines = (core: CoreProcess) =>
   core
     .stdout()
@@ -56,13 +37,15 @@ const clusterState = (dataDir: string) => readFileSync(join(dataDir, 'pglite', '
 
 describe('what a stop logs', () => {
   test('a clean stop ends with a "stopped" line, and cuts nothing off', async () => {
-    const core = await spawnCore(await ownEnv())
+    const core = await spawnCore(await own.env())
     const sent = await fetch(`${core.url}/api/ingestion/customEvent`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${keyOf(core)}` },
+      headers: { authorization: `Bearer ${welcomeKeyOf(core)}` },
       body: JSON.stringify({ sessionId: 'clean-stop', eventName: 'hello' }),
     })
     expect(sent.status).toBe(200)
+    // Its log line is written after its answer, and comes through a pipe: the stop's lines come after it.
+    for (let waited = 0; !core.stdout().includes('"msg":"request"') && waited < 2_000; waited += 20) await Bun.sleep(20)
     core.proc.kill('SIGTERM')
     expect(await core.proc.exited).toBe(0)
     await printedAll(core)
@@ -72,8 +55,8 @@ describe('what a stop logs', () => {
   })
 
   test('a request still under way after the grace period is cut off, and the log says how many and after how long', async () => {
-    const core = await spawnCore(await ownEnv())
-    const head = `POST /api/ingestion/customEvent HTTP/1.1\r\nHost: core\r\nAuthorization: Bearer ${keyOf(core)}\r\nContent-Length: 1000\r\n\r\n`
+    const core = await spawnCore(await own.env())
+    const head = `POST /api/ingestion/customEvent HTTP/1.1\r\nHost: core\r\nAuthorization: Bearer ${welcomeKeyOf(core)}\r\nContent-Length: 1000\r\n\r\n`
     const slow = await requestByHand(core.url, `${head}{"sessionId":"s",`)
     const trickle = setInterval(() => slow.send(' '), 200)
     try {
@@ -95,7 +78,7 @@ describe('what a stop logs', () => {
 
 describe('a start that fails once the database is open', () => {
   test('a port already taken: exit 1 with one line that names it, and the embedded database is left shut down', async () => {
-    const env = await ownEnv()
+    const env = await own.env()
     const taken = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
     try {
       const proc = Bun.spawn([process.execPath, join(ROOT, 'core/src/main.ts')], {
@@ -131,7 +114,7 @@ describe.skipIf(engine !== 'postgres')('stopping while a presence sweep waits on
   // awaited it before committing and closing: core hung until the stop deadline, then exited 1.
   test('the stop goes on without it, promptly', async () => {
     const database = await createTestDatabase()
-    databases.push(database)
+    own.databases.push(database)
     const admin = postgres(database.url!, { max: 1, onnotice: () => {} })
     let release!: () => void
     const held = new Promise<void>((resolve) => (release = resolve))

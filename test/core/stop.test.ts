@@ -1,38 +1,20 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { PGlite } from '@electric-sql/pglite'
 import postgres from 'postgres'
 import { MIGRATION_LOCK } from '@sightline/core/db'
-import { createTestDatabase, engine, migratedSnapshot, type TestDatabase } from '../helpers/database'
+import { engine } from '../helpers/database'
 import { requestByHand, ROOT, spawnCore, type CoreProcess } from '../helpers/process'
+import { ownDatabases, welcomeKeyOf } from '../helpers/own-databases'
 import { proxiedTestDatabase } from '../helpers/breakable-database'
 
 // How a core process stops when it is asked to while something keeps it busy: a client that never
 // finishes its request, a database that stopped answering, an operator who asks twice. Every stop
 // ends in bounded time, and nothing is acknowledged that was not stored.
 
-const dataDirs: string[] = []
-const databases: TestDatabase[] = []
-afterAll(async () => {
-  for (const database of databases) await database.close()
-  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true })
-})
-
-async function ownEnv(): Promise<Record<string, string>> {
-  if (engine === 'postgres') {
-    const database = await createTestDatabase()
-    databases.push(database)
-    return { DATABASE_URL: database.url! }
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'sightline-stop-'))
-  dataDirs.push(dir)
-  await (await PGlite.create(join(dir, 'pglite'), { loadDataDir: await migratedSnapshot() })).close()
-  return { DATA_DIR: dir }
-}
-
-const keyOf = (core: CoreProcess) => core.output().match(/shown this once: +(sl_dev_\S+)/)![1]
+const own = ownDatabases('sightline-stop-')
+afterAll(() => own.close())
 
 /** A request whose body is announced but only trickles in: the connection stays busy until cut. */
 async function tricklingRequest(core: CoreProcess, key: string) {
@@ -57,8 +39,8 @@ async function timedExit(core: CoreProcess): Promise<{ exitCode: number | null; 
 
 describe('stopping', () => {
   test('SIGTERM with a client still sending its body: cut off unanswered after the grace period, and the process exits', async () => {
-    const core = await spawnCore(await ownEnv())
-    const slow = await tricklingRequest(core, keyOf(core))
+    const core = await spawnCore(await own.env())
+    const slow = await tricklingRequest(core, welcomeKeyOf(core))
     try {
       await Bun.sleep(200)
       core.proc.kill('SIGTERM')
@@ -76,8 +58,8 @@ describe('stopping', () => {
   })
 
   test('a second SIGTERM exits at once', async () => {
-    const core = await spawnCore(await ownEnv())
-    const slow = await tricklingRequest(core, keyOf(core))
+    const core = await spawnCore(await own.env())
+    const slow = await tricklingRequest(core, welcomeKeyOf(core))
     try {
       await Bun.sleep(200)
       core.proc.kill('SIGTERM')
@@ -98,9 +80,9 @@ describe('stopping', () => {
   // default KillMode): core gets the signal from the terminal or the supervisor, and again from npm,
   // which forwards what it gets. That is one request to stop, not an operator asking twice.
   test('the same signal twice at once (the process group, and npm forwarding it) stops core as one: requests answered, exit 0', async () => {
-    const core = await spawnCore(await ownEnv())
+    const core = await spawnCore(await own.env())
     const [first, rest] = ['{"sessionId":"s",', '"eventName":"under way"}']
-    const head = `POST /api/ingestion/customEvent HTTP/1.1\r\nHost: core\r\nAuthorization: Bearer ${keyOf(core)}\r\nContent-Length: ${first.length + rest.length}\r\n\r\n`
+    const head = `POST /api/ingestion/customEvent HTTP/1.1\r\nHost: core\r\nAuthorization: Bearer ${welcomeKeyOf(core)}\r\nContent-Length: ${first.length + rest.length}\r\n\r\n`
     const request = await requestByHand(core.url, head + first)
     try {
       await Bun.sleep(200)
@@ -124,12 +106,12 @@ describe('stopping', () => {
 describe.skipIf(engine !== 'postgres')('stopping while the database does not answer', () => {
   test('SIGTERM with the database host unresponsive (connections open, nothing answered): the process exits soon', async () => {
     const { database, proxy, url } = await proxiedTestDatabase()
-    databases.push(database)
+    own.databases.push(database)
     const core = await spawnCore({ DATABASE_URL: url })
     try {
       const sent = await fetch(`${core.url}/api/ingestion/customEvent`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${keyOf(core)}` },
+        headers: { authorization: `Bearer ${welcomeKeyOf(core)}` },
         body: JSON.stringify({ sessionId: 'partition', eventName: 'before' }),
       })
       expect(sent.status).toBe(200)
@@ -155,7 +137,7 @@ describe('stopping while core starts', () => {
     let startIsUnderWay: () => boolean
     let other: postgres.Sql | undefined
     if (engine === 'postgres') {
-      env = await ownEnv()
+      env = await own.env()
       // What another core holds while it migrates: this one waits for it, and says so.
       other = postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} })
       await other`select pg_advisory_lock(${MIGRATION_LOCK})`
@@ -163,7 +145,7 @@ describe('stopping while core starts', () => {
     } else {
       // An empty DATA_DIR: the start runs initdb, which takes seconds, in DATA_DIR/pglite.
       const dir = mkdtempSync(join(tmpdir(), 'sightline-stop-start-'))
-      dataDirs.push(dir)
+      own.dataDirs.push(dir)
       env = { DATA_DIR: dir }
       startIsUnderWay = () => existsSync(join(dir, 'pglite'))
     }
