@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import type { Database } from '@sightline/core/db'
 import { startCore, type TestCore } from '../../helpers/core'
 import { createTestDatabase } from '../../helpers/database'
+import { countedTransactions } from '../../helpers/counted-transactions'
 
 let core: TestCore
 beforeAll(async () => {
@@ -113,20 +113,10 @@ describe('POST /api/ingestion/groupidentify', () => {
 describe('group types and keys with lone surrogates (text a browser cut inside an emoji)', () => {
   test('keys stored as one group (a lone surrogate is kept as U+FFFD) are one group in the commit too: no failed commit to split', async () => {
     const database = await createTestDatabase()
-    let transactions = 0
-    // The real database; only its transactions are counted.
-    const db = new Proxy(database.db, {
-      get: (target, name, receiver) =>
-        name === 'transaction'
-          ? (fn: Parameters<Database['transaction']>[0]) => {
-              transactions++
-              return target.transaction(fn)
-            }
-          : Reflect.get(target, name, receiver),
-    })
-    const counted = await startCore({ database: { ...database, db }, writer: { lingerMs: 50 } })
+    const { database: countedDatabase, transactions } = countedTransactions(database)
+    const counted = await startCore({ database: countedDatabase, writer: { lingerMs: 50 } })
     try {
-      const before = transactions
+      const before = transactions()
       const statuses = await Promise.all(
         [
           { endUserId: 'ls-1', groupType: 'team', groupKey: 'cut\ud83d', groupProperties: { first: 1 } },
@@ -137,7 +127,7 @@ describe('group types and keys with lone surrogates (text a browser cut inside a
       )
       expect(statuses).toEqual([200, 200, 200, 200])
       // One commit for the four; a commit upserting one group twice fails whole and is split.
-      expect(transactions - before).toBe(1)
+      expect(transactions() - before).toBe(1)
       expect(await counted.database.db.rows(sql`select group_type, group_key, properties from groups order by group_type`)).toEqual([
         { group_type: 'team', group_key: 'cut\ufffd', properties: { first: 1, second: 2 } },
         { group_type: 'team\ufffd', group_key: 'cut\ufffd', properties: { third: 3, fourth: 4 } },

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { MAX_GENERATED_LINES, sourceMapPicker, type SourceMapCandidate } from '@sightline/core/ingest/sourcemaps/service'
-import type { Database } from '@sightline/core/db'
 import { startCore, type TestCore } from '../../helpers/core'
 import { createTestDatabase } from '../../helpers/database'
+import { countedTransactions } from '../../helpers/counted-transactions'
 
 let core: TestCore
 beforeAll(async () => {
@@ -388,20 +388,10 @@ describe('releases and names with lone surrogates (text cut inside an emoji)', (
 
   test('releases stored as one are one in the commit too: no failed commit to split', async () => {
     const database = await createTestDatabase()
-    let transactions = 0
-    // The real database; only its transactions are counted.
-    const db = new Proxy(database.db, {
-      get: (target, name, receiver) =>
-        name === 'transaction'
-          ? (fn: Parameters<Database['transaction']>[0]) => {
-              transactions++
-              return target.transaction(fn)
-            }
-          : Reflect.get(target, name, receiver),
-    })
-    const counted = await startCore({ database: { ...database, db }, writer: { lingerMs: 50 } })
+    const { database: countedDatabase, transactions } = countedTransactions(database)
+    const counted = await startCore({ database: countedDatabase, writer: { lingerMs: 50 } })
     try {
-      const before = transactions
+      const before = transactions()
       const statuses = await Promise.all(
         ['web@\ud83d', 'web@\ud83e', 'web@\udc00'].map((release, i) =>
           counted.post('/api/ingestion/sourcemaps', { release, files: [{ name: 'app.js.map', content: map(`v${i}.js`) }] }).then((r) => r.status),
@@ -409,7 +399,7 @@ describe('releases and names with lone surrogates (text cut inside an emoji)', (
       )
       expect(statuses).toEqual([200, 200, 200])
       // One commit for the three; a commit upserting one map twice fails whole and is split.
-      expect(transactions - before).toBe(1)
+      expect(transactions() - before).toBe(1)
       const rows = await counted.database.db.rows<{ release: string; name: string }>(sql`select release, name from sourcemaps`)
       expect(rows).toEqual([{ release: 'web@\ufffd', name: 'app.js.map' }])
     } finally {
