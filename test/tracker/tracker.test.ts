@@ -228,6 +228,19 @@ describe('identity', () => {
     expect(tracker.getUserAttributes()).toEqual({ email: 'ada@example.com', plan: 'free', name: 'Ada' })
   })
 
+  test('an identify refused after a logout under way takes nothing back onto the new anonymous user', async () => {
+    const { tracker, service } = tracked()
+    const id = tracker.getUserInfo().endUserId
+    await tracker.identifyUser({ userProperties: { email: 'ada@example.com' } })
+    service.reply(({ body }) => (body?.userAttributes?.deep ? { status: 400, body: { error: { code: 'validation_failed', message: 'too deep' } } } : { status: 200, body: { success: true, endUserId: id } }))
+    const refused = tracker.identifyUser({ userProperties: { deep: { a: 1 }, email: 'ada@work.example' } })
+    // Signed out on a shared computer while the identify is on its way.
+    tracker.logout()
+    expect(await refused).toBe(id)
+    expect(tracker.getUserInfo().endUserId).not.toBe(id)
+    expect(tracker.getUserAttributes()).toEqual({})
+  })
+
   test('two identifies not awaited, the first refused: the second carried its value and is refused too; neither value stays', async () => {
     const { tracker, service, win, clock, close } = tracked()
     const id = tracker.getUserInfo().endUserId

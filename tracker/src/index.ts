@@ -218,7 +218,8 @@ export class ServiceTracker {
     const userAttributes = { ...before, ...userProperties }
     this.#identity.setAttributes(userAttributes)
     const { sessionId, endUserId } = this.#messages.owner(true)
-    if ((await this.#send('/user', { userId: endUserId, userAttributes, sessionId })) === 0) {
+    // Taken back only from the user it was sent for: after a logout meanwhile, the attributes are another's.
+    if ((await this.#send('/user', { userId: endUserId, userAttributes, sessionId })) === 0 && endUserId == this.#identity.endUserId) {
       const now = this.#identity.attributes()
       // A key that was not there before is undefined, which the stored JSON leaves out.
       for (const key in userProperties) now[key] = before[key]
