@@ -4,6 +4,7 @@ import { isDroppedResponseHeader } from '../headers.ts'
 import type { UpstreamClient, UpstreamRequest } from './types.ts'
 import { ResponseParser, type ParsedHead } from './parser.ts'
 import { exchangeClock, type TimedExchange } from './timing.ts'
+import { CRLF, requestHead, UNSAFE_TARGET } from './head.ts'
 
 /**
  * A pooled HTTP/1.1 client on Bun's sockets, for the Bun and Elysia adapters. `fetch` works
@@ -61,10 +62,6 @@ interface Pool {
   host: string
   idle: Connection[]
 }
-
-/** A target with these would end the request line early or smuggle a line of its own into the head. */
-const UNSAFE_TARGET = /[\s\x00-\x1f\x7f]/
-const CRLF = '\r\n'
 
 export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOptions = {}): UpstreamClient {
   const pools = new Map<string, Pool>()
@@ -169,20 +166,10 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
     return new Promise<void>((resolve) => (conn.drained = resolve))
   }
 
-  function headOf(request: UpstreamRequest, pool: Pool, framing: string): string {
-    let head = `${request.method} ${request.target} HTTP/1.1${CRLF}host: ${pool.host}${CRLF}`
-    for (const [name, value] of request.headers) head += `${name}: ${value}${CRLF}`
-    return head + framing + CRLF
-  }
-
   /** Writes the request: head and a read body in one write, or head then the streamed body. */
   function sendRequest(conn: Connection, exchange: Exchange): void {
-    const { request } = exchange
-    const body = request.body
-    const chunked = body instanceof ReadableStream && request.contentLength === null
-    const length = body instanceof Uint8Array ? body.byteLength : body ? request.contentLength : request.method === 'POST' ? 0 : null
-    const framing = chunked ? `transfer-encoding: chunked${CRLF}` : length !== null ? `content-length: ${length}${CRLF}` : ''
-    const head = Buffer.from(headOf(request, conn.pool, framing), 'latin1')
+    const body = exchange.request.body
+    const { head, chunked } = requestHead(exchange.request, conn.pool.host)
     if (body instanceof ReadableStream) return void streamBody(conn, exchange, head, body.getReader(), chunked)
     writeOrQueue(conn, body ? Buffer.concat([head, body]) : head)
     if (!conn.backlog) exchange.sent = true
