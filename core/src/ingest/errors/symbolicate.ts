@@ -99,8 +99,9 @@ export function symbolicate(frames: readonly ReportedFrame[], lookup: SourceMapL
     const declared = isInApp(at.source) && !ignoreListed ? (scopesOf(at.loaded, at.source)?.nameAt(at.line, at.column) ?? null) : null
     const named = declared !== null ? { function: declared, functionFrom: 'source' as const } : nameWithoutSource(traced[i + 1]?.name, frame.function)
     // Cut as a reported frame is: a map's source and names may be megabytes long, and a report of a
-    // few kilobytes would otherwise store them once per frame.
-    const source = at.source.slice(0, MAX_FILENAME_CHARS)
+    // few kilobytes would otherwise store them once per frame. A build machine's folders are no part
+    // of it (see withoutBuildRoot).
+    const source = at.loaded.sourceName(at.source).slice(0, MAX_FILENAME_CHARS)
     const mapped = { source, line: at.line, column: at.column + 1, ...named, function: named.function.slice(0, MAX_FUNCTION_CHARS) }
     return { ...frame, mapped: { ...mapped, sourcemap: at.loaded.name, ...(ignoreListed && { ignoreListed: true as const }), ...context(lines, at.line, at.column) } }
   })

@@ -1,4 +1,5 @@
 import { AnyMap, decodedMappings, type TraceMap } from '@jridgewell/trace-mapping'
+import { withoutBuildRoot } from './build-paths'
 
 /** A stored source map, parsed, as symbolication uses it. */
 export interface LoadedSourceMap {
@@ -9,6 +10,8 @@ export interface LoadedSourceMap {
   sourceText(source: string): string | null
   /** Its lines, split once. */
   sourceLines(source: string): readonly string[] | null
+  /** A source as frames store it: a `file://` one relative to the build's root (see withoutBuildRoot). */
+  sourceName(source: string): string
   /** Whether the map lists the source as third-party code (`ignoreList`, or `x_google_ignoreList` before it). */
   isIgnored(source: string): boolean
   /** Roughly what it takes in memory once used: see memoryEstimate. */
@@ -52,11 +55,13 @@ export function loadSourceMap(name: string, json: string): LoadedSourceMap {
   // there (a number, a text, an object) marks nothing.
   const listed: unknown = map.ignoreList
   const ignored = new Set(Array.isArray(listed) ? listed.filter((i) => Number.isSafeInteger(i)).map((i: number) => map.resolvedSources[i]) : [])
+  const names = withoutBuildRoot(map.resolvedSources)
   return {
     name,
     map,
     bytes: memoryEstimate(json, map),
     sourceText: (source) => contents.get(source) ?? null,
+    sourceName: (source) => names.get(source) ?? source,
     isIgnored: (source) => ignored.has(source),
     sourceLines(source) {
       if (!split.has(source)) split.set(source, contents.get(source)?.split(/\r?\n/) ?? null)

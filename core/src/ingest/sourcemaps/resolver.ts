@@ -1,6 +1,7 @@
 import { errorText, type Database } from '../../db'
 import { ApiError } from '../../errors'
 import type { Logger } from '../../log'
+import { storedText } from '../shared/values'
 import { readOrUnavailable } from '../shared/write'
 import { createSourceMapCache, type LoadedSourceMap, type SourceMapCache } from './cache'
 import { sourceMapPicker } from './service'
@@ -20,7 +21,10 @@ export type SourceMapLookup = (file: FrameFile) => LoadedSourceMap | undefined
  */
 export function createSourceMapResolver(db: Database, log: Logger, cache: SourceMapCache = createSourceMapCache()) {
   return {
-    async lookupFor(projectId: string, release: string | null, files: readonly FrameFile[]): Promise<SourceMapLookup> {
+    async lookupFor(projectId: string, reported: string | null, files: readonly FrameFile[]): Promise<SourceMapLookup> {
+      // Maps are stored under their release as stored text (see sourceMapRows): compared, read and
+      // cached under that form, a release a browser cut inside an emoji finds them too.
+      const release = reported === null ? null : storedText(reported)
       const debugIds = [...new Set(files.flatMap((f) => (f.debugId ? [f.debugId] : [])))]
       if (files.length === 0 || (!release && debugIds.length === 0)) return () => undefined
       const stored = await readOrUnavailable(storedSourceMaps(db, projectId, release, debugIds), log)

@@ -256,7 +256,8 @@ function matchScore(served: string, url: string, path: string): number {
  * the path keeps its segments; a malformed escape leaves the file as it came.
  */
 function frameFileForms(filename: string): string[] {
-  const url = stripQuery(filename)
+  // As stored, as the names and URLs of uploads are (see cleanName): a lone surrogate is U+FFFD there.
+  const url = storedText(stripQuery(filename))
   let decoded = url
   try {
     decoded = decodeURI(url)
