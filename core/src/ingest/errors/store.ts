@@ -34,15 +34,21 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
     const alreadyStored = alreadyStoredOf(rows, fresh.map(({ projectId }) => ({ projectId, n: 1 })))
     if (fresh.length === 0) return alreadyStored
 
-    // A user counts once per Issue: only the pairs this insert added (not one already stored, here or
-    // by a concurrent commit, which this insert waits for) add to `affected_users`.
+    // A person counts once per Issue: only the pairs this insert added (not one already stored, here or
+    // by a concurrent commit, which this insert waits for) add to `affected_users`. A device that is
+    // an alias (auth-aware identify) is counted as its person, so a person's devices meet on one key,
+    // even in commits running at once; sorted by it, the order every commit locks in. A device made
+    // an alias after its reports keeps its own row: only the commit making the alias can move it.
     const users = issueUsers(fresh)
     const addedUsers = new Map<string, number>()
     if (users.length > 0) {
       const added = await tx.execute(sql`
         insert into issue_end_users (project_id, issue_id, end_user_id, first_seen_at)
-        select u."projectId", u."issueId", u."endUserId", to_timestamp(u.at / 1000.0)
+        select u."projectId", u."issueId", coalesce(a.end_user_id, u."endUserId") as person, to_timestamp(min(u.at) / 1000.0)
         from jsonb_to_recordset(${jsonParam(users)}::jsonb) as u("projectId" uuid, "issueId" uuid, "endUserId" text, at float8)
+        left join end_user_aliases a on a.project_id = u."projectId" and a.alias_id = u."endUserId"
+        group by u."projectId", u."issueId", person
+        order by u."projectId", u."issueId", person
         on conflict do nothing
         returning project_id::text as "projectId", issue_id::text as "issueId"`)
       for (const { projectId, issueId } of rowsOf<{ projectId: string; issueId: string }>(added)) {
