@@ -1,7 +1,7 @@
 import type { Caller } from '../../http/auth'
-import type { SessionTouch } from '../sessions/service'
+import { storedNames, type SessionTouch } from '../sessions/service'
 import { sessionTouches } from '../sessions/touch'
-import { stripNul } from '../shared/values'
+import { stripNul, storedText } from '../shared/values'
 import type { IdentifyBody } from './model'
 
 /**
@@ -31,10 +31,11 @@ export interface IdentifyRow {
  * the prototype instead) would leave `{}`, which every person's attributes contain. Texts are taken as
  * they are stored, without NUL (see stripNul): one of only NUL is stored empty, and is no value either.
  * An empty list or object is no value as an empty text is none: `emails: []` from every signed-out
- * visitor would otherwise make them all one person.
+ * visitor would otherwise make them all one person. Fields are named as stored, as the attributes are
+ * (see storedNames): several identifies of one end user in a commit are merged in memory.
  */
 export function authValues(attributes: Record<string, unknown>, authFields: readonly string[]): Record<string, unknown> | null {
-  const fields = [...new Set(authFields)].sort()
+  const fields = [...new Set(authFields.map(storedText))].sort()
   if (fields.length === 0) return null
   const values: [string, unknown][] = []
   for (const field of fields) {
@@ -60,7 +61,7 @@ export function identifyRows(
 ): { identify: IdentifyRow; sessions: SessionTouch[] } {
   const endUserId = body.userId ?? newId()
   const sessionOfMadeId = body.userId ? null : (body.sessionId ?? null)
-  const attributes = body.userAttributes ?? {}
+  const attributes = storedNames(body.userAttributes ?? {})
   const auth = authFields ? authValues(attributes, authFields) : null
   return {
     identify: { projectId: caller.projectId, endUserId, sessionOfMadeId, attributes, auth, at: now },

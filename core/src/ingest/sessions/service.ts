@@ -1,4 +1,5 @@
 import type { Geo } from '../geo/service'
+import { storedText } from '../shared/values'
 
 /**
  * What one request tells about its session. Sessions are created by the first request that names
@@ -137,14 +138,33 @@ function endUserActivityOf(a: EndUserTouch, b: EndUserTouch): Pick<EndUserTouch,
 /**
  * `automaticProperties` without its null members: old trackers send null for what they do not know,
  * which must never erase what the session has (properties merge, the latest value winning), nor be
- * stored. Null when nothing is left. Nested values are kept as they came.
+ * stored. Null when nothing is left. Names are taken as stored (see storedNames); nested values are
+ * kept as they came.
  */
-export function knownMembers(properties: Record<string, unknown> | null | undefined): Record<string, unknown> | null {
-  if (!properties) return null
+export function knownMembers(given: Record<string, unknown> | null | undefined): Record<string, unknown> | null {
+  if (!given) return null
+  const properties = storedNames(given)
   const values = Object.values(properties)
   if (values.every((value) => !nothing(value))) return values.length === 0 ? null : properties
   const known = Object.entries(properties).filter(([, value]) => !nothing(value))
   return known.length === 0 ? null : Object.fromEntries(known)
+}
+
+/** A name that the database stores otherwise (see storedText): NUL, or a surrogate that may be lone. */
+const STORED_OTHERWISE = /[\u0000\ud800-\udfff]/
+
+/**
+ * Properties (automaticProperties, identify's attributes) under their names as the database will hold
+ * them (see storedText: without NUL, a lone surrogate as U+FFFD), the later of two names stored as one
+ * winning, as jsonb keeps the last. Touches of one row in a commit are merged in memory first: under
+ * the names as sent, `plan` and `plan\0` (or a name cut inside an emoji and that name with U+FFFD)
+ * stay two members, and the database keeps whichever comes last in the merged object, not the one
+ * sent last.
+ */
+export function storedNames(properties: Record<string, unknown>): Record<string, unknown> {
+  const names = Object.keys(properties)
+  if (!names.some((name) => STORED_OTHERWISE.test(name))) return properties
+  return Object.fromEntries(names.map((name) => [storedText(name), properties[name]]))
 }
 
 /**
