@@ -5,7 +5,7 @@ import { touchWrites } from '../sessions/store'
 import { commit } from '../shared/write'
 import { GroupIdentifyBody } from './model'
 import { groupIdentifyRows } from './service'
-import { groupMembersSink, groupsSink } from './store'
+import { groupsSink } from './store'
 
 export function groupRoutes({ ingestion, writer }: { ingestion: IngestionPlugin; writer: Writer }) {
   return new Elysia({ prefix: '/api/ingestion' }).use(ingestion).post(
@@ -14,7 +14,6 @@ export function groupRoutes({ ingestion, writer }: { ingestion: IngestionPlugin;
       const rows = groupIdentifyRows(body, caller, Date.now())
       await commit(writer, caller, request, 1, [
         { sink: groupsSink, rows: rows.groups },
-        { sink: groupMembersSink, rows: rows.members },
         ...touchWrites(rows),
       ])
       return reply({})

@@ -9,6 +9,8 @@ export interface GroupRow {
   groupKey: string
   properties: Record<string, unknown>
   at: number
+  /** The end user to link, when the body named one or a session. */
+  member?: GroupMemberRow
 }
 
 /** A link to make: to the end user named, or else to the one the session has by the time it commits. */
@@ -22,7 +24,6 @@ export interface GroupMemberRow {
 
 export interface GroupIdentifyRows extends SessionTouches {
   groups: GroupRow[]
-  members: GroupMemberRow[]
 }
 
 export function groupIdentifyRows(body: GroupIdentifyBody, caller: Caller, now: number): GroupIdentifyRows {
@@ -32,11 +33,11 @@ export function groupIdentifyRows(body: GroupIdentifyBody, caller: Caller, now: 
   const groupKey = storedText(String(body.groupKey))
   const endUserId = body.endUserId ?? null
   const sessionId = body.sessionId ?? null
+  // WIRE.md: the end user is linked; a client that names only the session means the session's, as
+  // an identify without a userId identifies the session's end user.
+  const member = endUserId || sessionId ? { projectId, groupType, groupKey, endUserId, sessionId: endUserId ? null : sessionId } : undefined
   return {
-    groups: [{ projectId, groupType, groupKey, properties: body.groupProperties ?? {}, at: now }],
-    // WIRE.md: the end user is linked; a client that names only the session means the session's, as
-    // an identify without a userId identifies the session's end user.
-    members: endUserId || sessionId ? [{ projectId, groupType, groupKey, endUserId, sessionId: endUserId ? null : sessionId }] : [],
+    groups: [{ projectId, groupType, groupKey, properties: body.groupProperties ?? {}, at: now, ...(member && { member }) }],
     ...sessionTouches(caller, [{ sessionId, endUserId, at: now }]),
   }
 }

@@ -1,20 +1,74 @@
 import { sql } from 'drizzle-orm'
-import type { Sink } from '../../sink'
+import { rowsOf, type Orm } from '../../db'
+import type { AlreadyStored, Sink } from '../../sink'
 import { jsonParam } from '../shared/values'
 import { mergeGroups, uniqueMembers, type GroupMemberRow, type GroupRow } from './service'
 
-/** Creates or updates groups; properties merge into what is stored. */
+/**
+ * Group identifies, one row each: creates or updates groups (properties merge into what is stored),
+ * then links their end users (groupMembersSink's statement, in the same commit). One sink, so that it
+ * can tell, before writing, which of them change nothing (resends): those count once.
+ */
 export const groupsSink: Sink<GroupRow> = {
   name: 'groups',
   async write(tx, rows) {
+    // A transaction's statements run in the order they are sent: the check reads groups and links as
+    // they were before this commit's writes, and costs no round trip of its own.
+    const members = rows.flatMap((r) => (r.member ? [r.member] : []))
+    const [repeated] = await Promise.all([repeatedGroupIdentifies(tx, rows), writeGroups(tx, rows), groupMembersSink.write(tx, members)])
+    return repeated
+  },
+}
+
+/** Per project, the group identifies of `rows` that change nothing stored (nor written before them in the commit). */
+async function repeatedGroupIdentifies(tx: Orm, rows: readonly GroupRow[]): Promise<AlreadyStored> {
+  const before = new Map<string, Record<string, unknown>>()
+  const linked = new Set<string>()
+  const judged = rows.map((row) => {
+    const group = JSON.stringify([row.projectId, row.groupType, row.groupKey])
+    const link = row.member && JSON.stringify([group, row.member.endUserId, row.member.sessionId])
+    const item = {
+      projectId: row.projectId,
+      groupType: row.groupType,
+      groupKey: row.groupKey,
+      properties: row.properties,
+      // What earlier identifies of the commit write to the group, and whether one links the same member.
+      before: before.get(group) ?? null,
+      endUserId: row.member?.endUserId ?? null,
+      sessionId: row.member?.sessionId ?? null,
+      linkedBefore: link ? linked.has(link) : true,
+    }
+    before.set(group, { ...before.get(group), ...row.properties })
+    if (link) linked.add(link)
+    return item
+  })
+  const found = rowsOf<{ projectId: string }>(
     await tx.execute(sql`
+      select r."projectId"::text as "projectId"
+      from jsonb_to_recordset(${jsonParam(judged)}::jsonb) as r("projectId" uuid, "groupType" text, "groupKey" text, properties jsonb, before jsonb,
+        "endUserId" text, "sessionId" text, "linkedBefore" boolean)
+      left join groups g on g.project_id = r."projectId" and g.group_type = r."groupType" and g.group_key = r."groupKey"
+      left join sessions s on r."endUserId" is null and s.project_id = r."projectId" and s.session_id = r."sessionId"
+      where (g.project_id is not null or r.before is not null)
+        and not exists (select 1 from jsonb_each(r.properties) f
+                        where (coalesce(g.properties, '{}'::jsonb) || coalesce(r.before, '{}'::jsonb)) -> f.key is distinct from f.value)
+        and (r."linkedBefore" or coalesce(r."endUserId", s.end_user_id) is null
+             or exists (select 1 from group_members m where m.project_id = r."projectId" and m.group_type = r."groupType"
+                          and m.group_key = r."groupKey" and m.end_user_id = coalesce(r."endUserId", s.end_user_id)))`),
+  )
+  const repeated: AlreadyStored = new Map()
+  for (const { projectId } of found) repeated.set(projectId, (repeated.get(projectId) ?? 0) + 1)
+  return repeated
+}
+
+async function writeGroups(tx: Orm, rows: readonly GroupRow[]): Promise<void> {
+  await tx.execute(sql`
       insert into groups as g (project_id, group_type, group_key, properties, created_at, updated_at)
       select r."projectId", r."groupType", r."groupKey", r.properties, to_timestamp(r.at / 1000.0), to_timestamp(r.at / 1000.0)
       from jsonb_to_recordset(${jsonParam(mergeGroups(rows))}::jsonb) as r("projectId" uuid, "groupType" text, "groupKey" text, properties jsonb, at float8)
       on conflict (project_id, group_type, group_key) do update set
         properties = g.properties || excluded.properties,
         updated_at = greatest(g.updated_at, excluded.updated_at)`)
-  },
 }
 
 /**
@@ -22,7 +76,7 @@ export const groupsSink: Sink<GroupRow> = {
  * end user as the commit leaves it (sessions are written first, see SinkPhase), and none if it has none.
  * Inserted in the order of the links themselves, so that concurrent commits lock them in one order.
  */
-export const groupMembersSink: Sink<GroupMemberRow> = {
+const groupMembersSink: Sink<GroupMemberRow> = {
   name: 'group_members',
   async write(tx, rows) {
     await tx.execute(sql`

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { type SQL, sql } from 'drizzle-orm'
 import type { Orm } from '../../db'
 import { rowsOf } from '../../db'
-import type { Sink } from '../../sink'
+import type { AlreadyStored, Sink } from '../../sink'
 import { firstSeenOf, sessionKey, type EndUserTouch } from '../sessions/service'
 import { endUsersSink, sessionEndUsers } from '../sessions/store'
 import { jsonParam } from '../shared/values'
@@ -60,6 +60,8 @@ export const identitySink: Sink<IdentifyRow> = {
     // plain identify just gave), and attributes merge in the order they were sent, as they would
     // have one commit after another.
     const people: EndUserTouch[] = []
+    // Identifies that may change nothing (see repeatsWhatIsStored), each checked in one statement.
+    const mayRepeat: SQL[] = []
     for (const row of rows) {
       const endUserId = endUserOf(row)
       const current = personOf(row.projectId, endUserId)
@@ -102,11 +104,13 @@ export const identitySink: Sink<IdentifyRow> = {
         if (await hasAttributes(tx, row.projectId, endUserId, people)) people.push(clearedAttributes(row.projectId, endUserId, row.at))
         await alias(tx, row.projectId, endUserId, person)
       }
+      if (person === current && !leaves) mayRepeat.push(repeatsWhatIsStored(row, person, people))
       canonical.set(key(row.projectId, endUserId), person)
       row.canonical = person
       people.push({ projectId: row.projectId, endUserId: person, at: row.at, attributes: row.attributes })
     }
     hand!(endUsersSink, people)
+    return await repeatsOf(tx, mayRepeat)
   },
 }
 
@@ -222,6 +226,37 @@ function attributesAsLeft(projectId: string, endUserId: string, pending: readonl
     ? sql`'{}'::jsonb`
     : sql`coalesce((select attributes from end_users where project_id = ${projectId} and end_user_id = ${endUserId}), '{}'::jsonb)`
   return sql`(${stored} || ${jsonParam(written?.attributes ?? {})}::jsonb)`
+}
+
+/**
+ * Whether an identify that left `person` as it was (no alias made or undone) repeats what is stored:
+ * the person exists and has each attribute sent with an equal value, as the commit leaves it so far
+ * (`pending`, taken now: an identify and its resend in one commit count once). Such an identify (a
+ * resend from the tracker's outbox or the relay, which carries no id to know it by, or a page that
+ * identifies the same user again) stores nothing, and counts nothing against the monthly limit.
+ * A row of `(project, repeats)`, for repeatsOf.
+ */
+function repeatsWhatIsStored(row: IdentifyRow, person: string, pending: readonly EndUserTouch[]): SQL {
+  const written = mergedPending(row.projectId, pending).some((p) => p.endUserId === person)
+  return sql`(${row.projectId}::uuid,
+    (${written}::boolean or exists (select 1 from end_users where project_id = ${row.projectId} and end_user_id = ${person}))
+    and not exists (select 1 from jsonb_each(${jsonParam(row.attributes)}::jsonb) f
+                    where ${attributesAsLeft(row.projectId, person, pending)} -> f.key is distinct from f.value))`
+}
+
+/**
+ * Per project, how many identifies repeat what is stored: one statement for the commit, where one per
+ * identify would cost a round trip each inside the transaction. Every check reads the rows as they
+ * were before the commit (end users are written in a later phase), with what it writes so far.
+ */
+async function repeatsOf(tx: Orm, checks: SQL[]): Promise<AlreadyStored> {
+  const repeated: AlreadyStored = new Map()
+  if (checks.length === 0) return repeated
+  const found = rowsOf<{ projectId: string }>(
+    await tx.execute(sql`select c.project_id::text as "projectId" from (values ${sql.join(checks, sql`, `)}) as c(project_id, repeats) where c.repeats`),
+  )
+  for (const { projectId } of found) repeated.set(projectId, (repeated.get(projectId) ?? 0) + 1)
+  return repeated
 }
 
 async function hasAttributes(tx: Orm, projectId: string, endUserId: string, pending: readonly EndUserTouch[]): Promise<boolean> {
