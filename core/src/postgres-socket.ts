@@ -1,4 +1,5 @@
 import { connect, type Socket } from 'node:net'
+import tls from 'node:tls'
 
 /** What postgres.js hands a `socket` function: its parsed hosts and ports, or a Unix socket's path. */
 interface Target {
@@ -133,8 +134,8 @@ interface Heard {
  * of a client's sockets, made while it has some, looks which wrote more since: nothing on the path of
  * a write, and no timer per statement. (Comparing both counts at each look instead missed a statement
  * written after an answer within the same look, the first on a new connection for one.) Under TLS
- * postgres.js writes through a socket of its own wrapped around this one, whose writes Bun does not
- * count here (measured): such a connection is never taken as silent, which is no worse than before.
+ * the watch moves to the TLS socket postgres.js wraps around this one (see whenWrappedInTls): that
+ * one alone counts and hears what the connection carries from then on.
  */
 function silenceWatch(silentMs: number): (socket: Socket) => void {
   const watched = new Map<Socket, Heard>()
@@ -148,7 +149,7 @@ function silenceWatch(silentMs: number): (socket: Socket) => void {
   const look = () => {
     const now = performance.now()
     for (const [socket, heard] of watched) {
-      // Also here: under TLS postgres.js removes every listener of this socket, its `close` one too.
+      // Also here: postgres.js removes every listener of a socket it is done with, our `close` one too.
       if (socket.destroyed) forget(socket)
       else if (socket.bytesWritten > heard.writtenAtLastData) {
         heard.waitingSince ??= now
@@ -158,7 +159,7 @@ function silenceWatch(silentMs: number): (socket: Socket) => void {
       }
     }
   }
-  return (socket) => {
+  const watch = (socket: Socket) => {
     const heard: Heard = { writtenAtLastData: 0, waitingSince: undefined }
     watched.set(socket, heard)
     // Seen as emitted, rather than listened to: a `data` listener would set the stream flowing.
@@ -175,4 +176,43 @@ function silenceWatch(silentMs: number): (socket: Socket) => void {
     timer.unref()
     socket.once('close', () => forget(socket))
   }
+  return (socket) => {
+    watch(socket)
+    whenWrappedInTls(socket, (secure) => {
+      forget(socket)
+      watch(secure)
+    })
+  }
+}
+
+/** For each socket made here that may be wrapped in TLS: what to do with the TLS socket. */
+const tlsWrapping = new WeakMap<Socket, (secure: Socket) => void>()
+let tlsConnectWrapped = false
+
+/**
+ * Calls `then` with the TLS socket postgres.js wraps around `socket`, if it does. Under TLS (sslmode
+ * require or verify-full: what every managed Postgres asks for) postgres.js sends its SSLRequest on
+ * the socket made here, then calls `tls.connect({ socket })` and reads and writes through the socket
+ * that returns alone. Bun hands the connection over to it: the socket made here counts no byte
+ * written and emits no `data` after that (measured), so a watch left on it never saw a connection
+ * under TLS go silent, and a partition left it stuck for as long as TCP retransmits. postgres.js
+ * gives no way to reach the TLS socket, so node:tls's `connect` (which postgres.js calls through the
+ * module, as `tls.connect`) is wrapped, once per process, to hand over the ones made on our sockets;
+ * every other TLS connection is made as before. Nothing is added on the path of a read or a write.
+ */
+function whenWrappedInTls(socket: Socket, then: (secure: Socket) => void): void {
+  tlsWrapping.set(socket, then)
+  if (tlsConnectWrapped) return
+  tlsConnectWrapped = true
+  const tlsConnect = tls.connect
+  tls.connect = function (this: unknown, ...args: unknown[]) {
+    const secure = (tlsConnect as (...args: unknown[]) => tls.TLSSocket).apply(this, args)
+    const wrapped = (args[0] as tls.ConnectionOptions | undefined)?.socket as Socket | undefined
+    const then = wrapped && tlsWrapping.get(wrapped)
+    if (then) {
+      tlsWrapping.delete(wrapped)
+      then(secure)
+    }
+    return secure
+  } as typeof tls.connect
 }
