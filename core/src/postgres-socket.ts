@@ -38,6 +38,9 @@ const ERROR_RESPONSE = 0x45
  *
  * With `silentMs`, a connection is also given up once it has sent and heard nothing back for that
  * long (see silenceWatch).
+ *
+ * Under TLS, postgres.js reads, writes and listens through the TLS socket it wraps around the one
+ * made here (see whenWrappedInTls): the mends reach that one too, and the watch moves on to it.
  */
 export function pacedSockets({ silentMs }: { silentMs?: number } = {}): (target: Target) => Promise<Socket> {
   const watch = silentMs === undefined ? undefined : silenceWatch(silentMs)
@@ -65,7 +68,11 @@ export function pacedSockets({ silentMs }: { silentMs?: number } = {}): (target:
       if (!answered) unanswered++
     })
     mendEvents(socket)
-    watch?.(socket)
+    watch?.watch(socket)
+    whenWrappedInTls(socket, (secure) => {
+      mendEvents(secure)
+      watch?.handOver(socket, secure)
+    })
     return socket
   }
 }
@@ -85,7 +92,9 @@ function pause(ms: number, pausing: Set<() => void>): Promise<void> {
 
 /**
  * Two ways postgres.js (3.4.9) and Bun's sockets come apart when a connection is lost, both mended
- * here, on the socket's events.
+ * here, on the events of the socket postgres.js listens to: the one made here, and under TLS the
+ * TLS socket wrapped around it too (both failures happened there as well, measured: the close that
+ * postgres.js hears under TLS is the TLS socket's, and so is the error nobody listens to any more).
  *
  * postgres.js gathers the writes of one turn of the event loop and sends them from a setImmediate.
  * When a connection's socket closes with such a write pending, it cancels the setImmediate but keeps
@@ -134,10 +143,10 @@ interface Heard {
  * of a client's sockets, made while it has some, looks which wrote more since: nothing on the path of
  * a write, and no timer per statement. (Comparing both counts at each look instead missed a statement
  * written after an answer within the same look, the first on a new connection for one.) Under TLS
- * the watch moves to the TLS socket postgres.js wraps around this one (see whenWrappedInTls): that
- * one alone counts and hears what the connection carries from then on.
+ * the watch is handed over to the TLS socket postgres.js wraps around this one (see whenWrappedInTls):
+ * that one alone counts and hears what the connection carries from then on.
  */
-function silenceWatch(silentMs: number): (socket: Socket) => void {
+function silenceWatch(silentMs: number): { watch: (socket: Socket) => void; handOver: (from: Socket, to: Socket) => void } {
   const watched = new Map<Socket, Heard>()
   let timer: ReturnType<typeof setInterval> | undefined
   const forget = (socket: Socket) => {
@@ -176,13 +185,11 @@ function silenceWatch(silentMs: number): (socket: Socket) => void {
     timer.unref()
     socket.once('close', () => forget(socket))
   }
-  return (socket) => {
-    watch(socket)
-    whenWrappedInTls(socket, (secure) => {
-      forget(socket)
-      watch(secure)
-    })
+  const handOver = (from: Socket, to: Socket) => {
+    forget(from)
+    watch(to)
   }
+  return { watch, handOver }
 }
 
 /** For each socket made here that may be wrapped in TLS: what to do with the TLS socket. */
