@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { rowsOf, type Orm } from '../../db'
 import type { AlreadyStored, Sink } from '../../sink'
+import { boundedMerge, fittingIfOver, GROUP_PROPERTIES, insertedValue } from '../sessions/bounded-merge'
 import { jsonParam } from '../shared/values'
 import { mergeGroups, uniqueMembers, type GroupMemberRow, type GroupRow } from './service'
 
@@ -62,12 +63,15 @@ async function repeatedGroupIdentifies(tx: Orm, rows: readonly GroupRow[]): Prom
 }
 
 async function writeGroups(tx: Orm, rows: readonly GroupRow[]): Promise<void> {
+  const groups = mergeGroups(rows).map((g) => ({ ...g, fittingProperties: fittingIfOver(g.properties, GROUP_PROPERTIES) }))
+  const existing = sql`select from groups e where e.project_id = r."projectId" and e.group_type = r."groupType" and e.group_key = r."groupKey"`
   await tx.execute(sql`
       insert into groups as g (project_id, group_type, group_key, properties, created_at, updated_at)
-      select r."projectId", r."groupType", r."groupKey", r.properties, to_timestamp(r.at / 1000.0), to_timestamp(r.at / 1000.0)
-      from jsonb_to_recordset(${jsonParam(mergeGroups(rows))}::jsonb) as r("projectId" uuid, "groupType" text, "groupKey" text, properties jsonb, at float8)
+      select r."projectId", r."groupType", r."groupKey", ${insertedValue(sql`r.properties`, sql`r."fittingProperties"`, existing)}, to_timestamp(r.at / 1000.0), to_timestamp(r.at / 1000.0)
+      from jsonb_to_recordset(${jsonParam(groups)}::jsonb)
+        as r("projectId" uuid, "groupType" text, "groupKey" text, properties jsonb, "fittingProperties" jsonb, at float8)
       on conflict (project_id, group_type, group_key) do update set
-        properties = g.properties || excluded.properties,
+        properties = ${boundedMerge(sql`g.properties`, sql`excluded.properties`, GROUP_PROPERTIES)},
         updated_at = greatest(g.updated_at, excluded.updated_at)`)
 }
 

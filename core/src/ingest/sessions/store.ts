@@ -2,6 +2,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import { rowsOf, type Orm } from '../../db'
 import type { Sink, SinkRows } from '../../sink'
 import { jsonParam } from '../shared/values'
+import { boundedMerge, END_USER_ATTRIBUTES, fittingIfOver, insertedValue, SESSION_PROPERTIES } from './bounded-merge'
 import {
   endUserKey,
   endUserTouchIsKnown,
@@ -109,17 +110,20 @@ export const sessionsSink: Sink<SessionTouch> = {
     knownSessions.wrote(rows, touches)
     if (touches.length === 0) return
     const quiet = isOneOf(touches.filter((t) => t.noActivity).map((t) => ({ projectId: t.projectId, id: t.sessionId })), 'session_id')
+    const sent = touches.map((t) => ({ ...t, fittingProperties: fittingIfOver(t.automaticProperties, SESSION_PROPERTIES) }))
     await tx.execute(sql`
       insert into sessions as s (project_id, session_id, environment, end_user_id, started_at, last_activity_at, times_are_receipt,
         entry_url, entry_at, referrer, user_agent, browser, browser_version, os, os_version, device_type, device_vendor, device_model,
         automatic_properties, window_ids, geo, sdk_version)
       select t."projectId", t."sessionId", t.environment, t."endUserId", to_timestamp(t."firstAt" / 1000.0), to_timestamp(t."lastAt" / 1000.0), t."noActivity",
         t."entryUrl", to_timestamp(t."entryAt" / 1000.0), t.referrer, t."userAgent", t.browser, t."browserVersion", t.os, t."osVersion", t."deviceType", t."deviceVendor", t."deviceModel",
-        t."automaticProperties", coalesce(t."windowIds", '{}'), t.geo, t."sdkVersion"
-      from jsonb_to_recordset(${jsonParam(touches)}::jsonb) as t(
+        ${insertedValue(sql`t."automaticProperties"`, sql`t."fittingProperties"`, sql`select from sessions e where e.project_id = t."projectId" and e.session_id = t."sessionId"`)},
+        coalesce(t."windowIds", '{}'), t.geo, t."sdkVersion"
+      from jsonb_to_recordset(${jsonParam(sent)}::jsonb) as t(
         "projectId" uuid, "sessionId" text, environment text, "endUserId" text, "firstAt" float8, "lastAt" float8, "noActivity" boolean,
         "entryUrl" text, "entryAt" float8, referrer text, "userAgent" text, browser text, "browserVersion" text, os text, "osVersion" text,
-        "deviceType" text, "deviceVendor" text, "deviceModel" text, "automaticProperties" jsonb, "windowIds" text[], geo jsonb, "sdkVersion" text)
+        "deviceType" text, "deviceVendor" text, "deviceModel" text, "automaticProperties" jsonb, "fittingProperties" jsonb, "windowIds" text[], geo jsonb,
+        "sdkVersion" text)
       on conflict (project_id, session_id) do update set
         started_at = case when ${quiet} then s.started_at when s.times_are_receipt then excluded.started_at else least(s.started_at, excluded.started_at) end,
         last_activity_at = case when ${quiet} then s.last_activity_at when s.times_are_receipt then excluded.last_activity_at
@@ -141,7 +145,7 @@ export const sessionsSink: Sink<SessionTouch> = {
         device_vendor = case when ${USER_AGENT_UNKNOWN} then excluded.device_vendor else s.device_vendor end,
         device_model = case when ${USER_AGENT_UNKNOWN} then excluded.device_model else s.device_model end,
         automatic_properties = case when excluded.automatic_properties is null then s.automatic_properties
-                                    else coalesce(s.automatic_properties, '{}'::jsonb) || excluded.automatic_properties end,
+                                    else ${boundedMerge(sql`coalesce(s.automatic_properties, '{}'::jsonb)`, sql`excluded.automatic_properties`, SESSION_PROPERTIES)} end,
         window_ids = case when cardinality(excluded.window_ids) = 0 or cardinality(s.window_ids) >= ${MAX_WINDOWS} then s.window_ids
                           else s.window_ids || array(select w from unnest(excluded.window_ids) with ordinality as e(w, n)
                                                      where w <> all(s.window_ids) order by n limit ${MAX_WINDOWS} - cardinality(s.window_ids)) end,
@@ -194,14 +198,17 @@ export const endUsersSink: Sink<EndUserTouch> = {
     if (touches.length === 0) return
     const quiet = isOneOf(touches.filter((t) => t.noActivity).map((t) => ({ projectId: t.projectId, id: t.endUserId })), 'end_user_id')
     const replacing = isOneOf(touches.filter((t) => t.replacesAttributes).map((t) => ({ projectId: t.projectId, id: t.endUserId })), 'end_user_id')
+    const sent = touches.map((t) => ({ ...t, fittingAttributes: fittingIfOver(t.attributes, END_USER_ATTRIBUTES) }))
     await tx.execute(sql`
       insert into end_users as u (project_id, end_user_id, attributes, geo, first_seen_at, last_seen_at, times_are_receipt)
-      select t."projectId", t."endUserId", coalesce(t.attributes, '{}'::jsonb), t.geo, to_timestamp(coalesce(t."firstAt", t.at) / 1000.0), to_timestamp(t.at / 1000.0),
+      select t."projectId", t."endUserId",
+        ${insertedValue(sql`coalesce(t.attributes, '{}'::jsonb)`, sql`t."fittingAttributes"`, sql`select from end_users e where e.project_id = t."projectId" and e.end_user_id = t."endUserId"`)}, t.geo, to_timestamp(coalesce(t."firstAt", t.at) / 1000.0), to_timestamp(t.at / 1000.0),
         t."noActivity"
-      from jsonb_to_recordset(${jsonParam(touches)}::jsonb) as t(
-        "projectId" uuid, "endUserId" text, at float8, "firstAt" float8, "noActivity" boolean, attributes jsonb, geo jsonb)
+      from jsonb_to_recordset(${jsonParam(sent)}::jsonb) as t(
+        "projectId" uuid, "endUserId" text, at float8, "firstAt" float8, "noActivity" boolean, attributes jsonb, "fittingAttributes" jsonb, geo jsonb)
       on conflict (project_id, end_user_id) do update set
-        attributes = case when ${replacing} then excluded.attributes when excluded.attributes = '{}'::jsonb then u.attributes else u.attributes || excluded.attributes end,
+        attributes = case when ${replacing} then excluded.attributes when excluded.attributes = '{}'::jsonb then u.attributes
+                          else ${boundedMerge(sql`u.attributes`, sql`excluded.attributes`, END_USER_ATTRIBUTES)} end,
         geo = coalesce(excluded.geo, u.geo),
         first_seen_at = case when ${quiet} then u.first_seen_at when u.times_are_receipt then excluded.first_seen_at else least(u.first_seen_at, excluded.first_seen_at) end,
         last_seen_at = case when ${quiet} then u.last_seen_at when u.times_are_receipt then excluded.last_seen_at else greatest(u.last_seen_at, excluded.last_seen_at) end,
