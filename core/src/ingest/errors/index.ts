@@ -3,6 +3,8 @@ import type { Writer } from '../../writer'
 import { asBatch } from '../shared/validate'
 import { commit } from '../shared/write'
 import type { IngestionPlugin } from '../plugin'
+import { readsAliases } from '../identity/service'
+import { identitySink } from '../identity/store'
 import { touchWrites } from '../sessions/store'
 import type { SourceMapResolver } from '../sourcemaps/resolver'
 import { ErrorBatchBody, ErrorReportBody } from './model'
@@ -22,7 +24,10 @@ export function errorRoutes({ ingestion, writer, sourceMaps }: ErrorDeps) {
     const batch = parse(body)
     const frames = await symbolicateReports(batch.errors, (release, files) => sourceMaps.lookupFor(caller.projectId, release, files))
     const rows = errorRows(batch, frames, caller, Date.now())
-    await commit(writer, caller, request, rows.occurrences.length, [{ sink: errorEventsSink, rows: rows.occurrences }, ...touchWrites(rows)])
+    // Issue users are counted by the person of their device: the commit holds the project's aliases
+    // still until it ends (see ReadsAliases).
+    const aliases = rows.occurrences.length > 0 ? [{ sink: identitySink, rows: [readsAliases(caller.projectId)] }] : []
+    await commit(writer, caller, request, rows.occurrences.length, [{ sink: errorEventsSink, rows: rows.occurrences }, ...aliases, ...touchWrites(rows)])
     return reply({ accepted: rows.occurrences.length, issues: rows.occurrences.map((o) => o.issueId) })
   })
 }

@@ -38,7 +38,9 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
     // by a concurrent commit, which this insert waits for) add to `affected_users`. A device that is
     // an alias (auth-aware identify) is counted as its person, so a person's devices meet on one key,
     // even in commits running at once; sorted by it, the order every commit locks in. A device made
-    // an alias after its reports keeps its own row: only the commit making the alias can move it.
+    // an alias after its reports has its rows moved by the commit making the alias (issuePeopleSink);
+    // the commit holds the project's identity lock shared (see ReadsAliases), so no alias is made
+    // between this read of them and its end, which that commit's move would not see.
     const users = issueUsers(fresh)
     const addedUsers = new Map<string, number>()
     if (users.length > 0) {

@@ -25,6 +25,22 @@ export interface IdentifyRow {
 }
 
 /**
+ * Not an identify: a commit that writes by the project's aliases (an error report counts the person
+ * of the device among its Issue's affected users, see errorEventsSink) gives the identity sink this
+ * row, to hold the project's identity lock shared, taken with the identifies' in one sorted pass (see
+ * identityLocks). No alias is then made between its reading them and its commit: one made after it
+ * reads the rows it wrote (issuePeopleSink moves them), one made before it is what it reads.
+ */
+export interface ReadsAliases {
+  projectId: string
+  readsAliases: true
+}
+
+export const readsAliases = (projectId: string): ReadsAliases => ({ projectId, readsAliases: true })
+
+export const isIdentify = (row: IdentifyRow | ReadsAliases): row is IdentifyRow => !('readsAliases' in row)
+
+/**
  * The values of the auth fields, or null when any of them has none: a person is recognised by all the
  * fields the client named, never by a subset of them. Own members only, read and written: `constructor`
  * read through the prototype (a function, which JSON drops) or `__proto__` assigned as a key (which sets

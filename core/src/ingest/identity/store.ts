@@ -6,7 +6,8 @@ import type { AlreadyStored, Sink } from '../../sink'
 import { firstSeenOf, sessionKey, type EndUserTouch } from '../sessions/service'
 import { endUsersSink, sessionEndUsers } from '../sessions/store'
 import { jsonParam } from '../shared/values'
-import type { IdentifyRow } from './service'
+import { issuePeopleSink, type AliasMove } from '../errors/people'
+import { isIdentify, type IdentifyRow, type ReadsAliases } from './service'
 
 /** Names the identity lock among Postgres advisory locks (two-key form: this class, the project's hash). */
 export const IDENTITY_LOCK_CLASS = 7_254_814
@@ -28,19 +29,24 @@ const key = (projectId: string, endUserId: string) => `${projectId}\n${endUserId
  *
  * The people found are handed to the end-user sink, which writes every end user of the commit in one
  * sorted statement. Written here, one by one, they would be locked in an order of their own, after
- * rows that other commits lock first, and concurrent commits (two processes) would deadlock.
+ * rows that other commits lock first, and concurrent commits (two processes) would deadlock. So are
+ * the end users made aliases, to the sink that moves what they counted among Issues' users to their
+ * person (issuePeopleSink), for Issues are locked after end users. Rows that only read aliases
+ * (ReadsAliases) take the lock and nothing else.
  */
-export const identitySink: Sink<IdentifyRow> = {
+export const identitySink: Sink<IdentifyRow | ReadsAliases> = {
   name: 'identity',
   phase: 'people',
-  feeds: [endUsersSink],
-  async write(tx, rows, hand) {
+  feeds: [endUsersSink, issuePeopleSink],
+  async write(tx, given, hand) {
     // Taken first, before any row this sink locks: a commit waiting for it holds no row that its
     // holder will want (the sessions phase locks before it, and nothing after it waits on it).
     // Aliases are read once the lock is held, awaited rather than left to the order the queries are
     // sent in: read before, they may be those the commit holding it changes (a person left behind
     // under a new id, an end user made an alias), and attributes would go where no lookup reads them.
-    await Promise.all(identityLocks(rows).map((lock) => tx.execute(lock)))
+    await Promise.all(identityLocks(given).map((lock) => tx.execute(lock)))
+    const rows = given.filter(isIdentify)
+    if (rows.length === 0) return
     const canonical = await aliasesOf(tx, rows)
     const ofSessions = await sessionEndUsers(
       tx,
@@ -62,6 +68,8 @@ export const identitySink: Sink<IdentifyRow> = {
     const people: EndUserTouch[] = []
     // Identifies that may change nothing (see repeatsWhatIsStored), each checked in one statement.
     const mayRepeat: SQL[] = []
+    // End users made aliases, in order, with the person their Issue users go to.
+    const aliased: AliasMove[] = []
     for (const row of rows) {
       const endUserId = endUserOf(row)
       const current = personOf(row.projectId, endUserId)
@@ -72,6 +80,8 @@ export const identitySink: Sink<IdentifyRow> = {
       const leaves = !found && row.auth !== null && endUserId !== current && (await holdsOtherValues(tx, row.projectId, current, row.auth, people))
       const person = found ?? (leaves ? endUserId : current)
       if (leaves) {
+        // What it counted among Issues' users while an alias is its person's, merged with the
+        // person's own: which of it was this device's can no longer be told, so it stays there.
         await unalias(tx, row.projectId, endUserId)
         // It starts from what it is told now: what its row holds is of whom it was before (an alias's
         // row is cleared, but one aliased by an older core, or written by a plain identify that had
@@ -84,10 +94,15 @@ export const identitySink: Sink<IdentifyRow> = {
         // own aliases and attributes, under another id (leftBehind). Otherwise it is the same person,
         // found by other fields, and comes whole.
         const isPerson = endUserId === current
+        // An alias moving alone brings only what it counted as itself, before it was one: what it
+        // counted since is its old person's, merged with the person's own (see `leaves`).
+        let countedGoTo = person
         if (isPerson) {
           const someoneElse = await holdsOtherValues(tx, row.projectId, endUserId, row.auth!, people)
           const left = someoneElse ? await leftBehind(tx, row.projectId, endUserId, people, row.at) : undefined
           const aliasesGoTo = left?.endUserId ?? person
+          // What it counted among Issues' users goes with its aliases: that someone's, when left behind.
+          countedGoTo = aliasesGoTo
           await moveAliases(tx, row.projectId, endUserId, aliasesGoTo)
           for (const [k, v] of canonical) if (v === current && k.startsWith(`${row.projectId}\n`)) canonical.set(k, aliasesGoTo)
           if (left) people.push(left)
@@ -96,6 +111,9 @@ export const identitySink: Sink<IdentifyRow> = {
             // behind on an alias, which no lookup finds, they would identify no one any more.
             const brought = await attributesToBring(tx, row.projectId, endUserId, person, people)
             if (Object.keys(brought).length > 0) people.push({ projectId: row.projectId, endUserId: person, at: row.at, attributes: brought })
+            // And its first seen: the person was seen since that device first was (README: an end user's first seen).
+            const firstSeen = await firstSeenAsLeft(tx, row.projectId, endUserId, people)
+            if (firstSeen !== undefined && firstSeen < row.at) people.push({ projectId: row.projectId, endUserId: person, at: row.at, firstAt: firstSeen })
           }
         }
         // Its attributes are a person's now (moved, brought or left behind above, or sent to its
@@ -103,6 +121,7 @@ export const identitySink: Sink<IdentifyRow> = {
         // planner's estimates for the index on attributes, and come back if it ever left its person.
         if (await hasAttributes(tx, row.projectId, endUserId, people)) people.push(clearedAttributes(row.projectId, endUserId, row.at))
         await alias(tx, row.projectId, endUserId, person)
+        aliased.push({ projectId: row.projectId, from: endUserId, to: countedGoTo })
       }
       if (person === current && !leaves) mayRepeat.push(repeatsWhatIsStored(row, person, people))
       canonical.set(key(row.projectId, endUserId), person)
@@ -110,6 +129,7 @@ export const identitySink: Sink<IdentifyRow> = {
       people.push({ projectId: row.projectId, endUserId: person, at: row.at, attributes: row.attributes })
     }
     hand!(endUsersSink, people)
+    hand!(issuePeopleSink, aliased)
     return await repeatsOf(tx, mayRepeat)
   },
 }
@@ -123,9 +143,11 @@ export const identitySink: Sink<IdentifyRow> = {
  * attributes to the end user's own row, which no lookup reads from then on and the next alias-making
  * identify clears: answered 200, they would be lost. Shared, plain identifies never wait on each
  * other, only on an auth-aware one under way (and it on them); one statement, in commits that carry one.
+ * Commits of error reports take it shared too (ReadsAliases), in this same pass: locks of several
+ * projects taken in two would not be in one order.
  */
-function identityLocks(rows: readonly IdentifyRow[]): SQL[] {
-  const authAware = new Set(rows.flatMap((r) => (r.auth ? [r.projectId] : [])))
+function identityLocks(rows: readonly (IdentifyRow | ReadsAliases)[]): SQL[] {
+  const authAware = new Set(rows.flatMap((r) => (isIdentify(r) && r.auth ? [r.projectId] : [])))
   return [...new Set(rows.map((r) => r.projectId))]
     .sort()
     .map((projectId) =>
@@ -305,6 +327,21 @@ async function attributesToBring(tx: Orm, projectId: string, from: string, to: s
       select ${attributesAsLeft(projectId, from, pending)} - array(select jsonb_object_keys(${attributesAsLeft(projectId, to, pending)})) as attributes`),
   )
   return found?.attributes ?? {}
+}
+
+/**
+ * When `endUserId` was first seen, as the commit leaves it (see personLookup): undefined when it has
+ * no row, or its row only a receipt stand-in (`times_are_receipt`), and the commit shows no activity.
+ */
+async function firstSeenAsLeft(tx: Orm, projectId: string, endUserId: string, pending: readonly EndUserTouch[]): Promise<number | undefined> {
+  const written = mergedPending(projectId, pending).find((p) => p.endUserId === endUserId)
+  const [stored] = rowsOf<{ first_at: number }>(
+    await tx.execute(sql`
+      select (extract(epoch from first_seen_at) * 1000)::float8 as first_at
+      from end_users where project_id = ${projectId} and end_user_id = ${endUserId} and times_are_receipt is not true`),
+  )
+  const firstAt = Math.min(stored ? Number(stored.first_at) : Infinity, written?.firstAt ?? Infinity)
+  return firstAt === Infinity ? undefined : firstAt
 }
 
 /** `endUserId` is an alias no more: a person of its own. */

@@ -1,0 +1,1 @@
+CREATE INDEX "issue_end_users_end_user_idx" ON "issue_end_users" USING btree ("project_id","end_user_id");
