@@ -8,5 +8,15 @@
 import { ServiceTracker } from './index'
 
 const Tracker = ((window as unknown as { ServiceTracker?: typeof ServiceTracker }).ServiceTracker ??= ServiceTracker)
-const { apiKey, release } = (document.currentScript as HTMLScriptElement | null)?.dataset ?? {}
-if (apiKey) Tracker.init(apiKey, { release }).start()
+/**
+ * The tag this runs from: a classic script's `document.currentScript`. A module script has none
+ * (`<script type="module" src="/_sl/t.js" data-api-key="…">`, as bundler habits paste it): it is taken
+ * to be the page's first module script with a `data-api-key`. A module runs once per URL, so two such
+ * tags (two keys) start one tracker either way: the first's, whatever the timing (an async module may
+ * run before later tags are parsed, never before its own or those above it). Its `src` is where the
+ * relay's prefix is read (index.ts's own reading of currentScript finds none in a module): the key
+ * and where it sends come from one tag.
+ */
+const tag = (document.currentScript ?? document.querySelector('script[type=module][data-api-key]')) as HTMLScriptElement | null
+const { apiKey, release } = tag?.dataset ?? {}
+if (apiKey) Tracker.init(apiKey, { release }, { scriptUrl: tag!.src }).start()
