@@ -74,7 +74,10 @@ export function trackClicks(context: AutoContext, clicks: boolean, rageClicks: b
       const el = target.closest('a,button,input,select,textarea,label,[role=button],[onclick]') ?? target
       const properties = describeElement(el, context)
       if (clicks) context.customEvent('$click', properties)
-      if (!rageClicks) return
+      // Only a person rages: a click made by script (`el.click()`, a dispatched event; isTrusted false)
+      // is no part of a burst, nor makes a person's two clicks three. It is a $click still: it does
+      // what a click does (opens, submits), as a test driving the page or an app's own button does.
+      if (!rageClicks || !event.isTrusted) return
       const at = context.now()
       const { clientX: x, clientY: y } = event
       recent = recent.filter(([cx, cy, cat]) => at - cat < RAGE_WINDOW_MS && Math.hypot(cx - x, cy - y) <= RAGE_RADIUS_PX)
