@@ -105,10 +105,15 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
   const hide = (text: string) => text.replace(/\S/g, '*')
   // A password field that a "show password" button made a text field is still one. rrweb marks it
   // (and asks maskInputFn about it as a password); the selectors, which look at its type, do not see it.
-  const mask = (text: string, el: HTMLElement | null) => (redaction.masked(el) || el?.hasAttribute('data-rr-is-password') ? hide(text) : text)
+  // A masked select's value is none at all: stars as long as the chosen option's value would tell
+  // which it is (the options' values are recorded, masked, each as long as it is).
+  const mask = (text: string, el: HTMLElement | null) => (redaction.masked(el) || el?.hasAttribute('data-rr-is-password') ? (el?.localName == 'select' ? '' : hide(text)) : text)
   const element = (id: number) => record.mirror.getNode(id) as HTMLElement | null
   const maskAttributes = (attributes: Record<string, unknown> | undefined, id: number, el = element(id), tag = el?.localName) => {
     for (const name in attributes) {
+      // Which option of a masked select is chosen: rrweb leaves `selected` out of snapshots of any
+      // option, not out of a change of it that the page's script makes (nor its removal, null).
+      if (name == 'selected' && redaction.masked(el)) delete attributes[name]
       const value = attributes[name]
       if (typeof value !== 'string') continue
       if (outOfSight(el, name)) attributes[name] = hide(value)
@@ -141,7 +146,8 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
       } else if (event.type === FULL_SNAPSHOT) maskTree(data.node!)
       else if (event.type === Rrweb.Incremental && data.source === Rrweb.Mutation) {
         data.adds!.forEach((add) => maskTree(add.node))
-        data.attributes!.forEach((change) => maskAttributes(change.attributes, change.id))
+        // A change left with no attribute would still say which option it was.
+        data.attributes = data.attributes!.filter((change) => (maskAttributes(change.attributes, change.id), Object.keys(change.attributes!).length))
         data.texts!.forEach((change) => (change.value = maskBare(change.value, change.id)))
       } else if (event.type === Rrweb.Incremental && data.source === Rrweb.Input && typeof data.text === 'string') {
         const el = element(data.id)

@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type { RedactionStrategy } from '@sightline/tracker'
+import { openBrowser, type TestBrowser } from '../e2e/browser'
+import { startTrackedSite, type SiteSend } from './helpers/site'
+
+/**
+ * A select in the recording, in headless Chromium with t.js as built: which option is chosen, by the
+ * page's HTML, its script (the `selected` attribute, `selectedIndex`) or a person. Masked, the
+ * recording of the select is the same whichever is chosen; unmasked, it shows the choice.
+ */
+
+/** Values of other lengths, as a country's or a condition's are: stars as long as the chosen one would tell it. */
+const VALUES = ['SECRET-A', 'SECRET-BBBB', 'SECRET-CCCCCCCC']
+
+let site: Awaited<ReturnType<typeof startTrackedSite>>
+let browser: TestBrowser
+let received: SiteSend[] = []
+let page = ''
+
+beforeAll(async () => {
+  site = await startTrackedSite(() => new Response(page, { headers: { 'content-type': 'text/html; charset=utf-8' } }), (send) => received.push(send))
+  browser = await openBrowser()
+}, 60_000)
+
+afterAll(async () => {
+  await browser?.close()
+  site?.stop()
+})
+
+interface Node {
+  id: number
+  tagName?: string
+  attributes?: Record<string, unknown>
+  childNodes?: Node[]
+}
+
+const find = (node: Node, test: (node: Node) => boolean): Node | undefined => (test(node) ? node : node.childNodes?.map((child) => find(child, test)).find(Boolean))
+const ids = (node: Node): number[] => [node.id, ...(node.childNodes ?? []).flatMap(ids)]
+
+/**
+ * The recording of the select, with options chosen in the order `choice` gives (indexes of VALUES):
+ * the first by the page's HTML, the second by the page's script setting its `selected` attribute (and
+ * taking the first's away), the third by `selectedIndex`, and the first again by a person; then a new
+ * full snapshot. Answers what the recording says of the select: each full snapshot's copy of it, the
+ * attribute changes and additions in it, its input events (without their times).
+ */
+async function recordedSelect(strategy: RedactionStrategy, choice: number[]) {
+  const options = VALUES.map((value, i) => `<option value="${value}"${i === choice[0] ? ' selected' : ''}>${value}-TEXT</option>`).join('')
+  page = `<!doctype html><html><head><meta charset="utf-8"><title>t</title></head><body><select id="condition">${options}</select><script src="/t.js"></script></body></html>`
+  received = []
+  const tab = browser.page
+  await tab.goto(site.url + '/')
+  await tab.evaluate((strategy) => {
+    const tracker = (window as any).ServiceTracker.init('sl_dev_select', { ingestionUrl: location.origin + '/_sl', logLevel: 'none', redactionStrategy: strategy })
+    ;(window as any).tracker = tracker
+    tracker.start()
+  }, strategy)
+  await tab.waitForTimeout(300)
+  await tab.evaluate((choice) => {
+    const select = document.getElementById('condition') as HTMLSelectElement
+    select.options[choice[1]].setAttribute('selected', '')
+    select.options[choice[0]].removeAttribute('selected')
+  }, choice)
+  await tab.waitForTimeout(100)
+  await tab.evaluate((index) => ((document.getElementById('condition') as HTMLSelectElement).selectedIndex = index), choice[2])
+  await tab.waitForTimeout(100)
+  await tab.selectOption('#condition', VALUES[choice[0]])
+  await tab.waitForTimeout(100)
+  await tab.evaluate(() => (window as any).tracker.logout())
+  await tab.waitForTimeout(300)
+  await tab.goto('about:blank')
+  for (let i = 0; i < 100 && !received.some((s) => s.path === '/events'); i++) await Bun.sleep(25)
+  await Bun.sleep(300)
+  const events = received.filter((s) => s.path === '/events').flatMap((s) => s.body.events) as { type: number; data: any }[]
+  const snapshots = events.filter((e) => e.type === 2).map((e) => find(e.data.node, (node) => node.tagName === 'select')!)
+  const inSelect = new Set(snapshots.flatMap(ids))
+  const mutations = events.filter((e) => e.type === 3 && e.data.source === 0)
+  return {
+    snapshots,
+    attributes: mutations.flatMap((e) => e.data.attributes.filter((change: Node) => inSelect.has(change.id))),
+    adds: mutations.flatMap((e) => e.data.adds.filter((add: { parentId: number }) => inSelect.has(add.parentId))),
+    inputs: events.filter((e) => e.type === 3 && e.data.source === 5 && inSelect.has(e.data.id)).map((e) => e.data),
+    everything: JSON.stringify(received),
+  }
+}
+
+describe('a select in the recording, in Chromium', () => {
+  test("privacy-first: a masked select's recording is the same whichever option is chosen, by its HTML, the page's script (the selected attribute, selectedIndex) or a person", async () => {
+    const one = await recordedSelect({ mode: 'privacy-first' }, [0, 1, 2])
+    const other = await recordedSelect({ mode: 'privacy-first' }, [2, 0, 1])
+    expect(one.everything).not.toContain('SECRET')
+    expect(one.snapshots).toHaveLength(2)
+    expect(other.snapshots).toEqual(one.snapshots)
+    expect(other.attributes).toEqual(one.attributes)
+    expect(other.adds).toEqual(one.adds)
+    expect(other.inputs).toEqual(one.inputs)
+    // The page's script chose, and a person: recorded, as no value.
+    expect(one.inputs.map((input) => input.text)).toEqual([''])
+    expect(one.snapshots.map((select) => select.attributes!.value)).toEqual(['', ''])
+  }, 60_000)
+
+  test('visibility-first: an unmasked select shows the option chosen, in its snapshot, the changes of its selected attribute and its input events', async () => {
+    const { snapshots, attributes, inputs } = await recordedSelect({ mode: 'visibility-first' }, [0, 1, 2])
+    expect(snapshots.map((select) => select.attributes!.value)).toEqual([VALUES[0], VALUES[0]])
+    const second = snapshots[0].childNodes!.filter((node) => node.tagName === 'option')[1]
+    expect(attributes).toContainEqual({ id: second.id, attributes: { selected: '' } })
+    expect(inputs.map((input) => input.text)).toEqual([VALUES[2], VALUES[0]])
+  }, 60_000)
+})
