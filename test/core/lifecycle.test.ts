@@ -6,7 +6,7 @@ import postgres from 'postgres'
 import { createLogger } from '@sightline/core/log'
 import { startServices } from '@sightline/core/services'
 import { createTestDatabase, engine } from '../helpers/database'
-import { requestByHand, ROOT, spawnCore, type CoreProcess } from '../helpers/process'
+import { ROOT, spawnCore, tricklingRequest, type CoreProcess } from '../helpers/process'
 import { ownDatabases, welcomeKeyOf } from '../helpers/own-databases'
 
 // What an operator reads of a stop and of a failed start, and what either leaves behind: the log says
@@ -56,9 +56,7 @@ describe('what a stop logs', () => {
 
   test('a request still under way after the grace period is cut off, and the log says how many and after how long', async () => {
     const core = await spawnCore(await own.env())
-    const head = `POST /api/ingestion/customEvent HTTP/1.1\r\nHost: core\r\nAuthorization: Bearer ${welcomeKeyOf(core)}\r\nContent-Length: 1000\r\n\r\n`
-    const slow = await requestByHand(core.url, `${head}{"sessionId":"s",`)
-    const trickle = setInterval(() => slow.send(' '), 200)
+    const slow = await tricklingRequest(core, welcomeKeyOf(core))
     try {
       await Bun.sleep(200)
       core.proc.kill('SIGTERM')
@@ -69,7 +67,6 @@ describe('what a stop logs', () => {
       expect(cut, core.output()).toMatchObject({ level: 'warn', requests: 1, afterMs: 5_000 })
       expect(logLines(core).map((line) => line.msg)).toContain('stopped')
     } finally {
-      clearInterval(trickle)
       slow.end()
       core.proc.kill('SIGKILL')
     }

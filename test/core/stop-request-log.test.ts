@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { requestByHand, spawnCore } from '../helpers/process'
+import { spawnCore, tricklingRequest } from '../helpers/process'
 import { ownDatabases, welcomeKeyOf } from '../helpers/own-databases'
 
 // What the request log says of a request the stop cut off: its client got no answer (the connection
@@ -11,9 +11,7 @@ afterAll(() => own.close())
 describe('the request log at a stop', () => {
   test('a request cut off by the grace period is logged as cut off, not with a status its client never saw', async () => {
     const core = await spawnCore(await own.env())
-    const head = `POST /api/ingestion/customEvent HTTP/1.1\r\nHost: core\r\nAuthorization: Bearer ${welcomeKeyOf(core)}\r\nContent-Length: 1000\r\n\r\n`
-    const slow = await requestByHand(core.url, `${head}{"sessionId":"s",`)
-    const trickle = setInterval(() => slow.send(' '), 200)
+    const slow = await tricklingRequest(core, welcomeKeyOf(core))
     try {
       // A client that sent a bad body whole got its 400, and the log says so.
       const bad = await fetch(`${core.url}/api/ingestion/logs`, { method: 'POST', headers: { authorization: `Bearer ${welcomeKeyOf(core)}` }, body: '{' })
@@ -34,7 +32,6 @@ describe('the request log at a stop', () => {
       expect(lines[0].status).toBeUndefined()
       expect(lines[0].unanswered).toBe(true)
     } finally {
-      clearInterval(trickle)
       slow.end()
       core.proc.kill('SIGKILL')
     }

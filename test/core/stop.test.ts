@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import postgres from 'postgres'
 import { MIGRATION_LOCK } from '@sightline/core/db'
 import { engine } from '../helpers/database'
-import { requestByHand, ROOT, spawnCore, type CoreProcess } from '../helpers/process'
+import { requestByHand, ROOT, spawnCore, tricklingRequest, type CoreProcess } from '../helpers/process'
 import { ownDatabases, welcomeKeyOf } from '../helpers/own-databases'
 import { proxiedTestDatabase } from '../helpers/breakable-database'
 
@@ -15,21 +15,6 @@ import { proxiedTestDatabase } from '../helpers/breakable-database'
 
 const own = ownDatabases('sightline-stop-')
 afterAll(() => own.close())
-
-/** A request whose body is announced but only trickles in: the connection stays busy until cut. */
-async function tricklingRequest(core: CoreProcess, key: string) {
-  const head = `POST /api/ingestion/customEvent HTTP/1.1\r\nHost: core\r\nAuthorization: Bearer ${key}\r\nContent-Length: 1000\r\n\r\n`
-  const request = await requestByHand(core.url, `${head}{"sessionId":"s",`)
-  const trickle = setInterval(() => request.send(' '), 200)
-  return {
-    answer: request.answer,
-    closed: request.closed,
-    end() {
-      clearInterval(trickle)
-      request.end()
-    },
-  }
-}
 
 async function timedExit(core: CoreProcess): Promise<{ exitCode: number | null; ms: number }> {
   const started = performance.now()

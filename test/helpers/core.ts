@@ -1,3 +1,5 @@
+import { afterAll, beforeAll } from 'bun:test'
+import { sql } from 'drizzle-orm'
 import { createApp, type App } from '@sightline/core/app'
 import { loadConfig, type Config } from '@sightline/core/config'
 import { postgresDatabase } from '@sightline/core/db'
@@ -84,6 +86,36 @@ export async function startCoreBeside(first: TestCore): Promise<TestCore> {
   const core = await startCore({ database: { db, close: () => db.close() } })
   return { ...core, close: () => core.close().then(() => db.close()) }
 }
+
+export interface GroupingCores {
+  database: TestDatabase
+  core: TestCore
+  /** Its writer waits for company (500 ms), so that requests sent to it at once commit together. */
+  grouping: TestCore
+}
+
+/**
+ * For the tests of the file or describe it is called in: a database of their own and two cores on it,
+ * `core` and `grouping` (see GroupingCores), started before the tests and closed after them.
+ */
+export function groupingCores(): GroupingCores {
+  const cores = {} as GroupingCores
+  beforeAll(async () => {
+    cores.database = await createTestDatabase()
+    cores.core = await startCore({ database: cores.database })
+    cores.grouping = await startCore({ database: cores.database, writer: { lingerMs: 500 } })
+  })
+  afterAll(async () => {
+    await cores.grouping?.close()
+    await cores.core?.close()
+    await cores.database?.close()
+  })
+  return cores
+}
+
+/** Every event counted against a monthly limit in the core's database, all projects and months together. */
+export const countedEvents = async (core: TestCore) =>
+  Number((await core.database.db.rows<{ events: string }>(sql`select coalesce(sum(events), 0)::text as events from usage_counters`))[0].events)
 
 /** A logger whose lines are kept for assertions. */
 export function memoryLogger(level: Parameters<typeof createLogger>[0] = 'debug') {

@@ -104,3 +104,18 @@ export async function requestByHand(url: string, firstPart: string) {
     finished,
   }
 }
+
+/** A request whose body is announced but only trickles in: the connection stays busy until cut. */
+export async function tricklingRequest(core: { url: string }, key: string) {
+  const head = `POST /api/ingestion/customEvent HTTP/1.1\r\nHost: core\r\nAuthorization: Bearer ${key}\r\nContent-Length: 1000\r\n\r\n`
+  const request = await requestByHand(core.url, `${head}{"sessionId":"s",`)
+  const trickle = setInterval(() => request.send(' '), 200)
+  return {
+    answer: request.answer,
+    closed: request.closed,
+    end() {
+      clearInterval(trickle)
+      request.end()
+    },
+  }
+}

@@ -1,50 +1,30 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { openBrowser, type TestBrowser } from '../e2e/browser'
-import { startTrackedSite, type SiteSend } from './helpers/site'
+import { describe, expect, test } from 'bun:test'
+import { chromiumSite, startTracker } from './helpers/chromium'
 
 /** Automatic tracking in headless Chromium, with t.js as built: what a real browser does that happy-dom does not. */
-
-let site: Awaited<ReturnType<typeof startTrackedSite>>
-let browser: TestBrowser
-/** Every ingestion body the site received, by path. */
-let received: SiteSend[] = []
 
 const pageOf = (head = '') => `<!doctype html><html><head><title>Shop</title>${head}</head><body><script src="/t.js"></script></body></html>`
 let pages: Record<string, string> = {}
 
-beforeAll(async () => {
-  site = await startTrackedSite(
-    async (_, url) => {
-      if (url.pathname.includes('/api/')) {
-        await Bun.sleep(Number(url.searchParams.get('wait') ?? 0))
-        return new Response('ok', { status: url.pathname.endsWith('/fail') ? 500 : 200 })
-      }
-      return new Response(pages[url.pathname] ?? pageOf(), { headers: { 'content-type': 'text/html' } })
-    },
-    (send) => received.push(send),
-  )
-  browser = await openBrowser()
-}, 60_000)
-
-afterAll(async () => {
-  await browser?.close()
-  site?.stop()
+const chromium = chromiumSite(async (_, url) => {
+  if (url.pathname.includes('/api/')) {
+    await Bun.sleep(Number(url.searchParams.get('wait') ?? 0))
+    return new Response('ok', { status: url.pathname.endsWith('/fail') ? 500 : 200 })
+  }
+  return new Response(pages[url.pathname] ?? pageOf(), { headers: { 'content-type': 'text/html' } })
 })
-
-declare const ServiceTracker: typeof import('@sightline/tracker').ServiceTracker
+/** Every ingestion body the site received, by path. */
+const received = chromium.sends
 
 /** Opens `path`, starts the tracker with `options` and waits for automatic tracking to be there. */
 async function open(path: string, options: Record<string, unknown>) {
-  received = []
-  await browser.page.goto(`http://127.0.0.1:${site.port}${path}`)
-  await browser.page.evaluate((options) => {
-    ;(window as any).tracker = ServiceTracker.init('sl_dev_auto', { ingestionUrl: location.origin + '/_sl', ...options })
-    ;(window as any).tracker.start()
-  }, options)
-  await browser.page.waitForTimeout(200)
+  received.length = 0
+  await chromium.browser.page.goto(`http://127.0.0.1:${chromium.site.port}${path}`)
+  await startTracker(chromium.browser.page, 'sl_dev_auto', options)
+  await chromium.browser.page.waitForTimeout(200)
 }
 const flushed = async () => {
-  await browser.page.waitForTimeout(1300)
+  await chromium.browser.page.waitForTimeout(1300)
 }
 const items = (path: string, field: string) => received.filter((r) => r.path === path).flatMap((r) => r.body[field] ?? [r.body])
 
@@ -55,7 +35,7 @@ describe('network tracking in Chromium', () => {
   test('an XMLHttpRequest the page sends again from its own load handler (a retry): each request is reported as it ended', async () => {
     await open('/', { automaticTrackingOptions: { network: true, spans: true } })
     // Chromium fires the first request's loadend after the retry is sent, while the object is OPENED again.
-    await browser.page.evaluate(
+    await chromium.browser.page.evaluate(
       () =>
         new Promise<void>((resolve) => {
           const xhr = new XMLHttpRequest()
@@ -75,12 +55,12 @@ describe('network tracking in Chromium', () => {
       ['GET /api/fail', 'error', 500],
       ['GET /api/ok', 'ok', 200],
     ])
-    expect(networkErrors()).toEqual([['GET', `http://127.0.0.1:${site.port}/api/fail`, 500, 'http']])
+    expect(networkErrors()).toEqual([['GET', `http://127.0.0.1:${chromium.site.port}/api/fail`, 500, 'http']])
   })
 
   test('a fetch the page aborts with a reason of its own (abort("superseded"), a library\'s cancel) is no network error', async () => {
     await open('/', { automaticTrackingOptions: { network: true, spans: true } })
-    const rejected = await browser.page.evaluate(async () => {
+    const rejected = await chromium.browser.page.evaluate(async () => {
       const controller = new AbortController()
       const request = new Request('/api/ok?wait=500', { signal: controller.signal })
       const answers = [fetch('/api/ok?wait=500', { signal: controller.signal }), fetch(request)].map((answer) => answer.catch((reason) => reason))
@@ -101,20 +81,20 @@ describe('network tracking in Chromium', () => {
       ['GET /api/ok', 'unset', null],
       ['GET /api/fail', 'error', null],
     ])
-    expect(networkErrors()).toEqual([['GET', `http://127.0.0.1:${site.port}/api/fail`, null, 'network']])
+    expect(networkErrors()).toEqual([['GET', `http://127.0.0.1:${chromium.site.port}/api/fail`, null, 'network']])
   })
 
   test('a fetch with an empty method, which the browser rejects, is reported with its default method, which core takes', async () => {
     await open('/', { automaticTrackingOptions: { network: true, spans: false } })
-    const rejected = await browser.page.evaluate(() => fetch('/api/ok', { method: '' }).then(() => 'sent', (reason) => reason.name))
+    const rejected = await chromium.browser.page.evaluate(() => fetch('/api/ok', { method: '' }).then(() => 'sent', (reason) => reason.name))
     expect(rejected).toBe('TypeError')
     await flushed()
-    expect(networkErrors()).toEqual([['GET', `http://127.0.0.1:${site.port}/api/ok`, null, 'network']])
+    expect(networkErrors()).toEqual([['GET', `http://127.0.0.1:${chromium.site.port}/api/ok`, null, 'network']])
   })
 
   test('fetch() with no argument rejects as the browser\'s does: the wrapper adds none (fetch(undefined) would fetch ./undefined)', async () => {
     await open('/', { automaticTrackingOptions: { network: true, spans: true } })
-    const outcome = await browser.page.evaluate(() => (fetch as unknown as () => Promise<Response>)().then(() => 'sent', (reason) => reason.name))
+    const outcome = await chromium.browser.page.evaluate(() => (fetch as unknown as () => Promise<Response>)().then(() => 'sent', (reason) => reason.name))
     expect(outcome).toBe('TypeError')
     // What it reports of the failed call goes now, not into the next test's.
     await flushed()
@@ -122,7 +102,7 @@ describe('network tracking in Chromium', () => {
 
   test('a synchronous XMLHttpRequest that fails on the network (send throws, no loadend) is a network error', async () => {
     await open('/', { automaticTrackingOptions: { network: true, spans: true } })
-    const thrown = await browser.page.evaluate(() => {
+    const thrown = await chromium.browser.page.evaluate(() => {
       const failing = new XMLHttpRequest()
       failing.open('GET', 'http://127.0.0.1:1/refused', false)
       let name = ''
@@ -148,7 +128,7 @@ describe('network tracking in Chromium', () => {
   test('a page with <base href>: a relative request, link or form action is reported where the browser sends it', async () => {
     pages['/app/products/42'] = pageOf('<base href="/shop/">')
     await open('/app/products/42', { automaticTrackingOptions: { network: true, spans: true, clicks: true, forms: true } })
-    await browser.page.evaluate(async () => {
+    await chromium.browser.page.evaluate(async () => {
       document.body.insertAdjacentHTML('beforeend', '<a id="next" href="cart?step=2">Cart</a><form id="f" action="pay?x=1"></form>')
       document.getElementById('f')!.addEventListener('submit', (event) => event.preventDefault())
       await fetch('api/fail')
@@ -163,7 +143,7 @@ describe('network tracking in Chromium', () => {
       ;(document.getElementById('f') as HTMLFormElement).requestSubmit()
     })
     await flushed()
-    const base = `http://127.0.0.1:${site.port}/shop/`
+    const base = `http://127.0.0.1:${chromium.site.port}/shop/`
     expect(networkErrors()).toEqual([
       ['GET', base + 'api/fail', 500, 'http'],
       ['GET', base + 'api/fail', 500, 'http'],
@@ -177,7 +157,7 @@ describe('network tracking in Chromium', () => {
 describe('page views in Chromium', () => {
   test("a router on the Navigation API (navigation.navigate(), intercepted) is followed like one on history's: each change of URL once", async () => {
     await open('/home', { automaticTrackingOptions: { pageViews: true, navigation: true } })
-    await browser.page.evaluate(async () => {
+    await chromium.browser.page.evaluate(async () => {
       const { navigation } = window as any
       // What such a router does: it takes the navigation over and renders the new page itself.
       navigation.addEventListener('navigate', (event: any) => event.canIntercept && event.intercept({ handler: async () => {} }))
@@ -192,7 +172,7 @@ describe('page views in Chromium', () => {
       await popped
     })
     await flushed()
-    const port = site.port
+    const port = chromium.site.port
     const events = items('/customEvent/batch', 'events').map((e: any) => [e.eventName, e.eventProperties.type ?? e.eventProperties.path, e.eventProperties.to ?? e.eventProperties.url])
     expect(events.map(([name, what, url]: string[]) => [name, what, url.replace(`http://127.0.0.1:${port}`, '')])).toEqual([
       ['$pageview', '/home', '/home'],
@@ -216,8 +196,8 @@ describe('clicks in Chromium', () => {
       <script>for (const host of document.querySelectorAll('shop-cart')) host.attachShadow({ mode: 'open' }).innerHTML = '<button class="pay">Pay <b>now</b></button>'</script>
       <script src="/t.js"></script></body></html>`
     await open('/components', { redactionStrategy: { mode: 'visibility-first', redactSelectors: ['.private'] }, automaticTrackingOptions: { clicks: true } })
-    await browser.page.locator('#cart button').click()
-    await browser.page.locator('#secret button b').click()
+    await chromium.browser.page.locator('#cart button').click()
+    await chromium.browser.page.locator('#secret button b').click()
     await flushed()
     const clicks = items('/customEvent/batch', 'events').filter((e: any) => e.eventName === '$click').map((e: any) => e.eventProperties)
     expect(clicks).toEqual([
@@ -233,9 +213,9 @@ describe('clicks in Chromium', () => {
     pages['/account'] = `<!doctype html><html><head><title>Account</title><script>window.__USER__ = { email: 'SCRIPT-SECRET@x.test' }</script></head>
       <body style="margin:0"><div id="app" style="height:40px">Your account</div><script type="application/json">{"card":"JSON-SECRET"}</script><script src="/t.js"></script></body></html>`
     await open('/account', { redactionStrategy: { mode: 'visibility-first' }, automaticTrackingOptions: { clicks: true } })
-    await browser.page.mouse.click(10, 300)
-    await browser.page.evaluate(() => document.body.click())
-    await browser.page.click('#app')
+    await chromium.browser.page.mouse.click(10, 300)
+    await chromium.browser.page.evaluate(() => document.body.click())
+    await chromium.browser.page.click('#app')
     await flushed()
     const clicks = items('/customEvent/batch', 'events').filter((e: any) => e.eventName === '$click').map((e: any) => [e.eventProperties.tag, e.eventProperties.text])
     expect(clicks).toEqual([

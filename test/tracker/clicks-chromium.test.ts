@@ -1,36 +1,20 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { openBrowser, type TestBrowser } from '../e2e/browser'
-import { startTrackedSite, type SiteSend } from './helpers/site'
+import { describe, expect, test } from 'bun:test'
+import { chromiumSite, htmlPage, startTracker } from './helpers/chromium'
 
 /** What describing a click costs in headless Chromium, with t.js as built, on a page of many rows. */
 
 const ROWS = 20_000
 const CLICKS = 20
 
-let site: Awaited<ReturnType<typeof startTrackedSite>>
-let browser: TestBrowser
-let received: SiteSend[] = []
-
 const page = `<!doctype html><html><head><title>Orders</title></head><body style="margin:0">
   <button id="buy">Buy <b>now</b></button>
   <main>${Array.from({ length: ROWS }, (_, i) => `<div class="row">Order ${i}: two boxes of tea, shipped</div>`).join('')}</main>
   <script src="/t.js"></script></body></html>`
-
-beforeAll(async () => {
-  site = await startTrackedSite(() => new Response(page, { headers: { 'content-type': 'text/html' } }), (send) => received.push(send))
-  browser = await openBrowser()
-}, 60_000)
-
-afterAll(async () => {
-  await browser?.close()
-  site?.stop()
-})
-
-declare const ServiceTracker: typeof import('@sightline/tracker').ServiceTracker
+const chromium = chromiumSite(() => htmlPage(page))
 
 /** Milliseconds per click on the page background (the body), and per `innerText` of the body, timed side by side. */
 const timeClicks = () =>
-  browser.page.evaluate((clicks) => {
+  chromium.browser.page.evaluate((clicks) => {
     const each = (run: () => unknown) => {
       const start = performance.now()
       for (let i = 0; i < clicks; i++) run()
@@ -43,13 +27,11 @@ const timeClicks = () =>
 
 describe('clicks in Chromium', () => {
   test('visibility-first: a click on the background of a page of 20,000 rows costs a small fraction of one innerText of it, and sends no text; a button still says its text', async () => {
-    received = []
+    const { browser, site, sends } = chromium
+    sends.length = 0
     await browser.page.goto(site.url + '/')
     const without = await timeClicks()
-    await browser.page.evaluate(() => {
-      ;(window as any).tracker = ServiceTracker.init('sl_dev_clicks', { ingestionUrl: location.origin + '/_sl', redactionStrategy: { mode: 'visibility-first' } })
-      ;(window as any).tracker.start()
-    })
+    await startTracker(browser.page, 'sl_dev_clicks', { redactionStrategy: { mode: 'visibility-first' } })
     await browser.page.waitForTimeout(300)
     const tracked = await timeClicks()
     // Relative to an innerText timed beside it, so a busy machine slows both: the tracker's share of a
@@ -58,7 +40,7 @@ describe('clicks in Chromium', () => {
     expect(tracked.click - without.click).toBeLessThan(tracked.innerText / 5)
     await browser.page.click('#buy')
     await browser.page.waitForTimeout(1300)
-    const clicks = received.filter((r) => r.path === '/customEvent/batch').flatMap((r) => r.body.events).filter((e: any) => e.eventName === '$click')
+    const clicks = sends.filter((r) => r.path === '/customEvent/batch').flatMap((r) => r.body.events).filter((e: any) => e.eventName === '$click')
     expect(clicks.at(0).eventProperties).toEqual({ tag: 'body', selector: '' })
     expect(clicks.at(-1).eventProperties).toEqual({ tag: 'button', id: 'buy', selector: 'button#buy', text: 'Buy now' })
   }, 60_000)

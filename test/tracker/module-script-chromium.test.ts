@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { openBrowser, type TestBrowser } from '../e2e/browser'
 import { builtTracker } from './helpers/build'
-import { startTrackedSite, type SiteSend } from './helpers/site'
+import { chromiumSite } from './helpers/chromium'
 
 /**
  * t.js, as built, loaded by a module script tag in headless Chromium: a module has no
@@ -20,42 +19,31 @@ const PAGES: Record<string, string> = {
     <script type="module" src="/relay/t.js" data-api-key="sl_dev_second"></script>`,
 }
 
-let site: Awaited<ReturnType<typeof startTrackedSite>>
-let browser: TestBrowser
-const sends: SiteSend[] = []
+const chromium = chromiumSite(async (_, url) =>
+  url.pathname === '/relay/t.js'
+    ? new Response(Bun.file(join(await builtTracker(), 't.js')), { headers: { 'content-type': 'text/javascript' } })
+    : new Response(`<!doctype html><html><head>${PAGES[url.pathname] ?? ''}</head><body><p>A page</p></body></html>`, { headers: { 'content-type': 'text/html' } }),
+)
+const { sends } = chromium
 /** Every ingestion request the page made: its URL, and its key (in the Authorization header or in the body). */
 const requests: { url: string; key: string }[] = []
 
-beforeAll(async () => {
-  const script = await Bun.file(join(await builtTracker(), 't.js')).arrayBuffer()
-  site = await startTrackedSite(
-    async (_, url) =>
-      url.pathname === '/relay/t.js'
-        ? new Response(script, { headers: { 'content-type': 'text/javascript' } })
-        : new Response(`<!doctype html><html><head>${PAGES[url.pathname] ?? ''}</head><body><p>A page</p></body></html>`, { headers: { 'content-type': 'text/html' } }),
-    (send) => sends.push(send),
-  )
-  browser = await openBrowser()
-  browser.page.on('request', (request) => {
+beforeAll(() => {
+  chromium.browser.page.on('request', (request) => {
     if (!request.url().includes('/api/ingestion/')) return
     const key = /sl_dev_[a-z]+/.exec((request.headers().authorization ?? '') + (request.postData() ?? ''))?.[0] ?? ''
     requests.push({ url: new URL(request.url()).pathname, key })
   })
-}, 60_000)
-
-afterAll(async () => {
-  await browser?.close()
-  site?.stop()
 })
 
 declare const ServiceTracker: typeof import('@sightline/tracker').ServiceTracker
 
 async function open(path: string) {
   // What the last page sends as it leaves is not this one's.
-  await browser.page.goto('about:blank')
+  await chromium.browser.page.goto('about:blank')
   await Bun.sleep(300)
   sends.length = requests.length = 0
-  await browser.page.goto(site.url + path)
+  await chromium.browser.page.goto(chromium.site.url + path)
   for (let i = 0; i < 200 && !sends.some((s) => s.path === '/customEvent/batch'); i++) await Bun.sleep(25)
 }
 
@@ -65,12 +53,12 @@ describe('t.js by a module script tag, in headless Chromium', () => {
       await open(path)
       expect(sends.filter((s) => s.path === '/customEvent/batch').flatMap((s) => s.body.events.map((e: { eventName: string }) => e.eventName))).toContain('$pageview')
       // The same key gives the running tracker: where it sends, and the release its error reports carry.
-      const status = await browser.page.evaluate(() => {
+      const status = await chromium.browser.page.evaluate(() => {
         const tracker = ServiceTracker.init('sl_dev_module')
         tracker.captureError(new Error('from a module page'))
         return tracker.getConnectionStatus()
       })
-      expect(status).toMatchObject({ ingestionUrl: site.url + '/relay', source: 'script' })
+      expect(status).toMatchObject({ ingestionUrl: chromium.site.url + '/relay', source: 'script' })
       for (let i = 0; i < 200 && !sends.some((s) => s.path === '/errors'); i++) await Bun.sleep(25)
       expect(sends.filter((s) => s.path === '/errors').flatMap((s) => s.body.errors.map((e: { release?: string }) => e.release))).toEqual(['shop@2'])
       expect(requests.length).toBeGreaterThan(0)

@@ -1,40 +1,25 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { openBrowser, type TestBrowser } from '../e2e/browser'
-import { startTrackedSite, type SiteSend } from './helpers/site'
+import { describe, expect, test } from 'bun:test'
+import { chromiumSite, htmlPage, startTracker, type Tab } from './helpers/chromium'
 
 /** Rage clicks in headless Chromium, with t.js as built: a person's clicks (trusted) against a script's. */
-
-let site: Awaited<ReturnType<typeof startTrackedSite>>
-let browser: TestBrowser
-let received: SiteSend[] = []
 
 const page = `<!doctype html><html><head><title>Pay</title></head><body>
   <button id="pay" style="position:absolute;left:20px;top:20px;width:120px;height:40px">Pay</button>
   <script src="/t.js"></script></body></html>`
 
-beforeAll(async () => {
-  site = await startTrackedSite(() => new Response(page, { headers: { 'content-type': 'text/html' } }), (send) => received.push(send))
-  browser = await openBrowser()
-}, 60_000)
-
-afterAll(async () => {
-  await browser?.close()
-  site?.stop()
-})
-
-declare const ServiceTracker: typeof import('@sightline/tracker').ServiceTracker
+const chromium = chromiumSite(() => htmlPage(page))
 
 /** The automatic click events sent after `act` clicked, each as [name, element id]. */
-async function clicksAfter(act: (tab: TestBrowser['page']) => Promise<unknown>) {
-  const tab = browser.page
-  await tab.goto(site.url + '/')
-  await tab.evaluate(() => ServiceTracker.init('sl_dev_rage', { ingestionUrl: location.origin + '/_sl', redactionStrategy: { mode: 'visibility-first' } }).start())
+async function clicksAfter(act: (tab: Tab) => Promise<unknown>) {
+  const tab = chromium.browser.page
+  await tab.goto(chromium.site.url + '/')
+  await startTracker(tab, 'sl_dev_rage', { redactionStrategy: { mode: 'visibility-first' } })
   await tab.waitForTimeout(300)
-  received = []
+  chromium.sends.length = 0
   await act(tab)
   await tab.goto('about:blank')
   await Bun.sleep(300)
-  return received
+  return chromium.sends
     .filter((r) => r.path === '/customEvent/batch')
     .flatMap((r) => r.body.events)
     .filter((e: { eventName: string }) => e.eventName === '$click' || e.eventName === '$rageclick')

@@ -1,52 +1,31 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import type { RedactionStrategy } from '@sightline/tracker'
-import { openBrowser, type TestBrowser } from '../e2e/browser'
-import { startTrackedSite, type SiteSend } from './helpers/site'
+import { chromiumSite, htmlPage, logOutAndLeave, startTracker, type Tab } from './helpers/chromium'
 
 /**
  * Redaction in headless Chromium, with t.js as built: what only a real browser's selectors, form
  * controls and SVG show. Every body the tracker sent is searched for the SECRET-… words.
  */
 
-let site: Awaited<ReturnType<typeof startTrackedSite>>
-let browser: TestBrowser
-let received: SiteSend[] = []
 let page = ''
-
-beforeAll(async () => {
-  site = await startTrackedSite(() => new Response(page, { headers: { 'content-type': 'text/html; charset=utf-8' } }), (send) => received.push(send))
-  browser = await openBrowser()
-}, 60_000)
-
-afterAll(async () => {
-  await browser?.close()
-  site?.stop()
-})
+const chromium = chromiumSite(() => htmlPage(page))
 
 /**
  * Opens `html`, lets `before` act on it before the tracker starts, starts it with `strategy`, lets
  * `after` act, takes a new full snapshot (a new session), leaves, and answers the SECRET-… words sent
  * and all that was sent, as text.
  */
-async function secretsSent(html: string, strategy: RedactionStrategy, before: (tab: TestBrowser['page']) => Promise<unknown>, after: (tab: TestBrowser['page']) => Promise<unknown>) {
+async function secretsSent(html: string, strategy: RedactionStrategy, before: (tab: Tab) => Promise<unknown>, after: (tab: Tab) => Promise<unknown>) {
   page = `<!doctype html><html><head><meta charset="utf-8"><title>t</title></head><body>${html}<script src="/t.js"></script></body></html>`
-  received = []
-  const tab = browser.page
-  await tab.goto(site.url + '/')
+  chromium.sends.length = 0
+  const tab = chromium.browser.page
+  await tab.goto(chromium.site.url + '/')
   await before(tab)
-  await tab.evaluate((strategy) => {
-    const tracker = (window as any).ServiceTracker.init('sl_dev_redaction', { ingestionUrl: location.origin + '/_sl', logLevel: 'none', redactionStrategy: strategy })
-    ;(window as any).tracker = tracker
-    tracker.start()
-  }, strategy)
+  await startTracker(tab, 'sl_dev_redaction', { logLevel: 'none', redactionStrategy: strategy })
   await tab.waitForTimeout(300)
   await after(tab)
-  await tab.evaluate(() => (window as any).tracker.logout())
-  await tab.waitForTimeout(300)
-  await tab.goto('about:blank')
-  for (let i = 0; i < 100 && !received.some((s) => s.path === '/events'); i++) await Bun.sleep(25)
-  await Bun.sleep(300)
-  const everything = JSON.stringify(received)
+  await logOutAndLeave(chromium)
+  const everything = JSON.stringify(chromium.sends)
   return { sent: [...new Set(everything.match(/SECRET-[A-Z0-9-]+/g))].sort(), everything }
 }
 

@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import type { RedactionStrategy } from '@sightline/tracker'
-import { openBrowser, type TestBrowser } from '../e2e/browser'
-import { startTrackedSite, type SiteSend } from './helpers/site'
+import { chromiumSite, htmlPage, logOutAndLeave, startTracker } from './helpers/chromium'
 
 /**
  * A select in the recording, in headless Chromium with t.js as built: which option is chosen, by the
@@ -12,20 +11,8 @@ import { startTrackedSite, type SiteSend } from './helpers/site'
 /** Values of other lengths, as a country's or a condition's are: stars as long as the chosen one would tell it. */
 const VALUES = ['SECRET-A', 'SECRET-BBBB', 'SECRET-CCCCCCCC']
 
-let site: Awaited<ReturnType<typeof startTrackedSite>>
-let browser: TestBrowser
-let received: SiteSend[] = []
 let page = ''
-
-beforeAll(async () => {
-  site = await startTrackedSite(() => new Response(page, { headers: { 'content-type': 'text/html; charset=utf-8' } }), (send) => received.push(send))
-  browser = await openBrowser()
-}, 60_000)
-
-afterAll(async () => {
-  await browser?.close()
-  site?.stop()
-})
+const chromium = chromiumSite(() => htmlPage(page))
 
 interface Node {
   id: number
@@ -47,14 +34,10 @@ const ids = (node: Node): number[] => [node.id, ...(node.childNodes ?? []).flatM
 async function recordedSelect(strategy: RedactionStrategy, choice: number[]) {
   const options = VALUES.map((value, i) => `<option value="${value}"${i === choice[0] ? ' selected' : ''}>${value}-TEXT</option>`).join('')
   page = `<!doctype html><html><head><meta charset="utf-8"><title>t</title></head><body><select id="condition">${options}</select><script src="/t.js"></script></body></html>`
-  received = []
-  const tab = browser.page
-  await tab.goto(site.url + '/')
-  await tab.evaluate((strategy) => {
-    const tracker = (window as any).ServiceTracker.init('sl_dev_select', { ingestionUrl: location.origin + '/_sl', logLevel: 'none', redactionStrategy: strategy })
-    ;(window as any).tracker = tracker
-    tracker.start()
-  }, strategy)
+  chromium.sends.length = 0
+  const tab = chromium.browser.page
+  await tab.goto(chromium.site.url + '/')
+  await startTracker(tab, 'sl_dev_select', { logLevel: 'none', redactionStrategy: strategy })
   await tab.waitForTimeout(300)
   await tab.evaluate((choice) => {
     const select = document.getElementById('condition') as HTMLSelectElement
@@ -66,12 +49,8 @@ async function recordedSelect(strategy: RedactionStrategy, choice: number[]) {
   await tab.waitForTimeout(100)
   await tab.selectOption('#condition', VALUES[choice[0]])
   await tab.waitForTimeout(100)
-  await tab.evaluate(() => (window as any).tracker.logout())
-  await tab.waitForTimeout(300)
-  await tab.goto('about:blank')
-  for (let i = 0; i < 100 && !received.some((s) => s.path === '/events'); i++) await Bun.sleep(25)
-  await Bun.sleep(300)
-  const events = received.filter((s) => s.path === '/events').flatMap((s) => s.body.events) as { type: number; data: any }[]
+  await logOutAndLeave(chromium)
+  const events = chromium.sends.filter((s) => s.path === '/events').flatMap((s) => s.body.events) as { type: number; data: any }[]
   const snapshots = events.filter((e) => e.type === 2).map((e) => find(e.data.node, (node) => node.tagName === 'select')!)
   const inSelect = new Set(snapshots.flatMap(ids))
   const mutations = events.filter((e) => e.type === 3 && e.data.source === 0)
@@ -80,7 +59,7 @@ async function recordedSelect(strategy: RedactionStrategy, choice: number[]) {
     attributes: mutations.flatMap((e) => e.data.attributes.filter((change: Node) => inSelect.has(change.id))),
     adds: mutations.flatMap((e) => e.data.adds.filter((add: { parentId: number }) => inSelect.has(add.parentId))),
     inputs: events.filter((e) => e.type === 3 && e.data.source === 5 && inSelect.has(e.data.id)).map((e) => e.data),
-    everything: JSON.stringify(received),
+    everything: JSON.stringify(chromium.sends),
   }
 }
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { startCore, type TestCore } from '../../helpers/core'
+import { countedEvents, startCore, type TestCore } from '../../helpers/core'
 
 // README: an item resent by a retry or from a tracker's offline outbox is counted once. An identify
 // carries no id of its own: a resend is one that changes nothing stored, and counts nothing.
@@ -12,7 +12,7 @@ describe('identifies count once against the monthly limit', () => {
   })
   afterAll(() => core.close())
 
-  const usage = async () => Number((await core.database.db.rows<{ events: string }>(sql`select coalesce(sum(events), 0)::text as events from usage_counters`))[0].events)
+  const usage = () => countedEvents(core)
   const sent = async (path: string, body: object) => expect((await core.post(`/api/ingestion${path}`, body)).status).toBe(200)
 
   test('/user: a resent identify counts once; one that changes an attribute counts', async () => {

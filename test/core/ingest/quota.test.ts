@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { admitInOrder, monthOf } from '@sightline/core/ingest/quota/service'
 import { setMonthlyLimit } from '@sightline/core/projects/service'
-import { startCore, startCoreBeside, type TestCore } from '../../helpers/core'
+import { countedEvents, startCore, startCoreBeside, type TestCore } from '../../helpers/core'
 import { engine } from '../../helpers/database'
 
 describe('quota rules', () => {
@@ -66,7 +66,7 @@ describe('resends count once', () => {
   })
   afterAll(() => core.close())
 
-  const usage = async () => Number((await core.database.db.rows<{ events: string }>(sql`select coalesce(sum(events), 0)::text as events from usage_counters`))[0].events)
+  const usage = () => countedEvents(core)
   const at = Date.now() - 60_000
   const uuids = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()]
   /** Per counted route: a request of two items, and a resend of one of them beside a new one. */

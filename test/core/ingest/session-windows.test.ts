@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import {
   ACTIVITY_RESOLUTION_MS,
@@ -11,8 +11,7 @@ import {
 import { sessionTouches } from '@sightline/core/ingest/sessions/touch'
 import { KNOWN_WINDOWS_HELD, knownRows } from '@sightline/core/ingest/sessions/store'
 import type { Caller } from '@sightline/core/http/auth'
-import { startCore, type TestCore } from '../../helpers/core'
-import { createTestDatabase, type TestDatabase } from '../../helpers/database'
+import { groupingCores, type TestCore } from '../../helpers/core'
 
 // Named so that the order they come in is not their sorted order: the first ones kept are the first sent.
 const windowsOf = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}-${String(999 - i).padStart(3, '0')}`)
@@ -63,20 +62,7 @@ describe('the windows a session keeps, before any database', () => {
 })
 
 describe('the windows a session keeps, as stored', () => {
-  let database: TestDatabase
-  let core: TestCore
-  /** Its writer waits for company, so that requests sent at once commit together. */
-  let grouping: TestCore
-  beforeAll(async () => {
-    database = await createTestDatabase()
-    core = await startCore({ database })
-    grouping = await startCore({ database, writer: { lingerMs: 500 } })
-  })
-  afterAll(async () => {
-    await grouping.close()
-    await core.close()
-    await database.close()
-  })
+  const cores = groupingCores()
 
   const t0 = Date.now() - 600_000
   const move = (timestamp: number) => ({ type: 3, timestamp, data: { source: 1, positions: [{ x: 1, y: 1, id: 1, timeOffset: 0 }] } })
@@ -84,7 +70,7 @@ describe('the windows a session keeps, as stored', () => {
     via.post('/api/ingestion/events', { sessionId, windowId, events: [move(at)] }).then((res) => expect(res.status).toBe(200))
   const sessionRow = async (sessionId: string) =>
     (
-      await database.db.rows<{ window_ids: string[]; version: string; last_ms: string }>(sql`
+      await cores.database.db.rows<{ window_ids: string[]; version: string; last_ms: string }>(sql`
         select window_ids, xmin::text || ctid::text as version, (extract(epoch from last_activity_at) * 1000)::bigint::text as last_ms
         from sessions where session_id = ${sessionId}`)
     )[0]
@@ -92,7 +78,7 @@ describe('the windows a session keeps, as stored', () => {
   test('a session named with more windows than it keeps, request by request, stores the first ones in the order they came', async () => {
     const windows = windowsOf('w', OVER)
     // Each a second apart, so that each is written for its activity whatever the windows.
-    for (const [i, windowId] of windows.entries()) await sendChunk(core, 'many-windows', windowId, t0 + i * 2 * ACTIVITY_RESOLUTION_MS)
+    for (const [i, windowId] of windows.entries()) await sendChunk(cores.core, 'many-windows', windowId, t0 + i * 2 * ACTIVITY_RESOLUTION_MS)
     const row = await sessionRow('many-windows')
     expect(row.window_ids).toEqual(windows.slice(0, MAX_WINDOWS_PER_SESSION))
     expect(Number(row.last_ms)).toBe(t0 + (OVER - 1) * 2 * ACTIVITY_RESOLUTION_MS)
@@ -100,23 +86,23 @@ describe('the windows a session keeps, as stored', () => {
 
   test('a touch naming a new window of a full session writes nothing; with later activity, it moves the times and adds no window', async () => {
     const windows = windowsOf('f', MAX_WINDOWS_PER_SESSION)
-    for (const [i, windowId] of windows.entries()) await sendChunk(core, 'full-windows', windowId, t0 + i)
+    for (const [i, windowId] of windows.entries()) await sendChunk(cores.core, 'full-windows', windowId, t0 + i)
     const full = await sessionRow('full-windows')
     expect(full.window_ids).toEqual(windows)
 
-    await sendChunk(core, 'full-windows', 'one-too-many', Number(full.last_ms) + 1)
+    await sendChunk(cores.core, 'full-windows', 'one-too-many', Number(full.last_ms) + 1)
     expect(await sessionRow('full-windows')).toEqual(full)
 
     const later = Number(full.last_ms) + 5 * ACTIVITY_RESOLUTION_MS
-    await sendChunk(core, 'full-windows', 'two-too-many', later)
+    await sendChunk(cores.core, 'full-windows', 'two-too-many', later)
     expect(await sessionRow('full-windows')).toMatchObject({ window_ids: windows, last_ms: String(later) })
   })
 
   test('windows named in one commit, some to an existing session, fill it to the bound and no further', async () => {
-    await sendChunk(grouping, 'one-commit', 'first', t0)
+    await sendChunk(cores.grouping, 'one-commit', 'first', t0)
     const windows = windowsOf('c', OVER)
-    await Promise.all(windows.map((windowId) => sendChunk(grouping, 'one-commit', windowId, t0 + 10)))
-    const [{ commits }] = await database.db.rows<{ commits: number }>(
+    await Promise.all(windows.map((windowId) => sendChunk(cores.grouping, 'one-commit', windowId, t0 + 10)))
+    const [{ commits }] = await cores.database.db.rows<{ commits: number }>(
       sql`select count(distinct xmin::text)::int as commits from replay_chunks where session_id = 'one-commit' and window_id <> 'first'`,
     )
     expect(commits).toBe(1)
