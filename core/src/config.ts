@@ -1,5 +1,6 @@
 import { Type as T, type Static, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { DEFAULT_BODY_MEMORY_BYTES } from './http/body-budget'
 
 const LogLevel = T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error'), T.Literal('silent')], {
   expected: 'one of debug, info, warn, error, silent',
@@ -25,6 +26,8 @@ export const Environment = T.Object({
   GEOIP_DB: T.Optional(T.String({ minLength: 1 })),
   MAX_BODY_BYTES: bodyLimit(1024 * 1024),
   MAX_UPLOAD_BODY_BYTES: bodyLimit(5 * 1024 * 1024),
+  // What the bodies of every route hold at once (http/body-budget.ts).
+  MAX_BODY_MEMORY_BYTES: T.Integer({ minimum: 1024 * 1024, maximum: 64 * MAX_BODY_LIMIT, default: DEFAULT_BODY_MEMORY_BYTES, expected: `a whole number of bytes from 1048576 to ${64 * MAX_BODY_LIMIT}` }),
   LOG_LEVEL: LogLevel,
 })
 
@@ -45,6 +48,8 @@ export interface Config {
   maxBodyBytes: number
   /** Body limit of `/events` (replay chunks) and `/sourcemaps`. */
   maxUploadBodyBytes: number
+  /** Bytes of request bodies held at once, all routes together; past it a request is answered 503 `overloaded`. */
+  maxBodyMemoryBytes: number
   logLevel: LogLevel
 }
 
@@ -90,6 +95,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     geoipDb: checked.GEOIP_DB,
     maxBodyBytes: checked.MAX_BODY_BYTES,
     maxUploadBodyBytes: checked.MAX_UPLOAD_BODY_BYTES,
+    maxBodyMemoryBytes: checked.MAX_BODY_MEMORY_BYTES,
     logLevel: checked.LOG_LEVEL,
   }
 }

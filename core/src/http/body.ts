@@ -1,6 +1,7 @@
 import { gunzipSync, inflateRawSync, inflateSync } from 'node:zlib'
 import { Elysia } from 'elysia'
 import { ApiError } from '../errors'
+import { createBodyBudget, DEFAULT_BODY_MEMORY_BYTES, type BodyBudget } from './body-budget'
 import { jsonBody, parseJson } from './json'
 
 export interface BodyLimits {
@@ -8,6 +9,8 @@ export interface BodyLimits {
   maxBodyBytes: number
   /** `/events` (replay chunks) and `/sourcemaps`. */
   maxUploadBodyBytes: number
+  /** The bytes of bodies held at once, all routes together (body-budget.ts); DEFAULT_BODY_MEMORY_BYTES when not given. */
+  maxBodyMemoryBytes?: number
 }
 
 const LARGE_BODY_PATHS = new Set(['/api/ingestion/events', '/api/ingestion/sourcemaps'])
@@ -31,8 +34,12 @@ export const bodyLimitFor = (path: string, limits: BodyLimits): number =>
 
 const tooLarge = (limit: number, what = 'body') => new ApiError('payload_too_large', `the ${what} is over the limit of ${limit} bytes`)
 
-/** Reads at most `limit` bytes: refused up front by Content-Length, or cut off while streaming. */
-export async function readCapped(request: Request, limit: number): Promise<Uint8Array> {
+/**
+ * Reads at most `limit` bytes: refused up front by Content-Length, or cut off while streaming. A body
+ * sent without a Content-Length is charged to `budget` piece by piece as it arrives (one with it was
+ * charged before anything else, see bodyParser).
+ */
+export async function readCapped(request: Request, limit: number, budget?: BodyBudget): Promise<Uint8Array> {
   const declared = request.headers.get('content-length')
   if (declared !== null) {
     if (Number(declared) > limit) throw tooLarge(limit)
@@ -44,6 +51,7 @@ export async function readCapped(request: Request, limit: number): Promise<Uint8
   for await (const chunk of request.body) {
     size += chunk.byteLength
     if (size > limit) throw tooLarge(limit)
+    budget?.charge(request, chunk.byteLength)
     chunks.push(chunk)
   }
   return Buffer.concat(chunks)
@@ -133,10 +141,32 @@ export const isMultipartForm = (contentType: string) => /^multipart\/form-data(?
 
 /**
  * Every body is JSON whatever its Content-Type (beacons send text/plain), except multipart uploads.
- * Size is checked before reading when Content-Length allows, and again after inflating.
+ * Size is checked before reading when Content-Length allows, and again after inflating. What bodies
+ * hold at once is bounded by the body budget (body-budget.ts): charged while parsing, given back once
+ * the request is done with its body, whatever its end.
  */
 export function bodyParser(limits: BodyLimits, readers: Record<string, BodyReader> = {}) {
-  return new Elysia({ name: 'http/body' }).onParse({ as: 'global' }, async ({ request, path, query }) => {
+  const budget = createBodyBudget(limits.maxBodyMemoryBytes ?? DEFAULT_BODY_MEMORY_BYTES)
+  const parse = bodyParse(limits, readers, budget)
+  // Given back as soon as the body is known to be done with: when it fails to parse, when its route
+  // has answered, and after the answer in every other case (a failed validation, a failed handler, a
+  // client gone). The last alone would do, but Elysia runs it on the turn of the event loop after
+  // the answer, and an in-process caller's next request comes before it.
+  return new Elysia({ name: 'http/body' })
+    .onParse({ as: 'global' }, async ({ request, path, query }) => {
+      try {
+        return await parse(request, path, query)
+      } catch (error) {
+        budget.release(request)
+        throw error
+      }
+    })
+    .onAfterHandle({ as: 'global' }, ({ request }) => void budget.release(request))
+    .onAfterResponse({ as: 'global' }, ({ request }) => budget.release(request))
+}
+
+function bodyParse(limits: BodyLimits, readers: Record<string, BodyReader>, budget: BodyBudget) {
+  return async (request: Request, path: string, query: Record<string, string | undefined>): Promise<unknown> => {
     const limit = bodyLimitFor(path, limits)
     const contentType = request.headers.get('content-type') ?? ''
     const reader = Object.hasOwn(readers, path) ? readers[path] : undefined
@@ -146,6 +176,9 @@ export function bodyParser(limits: BodyLimits, readers: Record<string, BodyReade
     const codingOf = () => compressionOf(request.headers.get('content-encoding'), query.compression)
     const compression = reader ? undefined : codingOf()
     const declared = request.headers.get('content-length')
+    // Charged first, before a route's reader checks its caller: from here the server receives the
+    // body whether or not anything reads it yet, and a body waiting to be read holds as much.
+    if (declared !== null && Number(declared) <= limit) budget.charge(request, Number(declared) || 0)
 
     // The hot path: a plain JSON body of known size is parsed natively, straight from the socket.
     if (compression === null && declared !== null && !isMultipart(contentType)) {
@@ -163,12 +196,14 @@ export function bodyParser(limits: BodyLimits, readers: Record<string, BodyReade
     const decode = (sent: Uint8Array) => {
       const coding = compression === undefined ? codingOf() : compression
       const bytes = coding ? inflate(sent, coding, limit) : sent
+      // Inflated, a body holds its inflated bytes besides those it was charged for as sent.
+      if (coding) budget.charge(request, bytes.byteLength)
       readSizes.set(request, (readSizes.get(request) ?? 0) + bytes.byteLength)
       return bytes
     }
-    if (reader) return jsonBody(await reader({ read: () => readCapped(request, limit), decode }, request))
-    const bytes = decode(await readCapped(request, limit))
+    if (reader) return jsonBody(await reader({ read: () => readCapped(request, limit, budget), decode }, request))
+    const bytes = decode(await readCapped(request, limit, budget))
     // Multipart fields keep their names: a file may be sent under any (parseMultipart).
     return isMultipartForm(contentType) ? parseMultipart(bytes, contentType) : parseJson(bytes)
-  })
+  }
 }
