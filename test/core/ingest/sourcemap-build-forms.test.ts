@@ -59,6 +59,12 @@ describe('source maps whose sources are absolute file:// paths', () => {
     await upload('webpack@1', mapOf(['webpack://shop/src/cart.ts']))
     expect((await sendReport('webpack@1')).frame.mapped).toMatchObject({ source: 'webpack://shop/src/cart.ts' })
   })
+
+  test('a map whose sources are all dependencies (a vendor chunk) keeps their node_modules paths: not in-app', async () => {
+    await upload('vendor@1', mapOf(['file:///home/ci/shop/node_modules/money/dist/index.js', 'file:///home/ci/shop/node_modules/money/dist/round.js']))
+    const vendor = await sendReport('vendor@1')
+    expect(vendor.frame).toMatchObject({ inApp: false, mapped: { source: 'node_modules/money/dist/index.js' } })
+  })
 })
 
 describe('a release holding a lone surrogate', () => {

@@ -21,7 +21,9 @@ export function withoutBuildRoot(sources: readonly string[]): Map<string, string
   if (files.length === 0) return new Map()
   const pathOf = (source: string) => source.replace(FILE_URL, '')
   const own = files.filter((source) => !DEPENDENCY.test(pathOf(source)))
-  const root = commonFolder((own.length > 0 ? own : files).map(pathOf))
+  // A map of dependencies only (a vendor chunk) has no root of its own: the folder its sources share
+  // lies inside node_modules, and cut there they would lose what makes them dependencies to grouping.
+  const root = own.length > 0 ? commonFolder(own.map(pathOf)) : ''
   return new Map(
     files.map((source) => {
       const path = pathOf(source)
