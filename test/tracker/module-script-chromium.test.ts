@@ -17,10 +17,18 @@ const PAGES: Record<string, string> = {
   // Two module tags of one URL run it once: the first tag's key starts the tracker.
   '/two': `<script type="module" src="/relay/t.js" data-api-key="sl_dev_first"></script>
     <script type="module" src="/relay/t.js" data-api-key="sl_dev_second"></script>`,
+  // Another vendor's module tag, above ours, with a `data-api-key` of its own: its key is not ours to send.
+  '/other': `<script type="module" src="/widget.js" data-api-key="sl_dev_other"></script>
+    <script type="module" src="/relay/t.js" data-api-key="sl_dev_module"></script>`,
+  // Ours without a key (started in its onload), another's with one: nothing starts by itself.
+  '/keyless': `<script type="module" src="/widget.js" data-api-key="sl_dev_other"></script>
+    <script type="module" src="/relay/t.js"></script>`,
 }
 
 const chromium = chromiumSite(async (_, url) =>
-  url.pathname === '/relay/t.js'
+  url.pathname === '/widget.js'
+    ? new Response('', { headers: { 'content-type': 'text/javascript' } })
+    : url.pathname === '/relay/t.js'
     ? new Response(Bun.file(join(await builtTracker(), 't.js')), { headers: { 'content-type': 'text/javascript' } })
     : new Response(`<!doctype html><html><head>${PAGES[url.pathname] ?? ''}</head><body><p>A page</p></body></html>`, { headers: { 'content-type': 'text/html' } }),
 )
@@ -72,5 +80,18 @@ describe('t.js by a module script tag, in headless Chromium', () => {
     expect(sends.filter((s) => s.path === '/customEvent/batch').flatMap((s) => s.body.events.map((e: { eventName: string }) => e.eventName)).filter((name: string) => name === '$pageview')).toHaveLength(1)
     expect([...new Set(requests.map((r) => r.key))]).toEqual(['sl_dev_first'])
     expect(requests.filter((r) => !r.url.startsWith('/relay/api/ingestion/'))).toEqual([])
+  }, 60_000)
+
+  test("another module script's data-api-key (above t.js's tag) is neither the key nor where it sends", async () => {
+    await open('/other')
+    expect(sends.filter((s) => s.path === '/customEvent/batch').flatMap((s) => s.body.events.map((e: { eventName: string }) => e.eventName))).toContain('$pageview')
+    expect([...new Set(requests.map((r) => r.key))]).toEqual(['sl_dev_module'])
+    expect(requests.filter((r) => !r.url.startsWith('/relay/api/ingestion/'))).toEqual([])
+  }, 60_000)
+
+  test("t.js's module tag without data-api-key starts nothing, whatever key another module script has", async () => {
+    await open('/keyless')
+    await Bun.sleep(500)
+    expect(requests).toEqual([])
   }, 60_000)
 })

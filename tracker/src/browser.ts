@@ -11,12 +11,13 @@ const Tracker = ((window as unknown as { ServiceTracker?: typeof ServiceTracker 
 /**
  * The tag this runs from: a classic script's `document.currentScript`. A module script has none
  * (`<script type="module" src="/_sl/t.js" data-api-key="…">`, as bundler habits paste it): it is taken
- * to be the page's first module script with a `data-api-key`. A module runs once per URL, so two such
- * tags (two keys) start one tracker either way: the first's, whatever the timing (an async module may
- * run before later tags are parsed, never before its own or those above it). Its `src` is where the
- * relay's prefix is read (index.ts's own reading of currentScript finds none in a module): the key
- * and where it sends come from one tag.
+ * to be the page's first `…/t.js` tag with a `data-api-key`. Of t.js, not any script: another module's
+ * `data-api-key` (a widget's, above ours) is another vendor's key, neither to send nor to start by.
+ * (No `[type=module]`: t.js lacks its bytes, and a classic t.js tag found instead starts the same one
+ * tracker.) A module runs once per URL, so two such tags start one tracker, the first's, whatever the
+ * timing. The tag's `src` gives the relay's prefix (index.ts's own reading of currentScript finds none
+ * in a module), so the key and where it sends come from one tag.
  */
-const tag = (document.currentScript ?? document.querySelector('script[type=module][data-api-key]')) as HTMLScriptElement | null
+const tag = (document.currentScript ?? document.querySelector('[src*="/t.js"][data-api-key]')) as HTMLScriptElement | null
 const { apiKey, release } = tag?.dataset ?? {}
 if (apiKey) Tracker.init(apiKey, { release }, { scriptUrl: tag!.src }).start()
