@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { openBrowser, type TestBrowser } from '../e2e/browser'
-import { startTrackedSite, type SiteSend } from './helpers/site'
+import { describe, expect, test } from 'bun:test'
+import { chromiumSite, htmlPage } from './helpers/chromium'
 
 /**
  * A page and a same-origin frame in it, each running the tracker, in headless Chromium with t.js as
@@ -13,27 +12,13 @@ const tracked = (name: string) => `<script src="/t.js"></script><script>
   setInterval(() => tracker.addEvent({ type: 5, data: { tag: '${name}', payload: {} }, timestamp: Date.now() }), 200)
 </script>`
 
-let site: Awaited<ReturnType<typeof startTrackedSite>>
-let browser: TestBrowser
-const sends: SiteSend[] = []
-
-beforeAll(async () => {
-  site = await startTrackedSite(
-    async (_, url) => new Response(`<!doctype html><body>${tracked(url.pathname === '/frame' ? 'frame' : 'top')}</body>`, { headers: { 'content-type': 'text/html' } }),
-    (send) => sends.push(send),
-  )
-  browser = await openBrowser()
-}, 60_000)
-
-afterAll(async () => {
-  await browser?.close()
-  site?.stop()
-})
+const chromium = chromiumSite((_, url) => htmlPage(`<!doctype html><body>${tracked(url.pathname === '/frame' ? 'frame' : 'top')}</body>`))
 
 describe('a same-origin frame with its own tracker', () => {
   test("keeps a window of its own: the page's window id and chunk sequence go on as they were", async () => {
+    const { browser, site, sends } = chromium
     const { page } = browser
-    await page.goto(`http://127.0.0.1:${site.port}/`)
+    await page.goto(site.url + '/')
     const chunksOf = (tag: string) =>
       sends.filter((s) => s.path === '/events' && s.body.events.some((e: { type: number; data: { tag?: string } }) => e.type === 5 && e.data.tag === tag)).map((s) => ({ windowId: s.body.windowId, seq: s.body.seq }))
     for (let i = 0; i < 200 && chunksOf('top').length === 0; i++) await Bun.sleep(25)

@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { openBrowser, type TestBrowser } from '../e2e/browser'
+import { describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { builtTracker } from './helpers/build'
-import { startTrackedSite, type SiteSend } from './helpers/site'
+import { chromiumSite, htmlPage } from './helpers/chromium'
 
 /**
  * How sites load and set up t.js, as built, in headless Chromium: the snippet twice on a page (the
@@ -17,27 +16,16 @@ const PAGES: Record<string, string> = {
     <script>try { ServiceTracker.init("sl_dev_srcdoc").customEvent("in a frame") } catch (error) { console.log("threw: " + error) }</script>'></iframe>`,
 }
 
-let site: Awaited<ReturnType<typeof startTrackedSite>>
-let browser: TestBrowser
-const sends: SiteSend[] = []
-
-beforeAll(async () => {
-  const script = await Bun.file(join(await builtTracker(), 't.js')).arrayBuffer()
-  site = await startTrackedSite(
-    async (_, url) =>
-      url.pathname === '/metrics/sl.js' ? new Response(script, { headers: { 'content-type': 'text/javascript' } }) : new Response(`<!doctype html><html><head></head><body><p>A page</p>${PAGES[url.pathname] ?? ''}</body></html>`, { headers: { 'content-type': 'text/html' } }),
-    (send) => sends.push(send),
-  )
-  browser = await openBrowser()
-}, 60_000)
-
-afterAll(async () => {
-  await browser?.close()
-  site?.stop()
-})
+// t.js, as built, at a path of the page's own as well (a relay renamed): the site has built it before it serves.
+const chromium = chromiumSite(async (_, url) =>
+  url.pathname === '/metrics/sl.js'
+    ? new Response(Bun.file(join(await builtTracker(), 't.js')), { headers: { 'content-type': 'text/javascript' } })
+    : htmlPage(`<!doctype html><html><head></head><body><p>A page</p>${PAGES[url.pathname] ?? ''}</body></html>`),
+)
 
 describe('loading t.js, in headless Chromium', () => {
   test('included twice with the same key: one tracker, whose page view, recording and heartbeat go once', async () => {
+    const { browser, site, sends } = chromium
     const { page } = browser
     sends.length = 0
     await page.goto(`${site.url}/twice`)
@@ -55,6 +43,7 @@ describe('loading t.js, in headless Chromium', () => {
   }, 30_000)
 
   test("in a srcdoc frame, a relative meta tag resolves against the frame's base URL, as the browser's own URLs there do: sent, nothing thrown", async () => {
+    const { browser, site, sends } = chromium
     const { page } = browser
     sends.length = 0
     const said: string[] = []

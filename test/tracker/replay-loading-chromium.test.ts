@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { openBrowser, type TestBrowser } from '../e2e/browser'
-import { startTrackedSite, type SiteSend } from './helpers/site'
+import { describe, expect, test } from 'bun:test'
+import { chromiumSite, htmlPage } from './helpers/chromium'
 import { FULL_SNAPSHOT, META } from './helpers/rrweb'
 
 /**
@@ -32,26 +31,15 @@ const PAGE = `<!doctype html>
   <p>the rest of the page</p>
 </body></html>`
 
-let site: Awaited<ReturnType<typeof startTrackedSite>>
-let browser: TestBrowser
-const sends: SiteSend[] = []
-
-beforeAll(async () => {
-  site = await startTrackedSite(async (_, url) => {
-    // The parser waits for this script, and the page's timers run meanwhile.
-    if (url.pathname === '/slow.js') return Bun.sleep(500).then(() => new Response('', { headers: { 'content-type': 'text/javascript' } }))
-    return new Response(PAGE, { headers: { 'content-type': 'text/html' } })
-  }, (send) => sends.push(send))
-  browser = await openBrowser()
-}, 60_000)
-
-afterAll(async () => {
-  await browser?.close()
-  site?.stop()
+const chromium = chromiumSite(async (_, url) => {
+  // The parser waits for this script, and the page's timers run meanwhile.
+  if (url.pathname === '/slow.js') return Bun.sleep(500).then(() => new Response('', { headers: { 'content-type': 'text/javascript' } }))
+  return htmlPage(PAGE)
 })
 
 describe('a full snapshot asked for before rrweb records, in headless Chromium', () => {
   test('throws nothing into the page nor into its log; the replay of the session begins with the snapshot rrweb takes when it starts', async () => {
+    const { browser, site, sends } = chromium
     const { page } = browser
     const thrown: string[] = []
     page.on('pageerror', (error) => thrown.push(String(error)))

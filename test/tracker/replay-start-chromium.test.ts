@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { openBrowser, type TestBrowser } from '../e2e/browser'
-import { startTrackedSite } from './helpers/site'
+import { describe, expect, test } from 'bun:test'
+import { chromiumSite, htmlPage } from './helpers/chromium'
 import { CLICK, CUSTOM, FULL_SNAPSHOT, INCREMENTAL, META, MOUSE_DOWN, MOUSE_INTERACTION, type RecordedEvent } from './helpers/rrweb'
 
 /**
@@ -18,27 +17,14 @@ const PAGE = `<!doctype html>
   <script src="/t.js"></script>
 </body></html>`
 
-let site: Awaited<ReturnType<typeof startTrackedSite>>
-let browser: TestBrowser
+const chromium = chromiumSite(() => htmlPage(PAGE))
+
 /** Every replay chunk the site received. */
-const chunks: { sessionId: string; seq: number; events: RecordedEvent[] }[] = []
-
-beforeAll(async () => {
-  site = await startTrackedSite(
-    async () => new Response(PAGE, { headers: { 'content-type': 'text/html' } }),
-    ({ path, body }) => path === '/events' && chunks.push(body),
-  )
-  browser = await openBrowser()
-}, 60_000)
-
-afterAll(async () => {
-  await browser?.close()
-  site?.stop()
-})
+const chunks = (): { sessionId: string; seq: number; events: RecordedEvent[] }[] => chromium.sends.filter(({ path }) => path === '/events').map(({ body }) => body)
 
 /** A session's replay, chunk by chunk in `seq` order. */
 const replayOf = (sessionId: string) =>
-  chunks
+  chunks()
     .filter((chunk) => chunk.sessionId === sessionId)
     .sort((a, b) => a.seq - b.seq)
     .flatMap((chunk) => chunk.events)
@@ -52,8 +38,9 @@ declare global {
 
 describe('the replay of a window begins with its full snapshot, in headless Chromium', () => {
   test('an event added at start, and the click that begins a session after 30 idle minutes, go after their full snapshot', async () => {
+    const { browser, site } = chromium
     const { page } = browser
-    await page.goto(`http://127.0.0.1:${site.port}/`)
+    await page.goto(site.url + '/')
     const first = await page.evaluate(() => {
       window.tracker = ServiceTracker.init('sl_dev_replay_start', {
         ingestionUrl: location.origin,
@@ -76,7 +63,7 @@ describe('the replay of a window begins with its full snapshot, in headless Chro
       return sessionId
     })
     expect(second).not.toBe(first)
-    for (let i = 0; i < 200 && !chunks.some((chunk) => chunk.sessionId === second); i++) await Bun.sleep(25)
+    for (let i = 0; i < 200 && !chunks().some((chunk) => chunk.sessionId === second); i++) await Bun.sleep(25)
 
     const started = replayOf(first)
     expect(started.slice(0, 3).map((e) => e.type)).toEqual([META, FULL_SNAPSHOT, CUSTOM])

@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { openBrowser, type TestBrowser } from '../e2e/browser'
-import { startTrackedSite } from './helpers/site'
+import { describe, expect, test } from 'bun:test'
+import { chromiumSite, htmlPage } from './helpers/chromium'
 
 /**
  * Leaving a page in headless Chromium, with t.js as built: Chromium fires pagehide, then
@@ -21,32 +20,21 @@ const PAGE = `<!doctype html>
   </script>
 </body></html>`
 
-let site: Awaited<ReturnType<typeof startTrackedSite>>
-let browser: TestBrowser
+const chromium = chromiumSite((_, url) => htmlPage(url.pathname === '/away' ? '<p>away</p>' : PAGE))
+
 /** The names of every custom event the site received. */
-const received: string[] = []
-
-beforeAll(async () => {
-  site = await startTrackedSite(
-    async (_, url) => new Response(url.pathname === '/away' ? '<p>away</p>' : PAGE, { headers: { 'content-type': 'text/html' } }),
-    ({ path, body }) => path === '/customEvent/batch' && received.push(...body.events.map((event: { eventName: string }) => event.eventName)),
-  )
-  browser = await openBrowser()
-}, 60_000)
-
-afterAll(async () => {
-  await browser?.close()
-  site?.stop()
-})
+const received = (): string[] =>
+  chromium.sends.filter(({ path }) => path === '/customEvent/batch').flatMap(({ body }) => body.events.map((event: { eventName: string }) => event.eventName))
 
 describe('leaving a page, in headless Chromium', () => {
   test("what the page records in its pagehide, visibilitychange and unload listeners arrives, each once", async () => {
+    const { browser, site } = chromium
     const { page } = browser
-    await page.goto(`http://127.0.0.1:${site.port}/`)
+    await page.goto(site.url + '/')
     await page.click('#away')
     await page.waitForURL('**/away')
-    for (let i = 0; i < 80 && received.length < 3; i++) await Bun.sleep(25)
+    for (let i = 0; i < 80 && received().length < 3; i++) await Bun.sleep(25)
     await Bun.sleep(200)
-    expect(received.sort()).toEqual(['hidden', 'pagehide', 'unload'])
+    expect(received().sort()).toEqual(['hidden', 'pagehide', 'unload'])
   }, 30_000)
 })
