@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
+import { END_USER_ATTRIBUTES, GROUP_PROPERTIES } from '@sightline/core/ingest/sessions/bounded-merge'
 import { countedEvents, startCore, type TestCore } from '../../helpers/core'
 
 // README: an item resent by a retry or from a tracker's offline outbox is counted once. An identify
@@ -58,6 +59,37 @@ describe('identifies count once against the monthly limit', () => {
       { end_user_id: 'g-other' },
       { end_user_id: 'g-user' },
     ])
+  })
+
+  // Past the bound new names are dropped (merge-bounds.test.ts): an identify bringing only those stores
+  // nothing, and neither it nor its resends count; an update of a stored value still does.
+  const named = (count: number) => Object.fromEntries(Array.from({ length: count }, (_, i) => [`n-${i}`, 1]))
+
+  test('/user: at the bound, an identify with a new name and its resends count nothing; an update counts', async () => {
+    await sent('/user', { userId: 'u-full', userAttributes: named(END_USER_ATTRIBUTES.names) })
+    const before = await usage()
+    for (let i = 0; i < 3; i++) await sent('/user', { userId: 'u-full', userAttributes: { 'n-0': 1, plan: 'pro' } })
+    expect(await usage()).toBe(before)
+    await sent('/user', { userId: 'u-full', userAttributes: { 'n-0': 2, plan: 'pro' } })
+    expect(await usage()).toBe(before + 1)
+    const [{ attributes }] = await core.database.db.rows<{ attributes: Record<string, unknown> }>(
+      sql`select attributes from end_users where end_user_id = 'u-full'`,
+    )
+    expect(attributes).toEqual({ ...named(END_USER_ATTRIBUTES.names), 'n-0': 2 })
+  })
+
+  test('/groupidentify: at the bound, a new property and its resends count nothing; an update counts', async () => {
+    const group = { groupType: 'company', groupKey: 'full' }
+    await sent('/groupidentify', { ...group, groupProperties: named(GROUP_PROPERTIES.names) })
+    const before = await usage()
+    for (let i = 0; i < 3; i++) await sent('/groupidentify', { ...group, groupProperties: { 'n-0': 1, seats: 5 } })
+    expect(await usage()).toBe(before)
+    await sent('/groupidentify', { ...group, groupProperties: { 'n-0': 2, seats: 5 } })
+    expect(await usage()).toBe(before + 1)
+    const [{ properties }] = await core.database.db.rows<{ properties: Record<string, unknown> }>(
+      sql`select properties from groups where group_key = 'full'`,
+    )
+    expect(properties).toEqual({ ...named(GROUP_PROPERTIES.names), 'n-0': 2 })
   })
 
   test('an identify and its resend in one commit count once', async () => {

@@ -43,19 +43,25 @@ async function repeatedGroupIdentifies(tx: Orm, rows: readonly GroupRow[]): Prom
     if (link) linked.add(link)
     return item
   })
+  // Properties are judged as writeGroups merges them (boundedMerge: at the bound, a new name is
+  // dropped and changes nothing). Materialized: boundedMerge repeats its arguments, and the properties
+  // as left (a copy of up to the bound's size) would otherwise be computed again at each use.
   const found = rowsOf<{ projectId: string }>(
     await tx.execute(sql`
-      select r."projectId"::text as "projectId"
-      from jsonb_to_recordset(${jsonParam(judged)}::jsonb) as r("projectId" uuid, "groupType" text, "groupKey" text, properties jsonb, before jsonb,
-        "endUserId" text, "sessionId" text, "linkedBefore" boolean)
-      left join groups g on g.project_id = r."projectId" and g.group_type = r."groupType" and g.group_key = r."groupKey"
-      left join sessions s on r."endUserId" is null and s.project_id = r."projectId" and s.session_id = r."sessionId"
-      where (g.project_id is not null or r.before is not null)
-        and not exists (select 1 from jsonb_each(r.properties) f
-                        where (coalesce(g.properties, '{}'::jsonb) || coalesce(r.before, '{}'::jsonb)) -> f.key is distinct from f.value)
-        and (r."linkedBefore" or coalesce(r."endUserId", s.end_user_id) is null
-             or exists (select 1 from group_members m where m.project_id = r."projectId" and m.group_type = r."groupType"
-                          and m.group_key = r."groupKey" and m.end_user_id = coalesce(r."endUserId", s.end_user_id)))`),
+      with j as materialized (
+        select r.*, g.project_id is not null as stored, s.end_user_id as session_end_user,
+          coalesce(g.properties, '{}'::jsonb) || coalesce(r.before, '{}'::jsonb) as as_left, coalesce(r.properties, '{}'::jsonb) as sent
+        from jsonb_to_recordset(${jsonParam(judged)}::jsonb) as r("projectId" uuid, "groupType" text, "groupKey" text, properties jsonb, before jsonb,
+          "endUserId" text, "sessionId" text, "linkedBefore" boolean)
+        left join groups g on g.project_id = r."projectId" and g.group_type = r."groupType" and g.group_key = r."groupKey"
+        left join sessions s on r."endUserId" is null and s.project_id = r."projectId" and s.session_id = r."sessionId"
+      )
+      select j."projectId"::text as "projectId" from j
+      where (j.stored or j.before is not null)
+        and ${boundedMerge(sql`j.as_left`, sql`j.sent`, GROUP_PROPERTIES)} = j.as_left
+        and (j."linkedBefore" or coalesce(j."endUserId", j.session_end_user) is null
+             or exists (select 1 from group_members m where m.project_id = j."projectId" and m.group_type = j."groupType"
+                          and m.group_key = j."groupKey" and m.end_user_id = coalesce(j."endUserId", j.session_end_user)))`),
   )
   const repeated: AlreadyStored = new Map()
   for (const { projectId } of found) repeated.set(projectId, (repeated.get(projectId) ?? 0) + 1)
