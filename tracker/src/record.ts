@@ -22,6 +22,9 @@ const USER_SOURCES = [1, 2, 3, 5, 6, 7, 12, 14]
  */
 const TEXT_ATTRIBUTES = /^(value|placeholder|(xlink:)?title|alt(text)?|label|abbr|datetime|download|srcdoc|aria-((braille)?(label|roledescription)|description|placeholder|value(text|now)))$/
 
+/** Attributes that say which choice a control shows (checked, selected, pressed): of a masked control, none is recorded. */
+const CHOSEN = /^(aria-)?(pressed|checked|selected)$/
+
 /**
  * Values a page keeps out of sight, often a CSRF token or a record's id: a hidden input's value and
  * the content of a token's `<meta>`. A replay shows nothing of them, so they are masked in every mode.
@@ -43,19 +46,15 @@ const leadsAway = (tag: string | undefined, name: string) => name === 'formactio
  * what a form sent by GET put there, so in privacy-first mode these go as page URLs do.
  */
 const namesPage = (el: Element | null, name: string, value: string) =>
-  (name === 'href' && el?.localName === 'link' && !/stylesheet/i.test(String(el.getAttribute('rel')))) ||
+  (name === 'href' && el?.localName === 'link' && !/stylesheet/i.test(el.getAttribute('rel') as string) /* none: "null" */) ||
   (name === 'content' && el?.localName === 'meta' && /^(https?:|\/)/.test(value))
 
 /**
  * A URL in a string of the recording lies between spaces, quotes and parentheses (CSS quotes URLs or
  * wraps them in url()); a comma ending one separates srcset's candidates. A data: URL is content (an
- * image), not an address.
+ * image), not an address. (A word without `=` or `@` holds no credential: withoutCredentials leaves it.)
  */
-const scrubWord = (word: string) => {
-  if (!/[=@]/.test(word) || word.startsWith('data:')) return word
-  const url = word.replace(/,+$/, '')
-  return withoutCredentials(url) + word.slice(url.length)
-}
+const scrubWord = (word: string) => word.replace(/^(?!data:).*?(?=,*$)/, withoutCredentials)
 
 /** Most strings hold no credential: one look at the whole string says so, and it stays as it is. */
 const scrubbed = (text: string) => (/[=@]/.test(text) && withoutCredentials(text) !== text ? text.replace(/[^\s'"()]+/g, scrubWord) : text)
@@ -111,9 +110,10 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
   const element = (id: number) => record.mirror.getNode(id) as HTMLElement | null
   const maskAttributes = (attributes: Record<string, unknown> | undefined, id: number, el = element(id), tag = el?.localName) => {
     for (const name in attributes) {
-      // Which option of a masked select is chosen: rrweb leaves `selected` out of snapshots of any
-      // option, not out of a change of it that the page's script makes (nor its removal, null).
-      if (name == 'selected' && redaction.masked(el)) delete attributes[name]
+      // Which choice of a masked control is made: an option's `selected` (rrweb leaves it out of
+      // snapshots, not out of a change the page's script makes, nor its removal, null), a checkbox's or
+      // radio's `checked` (rrweb records the state in snapshots), and a custom widget's ARIA state.
+      if (CHOSEN.test(name) && redaction.masked(el)) delete attributes[name]
       const value = attributes[name]
       if (typeof value !== 'string') continue
       if (outOfSight(el, name)) attributes[name] = hide(value)
@@ -144,15 +144,18 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
         data.href = redaction.pageUrl(data.href!)
         redaction.apply()
       } else if (event.type === FULL_SNAPSHOT) maskTree(data.node!)
-      else if (event.type === Rrweb.Incremental && data.source === Rrweb.Mutation) {
-        data.adds!.forEach((add) => maskTree(add.node))
-        // A change left with no attribute would still say which option it was.
-        data.attributes = data.attributes!.filter((change) => (maskAttributes(change.attributes, change.id), Object.keys(change.attributes!).length))
-        data.texts!.forEach((change) => (change.value = maskBare(change.value, change.id)))
-      } else if (event.type === Rrweb.Incremental && data.source === Rrweb.Input && typeof data.text === 'string') {
-        const el = element(data.id)
-        data.text = outOfSight(el, 'value') ? hide(data.text) : mask(data.text, el)
-      }
+      else if (event.type === Rrweb.Incremental)
+        if (data.source === Rrweb.Mutation) {
+          data.adds!.forEach((add) => maskTree(add.node))
+          // A change left with no attribute would still say which option it was.
+          data.attributes = data.attributes!.filter((change) => (maskAttributes(change.attributes, change.id), Object.keys(change.attributes!).length))
+          data.texts!.forEach((change) => (change.value = maskBare(change.value, change.id)))
+        } else if (data.source === Rrweb.Input) {
+          const el = element(data.id)
+          // Which box or radio button of a masked group is checked: the event's element itself tells.
+          if (/checkbox|radio/.test((el as HTMLInputElement)?.type) && redaction.masked(el)) return
+          data.text = outOfSight(el, 'value') ? hide(data.text!) : mask(data.text!, el)
+        }
       // A person did this (DOM mutations and style changes happen on their own): it keeps the session alive.
       emit(event, event.type === Rrweb.Incremental && USER_SOURCES.includes(data.source!))
     },
@@ -165,7 +168,7 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
     // description, keywords, author and social metas (og:title, twitter:description, product:price):
     // they repeat the title and text that privacy-first masks, and some name the person the page is of.
     slimDOMOptions: { comment: true, headMetaDescKeywords: true, headMetaSocial: true, headMetaAuthorship: true },
-    recordCanvas: false,
+    // Canvases are not recorded: rrweb's default (recordCanvas), and the build leaves its canvas code out.
   })
   return {
     stop: () => stop?.(),
