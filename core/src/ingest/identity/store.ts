@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto'
 import { type SQL, sql } from 'drizzle-orm'
 import type { Orm } from '../../db'
 import { rowsOf } from '../../db'
-import type { AlreadyStored, Sink } from '../../sink'
-import { firstSeenOf, sessionKey, type EndUserTouch } from '../sessions/service'
-import { boundedMerge, END_USER_ATTRIBUTES } from '../sessions/bounded-merge'
+import type { Sink } from '../../sink'
+import { sessionKey, type EndUserTouch } from '../sessions/service'
 import { endUsersSink, sessionEndUsers } from '../sessions/store'
 import { jsonParam } from '../shared/values'
 import { issuePeopleSink, type AliasMove } from '../errors/people'
+import { attributesAsLeft, mergedPending } from './as-left'
+import { repeatsOf, repeatsWhatIsStored } from './repeats'
 import { isIdentify, type IdentifyRow, type ReadsAliases } from './service'
 
 /** Names the identity lock among Postgres advisory locks (two-key form: this class, the project's hash). */
@@ -214,81 +215,6 @@ export function personLookup(projectId: string, auth: Record<string, unknown>, p
  * (`least` passes over a null). Null when there is only a stand-in (or only pending without activity).
  */
 const FIRST_SEEN_AS_LEFT = sql.raw('case when u.times_are_receipt then p.first_seen_at else least(u.first_seen_at, p.first_seen_at) end')
-
-/**
- * Per end user of the project among `pending`: the attributes merged in order (from the last touch
- * that replaces them, then `replacesAttributes`: the stored ones are no part of them), and the first
- * and last activity (null without any: a touch without activity has only its receipt, which moves no
- * time of a row that exists), as the end-user sink will write them. A touch's first activity is its
- * `firstAt` when it has one (a person left behind brings its first-seen time), else its `at`.
- */
-function mergedPending(projectId: string, pending: readonly EndUserTouch[]) {
-  const merged = new Map<
-    string,
-    { endUserId: string; attributes: Record<string, unknown>; firstAt: number | null; lastAt: number | null; replacesAttributes?: boolean }
-  >()
-  for (const touch of pending) {
-    if (touch.projectId !== projectId) continue
-    const seen = merged.get(touch.endUserId)
-    const active = !touch.noActivity
-    merged.set(touch.endUserId, {
-      endUserId: touch.endUserId,
-      attributes: touch.replacesAttributes ? { ...touch.attributes } : { ...seen?.attributes, ...touch.attributes },
-      firstAt: active ? Math.min(seen?.firstAt ?? Infinity, firstSeenOf(touch)) : (seen?.firstAt ?? null),
-      lastAt: active ? Math.max(seen?.lastAt ?? -Infinity, touch.at) : (seen?.lastAt ?? null),
-      replacesAttributes: seen?.replacesAttributes || touch.replacesAttributes || undefined,
-    })
-  }
-  return [...merged.values()]
-}
-
-/** The attributes of `endUserId` as the commit leaves them (see personLookup): a jsonb value. */
-function attributesAsLeft(projectId: string, endUserId: string, pending: readonly EndUserTouch[]): SQL {
-  const written = mergedPending(projectId, pending).find((p) => p.endUserId === endUserId)
-  const stored = written?.replacesAttributes
-    ? sql`'{}'::jsonb`
-    : sql`coalesce((select attributes from end_users where project_id = ${projectId} and end_user_id = ${endUserId}), '{}'::jsonb)`
-  return sql`(${stored} || ${jsonParam(written?.attributes ?? {})}::jsonb)`
-}
-
-/**
- * Whether an identify that left `person` as it was (no alias made or undone) repeats what is stored:
- * the person exists, and merging the attributes sent into its own, as the commit leaves them so far
- * (`pending`, taken now: an identify and its resend in one commit count once), changes nothing, as
- * the end-user sink merges them (boundedMerge): at the bound, a new name is dropped and changes
- * nothing either. Such an identify (a resend from the tracker's outbox or the relay, which carries no
- * id to know it by, or a page that identifies the same user again) stores nothing, and counts nothing
- * against the monthly limit. A row of `(project, known, attributes as left, attributes sent)`, for
- * repeatsOf.
- */
-function repeatsWhatIsStored(row: IdentifyRow, person: string, pending: readonly EndUserTouch[]): SQL {
-  const written = mergedPending(row.projectId, pending).some((p) => p.endUserId === person)
-  return sql`(${row.projectId}::uuid,
-    ${written}::boolean or exists (select 1 from end_users where project_id = ${row.projectId} and end_user_id = ${person}),
-    ${attributesAsLeft(row.projectId, person, pending)},
-    ${jsonParam(row.attributes)}::jsonb)`
-}
-
-/**
- * Per project, how many identifies repeat what is stored: one statement for the commit, where one per
- * identify would cost a round trip each inside the transaction. Every check reads the rows as they
- * were before the commit (end users are written in a later phase), with what it writes so far.
- * Materialized: boundedMerge repeats its arguments, and the attributes as left are a lookup (and a
- * copy of up to the bound's size) that Postgres would otherwise inline into each use (a one-row
- * VALUES is pulled up into the query that reads it).
- */
-async function repeatsOf(tx: Orm, checks: SQL[]): Promise<AlreadyStored> {
-  const repeated: AlreadyStored = new Map()
-  if (checks.length === 0) return repeated
-  const found = rowsOf<{ projectId: string }>(
-    await tx.execute(sql`
-      with c as materialized (select * from (values ${sql.join(checks, sql`, `)}) as v(project_id, known, as_left, sent))
-      select c.project_id::text as "projectId" from c
-      where c.known and ${boundedMerge(sql`c.as_left`, sql`c.sent`, END_USER_ATTRIBUTES)} = c.as_left`),
-  )
-  for (const { projectId } of found) repeated.set(projectId, (repeated.get(projectId) ?? 0) + 1)
-  return repeated
-}
 
 async function hasAttributes(tx: Orm, projectId: string, endUserId: string, pending: readonly EndUserTouch[]): Promise<boolean> {
   const [found] = rowsOf<{ has: boolean }>(await tx.execute(sql`select ${attributesAsLeft(projectId, endUserId, pending)} <> '{}'::jsonb as has`))
