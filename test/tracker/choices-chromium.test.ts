@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import type { RedactionStrategy } from '@sightline/tracker'
 import { chromiumSite, htmlPage, logOutAndLeave, startTracker } from './helpers/chromium'
+import { byId, recordingOf } from './helpers/recording'
 
 /**
  * Choices a form shows without a value: which radio button of a group is checked, whether a checkbox
@@ -13,17 +14,6 @@ const DIAGNOSES = ['SECRET-FLU', 'SECRET-DIABETES', 'SECRET-HIV-POSITIVE']
 
 let page = ''
 const chromium = chromiumSite(() => htmlPage(page))
-
-interface Node {
-  id: number
-  tagName?: string
-  attributes?: Record<string, unknown>
-  childNodes?: Node[]
-}
-
-const find = (node: Node, test: (node: Node) => boolean): Node | undefined => (test(node) ? node : node.childNodes?.map((child) => find(child, test)).find(Boolean))
-const ids = (node: Node): number[] => [node.id, ...(node.childNodes ?? []).flatMap(ids)]
-const byId = (node: Node, id: string) => find(node, (n) => n.attributes?.id === id)!
 
 /** A choice: the radio (index of DIAGNOSES), option and menu item the page's HTML checks, then its script; whether the box is checked, the toggle pressed, at first. */
 interface Choice {
@@ -69,17 +59,8 @@ async function recordedForm(strategy: RedactionStrategy, choice: Choice) {
   await tab.click('#pregnant')
   await tab.waitForTimeout(100)
   await logOutAndLeave(chromium)
-  const events = chromium.sends.filter((s) => s.path === '/events').flatMap((s) => s.body.events) as { type: number; data: any }[]
-  const snapshots = events.filter((e) => e.type === 2).map((e) => byId(e.data.node, 'form'))
-  const inForm = new Set(snapshots.flatMap(ids))
-  const mutations = events.filter((e) => e.type === 3 && e.data.source === 0)
-  return {
-    snapshots,
-    attributes: mutations.flatMap((e) => e.data.attributes.filter((change: Node) => inForm.has(change.id))),
-    adds: mutations.flatMap((e) => e.data.adds.filter((add: { parentId: number }) => inForm.has(add.parentId))),
-    inputs: events.filter((e) => e.type === 3 && e.data.source === 5 && inForm.has(e.data.id)).map(({ data: { id, text, isChecked } }) => ({ id, text, isChecked })),
-    everything: JSON.stringify(chromium.sends),
-  }
+  const recording = recordingOf(chromium.sends, (root) => byId(root, 'form'))
+  return { ...recording, inputs: recording.inputs.map(({ id, text, isChecked }: { id: number; text: string; isChecked: boolean }) => ({ id, text, isChecked })) }
 }
 
 const ONE: Choice = { first: 0, then: 1, pregnant: false, pressed: false }

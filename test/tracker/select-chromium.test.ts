@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import type { RedactionStrategy } from '@sightline/tracker'
 import { chromiumSite, htmlPage, logOutAndLeave, startTracker } from './helpers/chromium'
+import { find, recordingOf } from './helpers/recording'
 
 /**
  * A select in the recording, in headless Chromium with t.js as built: which option is chosen, by the
@@ -13,16 +14,6 @@ const VALUES = ['SECRET-A', 'SECRET-BBBB', 'SECRET-CCCCCCCC']
 
 let page = ''
 const chromium = chromiumSite(() => htmlPage(page))
-
-interface Node {
-  id: number
-  tagName?: string
-  attributes?: Record<string, unknown>
-  childNodes?: Node[]
-}
-
-const find = (node: Node, test: (node: Node) => boolean): Node | undefined => (test(node) ? node : node.childNodes?.map((child) => find(child, test)).find(Boolean))
-const ids = (node: Node): number[] => [node.id, ...(node.childNodes ?? []).flatMap(ids)]
 
 /**
  * The recording of the select, with options chosen in the order `choice` gives (indexes of VALUES):
@@ -50,17 +41,7 @@ async function recordedSelect(strategy: RedactionStrategy, choice: number[]) {
   await tab.selectOption('#condition', VALUES[choice[0]])
   await tab.waitForTimeout(100)
   await logOutAndLeave(chromium)
-  const events = chromium.sends.filter((s) => s.path === '/events').flatMap((s) => s.body.events) as { type: number; data: any }[]
-  const snapshots = events.filter((e) => e.type === 2).map((e) => find(e.data.node, (node) => node.tagName === 'select')!)
-  const inSelect = new Set(snapshots.flatMap(ids))
-  const mutations = events.filter((e) => e.type === 3 && e.data.source === 0)
-  return {
-    snapshots,
-    attributes: mutations.flatMap((e) => e.data.attributes.filter((change: Node) => inSelect.has(change.id))),
-    adds: mutations.flatMap((e) => e.data.adds.filter((add: { parentId: number }) => inSelect.has(add.parentId))),
-    inputs: events.filter((e) => e.type === 3 && e.data.source === 5 && inSelect.has(e.data.id)).map((e) => e.data),
-    everything: JSON.stringify(chromium.sends),
-  }
+  return recordingOf(chromium.sends, (root) => find(root, (node) => node.tagName === 'select')!)
 }
 
 describe('a select in the recording, in Chromium', () => {
