@@ -187,7 +187,7 @@ describe('socket client: a kept-alive connection closed as a request is written'
     })
   }
 
-  test('a streamed body (over 64 KB) on a reused connection closed under it is 502, never resent', async () => {
+  test('a streamed body (over 64 KB) read past what the relay holds (100 KB in one read) on a reused connection closed under it is 502, never resent', async () => {
     const upstream = startScripted((_index, _head, socket, n) => {
       if (n === 1) return [OK]
       socket.end()
@@ -200,6 +200,7 @@ describe('socket client: a kept-alive connection closed as a request is written'
       expect(large.status).toBe(502)
       await Bun.sleep(50)
       // No second connection: the body was not sent again (the scripted upstream counts its chunks as heads).
+      // One read of nothing held, or of 64 KB at most, is resent: upstream-resend-streamed.test.ts.
       expect(upstream.open.length).toBe(1)
     } finally {
       upstream.close()

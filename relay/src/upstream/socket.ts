@@ -1,6 +1,6 @@
 import type { Socket } from 'bun'
 import { UpstreamError } from '../errors.ts'
-import { isDroppedResponseHeader } from '../headers.ts'
+import { isDroppedResponseHeader, KEY_IN_BODY_MAX_BYTES } from '../headers.ts'
 import type { UpstreamClient, UpstreamRequest } from './types.ts'
 import { ResponseParser, type ParsedHead } from './parser.ts'
 import { exchangeClock, type TimedExchange } from './timing.ts'
@@ -37,7 +37,36 @@ interface Exchange extends TimedExchange {
   onAbort: (() => void) | undefined
   /** The answer's body while it streams. */
   body: ReadableStreamDefaultController<Uint8Array> | null
+  /** The client's body, when it streams: made once, it outlives a connection closed under it. */
+  streamed: StreamedBody | null
 }
+
+/**
+ * A request body read from the client as it is written upstream. A resend writes it on a fresh
+ * connection from where the first left off: what was read and held, then the read under way.
+ */
+interface StreamedBody {
+  reader: ReadableStreamDefaultReader<Uint8Array>
+  /** The connection writing it; null while a resend connects. A writer that is no longer it stops. */
+  conn: Connection | null
+  /** The read under way: a writer that loses the body to a resend leaves it for the next. */
+  reading: ReturnType<ReadableStreamDefaultReader<Uint8Array>['read']> | null
+  /**
+   * Everything read so far, while the connection may be closed under it (a reused one) and it is
+   * small (HELD_MAX_BYTES); null once it is not: the body can then no longer be resent.
+   */
+  held: Uint8Array[] | null
+  heldBytes: number
+  /** Bytes still due under Content-Length (Infinity when chunked). */
+  left: number
+}
+
+/**
+ * The most of a streamed body kept to write again: what the relay already reads whole of a small
+ * body, so a streamed request never holds more than a small one. The chunks are the ones read, kept
+ * by reference, not copied.
+ */
+const HELD_MAX_BYTES = KEY_IN_BODY_MAX_BYTES
 
 interface Connection {
   pool: Pool
@@ -170,49 +199,72 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
   function sendRequest(conn: Connection, exchange: Exchange): void {
     const body = exchange.request.body
     const { head, chunked } = requestHead(exchange.request, conn.pool.host)
-    if (body instanceof ReadableStream) return void streamBody(conn, exchange, head, body.getReader(), chunked)
+    if (body instanceof ReadableStream) return void streamBody(conn, exchange, head, body, chunked)
     writeOrQueue(conn, body ? Buffer.concat([head, body]) : head)
     if (!conn.backlog) exchange.sent = true
     else conn.drained = () => (exchange.sent = true)
   }
 
-  async function streamBody(conn: Connection, exchange: Exchange, head: Uint8Array, reader: ReadableStreamDefaultReader<Uint8Array>, chunked: boolean): Promise<void> {
+  async function streamBody(conn: Connection, exchange: Exchange, head: Uint8Array, stream: ReadableStream<Uint8Array>, chunked: boolean): Promise<void> {
     const { request } = exchange
-    const gone = () => conn.exchange !== exchange
     // Content-Length frames the body on this connection (RFC 9112 §6.3): bytes past it would be read
     // by core as a request of their own, past the relay's path rules (smuggling, RFC 9112 §11.2), and
     // a body that ends short leaves core waiting. The runtime frames what it received, but a handler
     // may be given a Request whose header no longer fits its body (one rewritten on the way).
-    let left = chunked ? Infinity : request.contentLength!
+    const body = (exchange.streamed ??= { reader: stream.getReader(), conn: null, reading: null, held: [], heldBytes: 0, left: chunked ? Infinity : request.contentLength! })
+    // What a connection closed under it left to write again (nothing on a first attempt). Only a
+    // reused connection may be closed under it and resent from: on a fresh one nothing is held.
+    const replay = body.held
+    body.conn = conn
+    if (!conn.reused) body.held = null
+    const writing = () => body.conn === conn && conn.exchange === exchange
+    const frame = (value: Uint8Array) => (chunked ? Buffer.concat([Buffer.from(`${value.byteLength.toString(16)}${CRLF}`, 'latin1'), value, Buffer.from(CRLF, 'latin1')]) : value)
     const mismatch = (how: string) => new UpstreamError('aborted', `the body is ${how} than its Content-Length of ${request.contentLength}`)
     try {
       await write(conn, head)
-      for (;;) {
-        const { done, value } = await reader.read()
-        if (gone()) break
+      for (const value of replay ?? []) {
+        if (!writing()) break
+        if (value.byteLength > 0) await write(conn, frame(value))
+      }
+      while (writing()) {
+        const { done, value } = await (body.reading ??= body.reader.read())
+        // Handed to a resend: the read is the next connection's to write, not this one's.
+        if (body.conn !== conn) return
+        body.reading = null
+        if (!writing()) break
         if (done) {
-          if (left > 0 && left !== Infinity) throw mismatch('shorter')
+          if (body.left > 0 && body.left !== Infinity) throw mismatch('shorter')
           if (chunked) await write(conn, Buffer.from(`0${CRLF}${CRLF}`, 'latin1'))
           exchange.sent = true
           if (!exchange.answered) clock.arm(exchange)
           return
         }
-        left -= value.byteLength
-        if (left < 0) {
-          await reader.cancel().catch(() => {})
+        body.left -= value.byteLength
+        if (body.left < 0) {
+          await body.reader.cancel().catch(() => {})
           throw mismatch('longer')
         }
-        if (value.byteLength > 0) await write(conn, chunked ? Buffer.concat([Buffer.from(`${value.byteLength.toString(16)}${CRLF}`, 'latin1'), value, Buffer.from(CRLF, 'latin1')]) : value)
-        if (gone()) break
+        hold(body, value)
+        if (value.byteLength > 0) await write(conn, frame(value))
+        if (!writing()) break
         if (!exchange.answered) clock.arm(exchange)
       }
       // Core answered or the exchange failed before the body was through: stop reading the client.
-      await reader.cancel().catch(() => {})
+      // A body handed to a resend is not this writer's to stop.
+      if (body.conn === conn) await body.reader.cancel().catch(() => {})
     } catch (error) {
       // The client's body failed (it went away, passed the limit, or did not fit its length): the
       // exchange cannot finish.
-      if (!gone()) fail(conn, error instanceof UpstreamError ? error : new UpstreamError('aborted', 'the client body failed', { cause: error }))
+      if (writing()) fail(conn, error instanceof UpstreamError ? error : new UpstreamError('aborted', 'the client body failed', { cause: error }))
     }
+  }
+
+  /** Keeps a piece read to write again, while all that was read stays within the bound. */
+  function hold(body: StreamedBody, value: Uint8Array): void {
+    if (!body.held) return
+    body.heldBytes += value.byteLength
+    if (body.heldBytes <= HELD_MAX_BYTES) body.held.push(value)
+    else body.held = null
   }
 
   function fail(conn: Connection, error: UpstreamError): void {
@@ -259,6 +311,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
     }
     if (mayResend(conn, exchange)) {
       conn.exchange = null
+      if (exchange.streamed) exchange.streamed.conn = null
       start(exchange, null)
       return
     }
@@ -267,8 +320,9 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
 
   /**
    * Whether a request whose connection closed under it goes out once more, on a fresh connection.
-   * Only on a reused connection, before any byte of an answer, with a body the relay still holds
-   * whole (none, or the bytes it read; a streamed body is partly consumed once its head is written).
+   * Only on a reused connection, before any byte of an answer, with a body the relay can write whole
+   * again: none, the bytes it read, or a streamed body of which nothing was read yet or what was read
+   * is still held (`held`, at most HELD_MAX_BYTES); the rest of it is then read as before, once.
    * That is the race of a kept-alive connection: core closes it between requests (its idle timeout,
    * a graceful stop; a server that has read a request answers it before it closes), and its FIN
    * crosses the request on the wire or lands just after an answer, too late for `end` to have taken
@@ -280,7 +334,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
    * connection is never `reused`, so this is once; a connection that fails fresh is core down: 502.
    */
   const mayResend = (conn: Connection, exchange: Exchange): boolean =>
-    !exchange.answered && conn.reused && !conn.parser.receivedAny() && !(exchange.request.body instanceof ReadableStream)
+    !exchange.answered && conn.reused && !conn.parser.receivedAny() && (!(exchange.request.body instanceof ReadableStream) || exchange.streamed?.held != null)
 
   function onData(conn: Connection, chunk: Uint8Array): void {
     const exchange = conn.exchange
@@ -336,6 +390,8 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
     }
     clock.settle(exchange)
     exchange.answered = true
+    // An answer begun is never resent: what was held of the body need not be kept.
+    if (exchange.streamed) exchange.streamed.held = null
     exchange.resolve(response)
   }
 
@@ -370,12 +426,15 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
     clock.settle(exchange)
     if (exchange.answered) return
     exchange.answered = true
+    unwatch(exchange)
+    // A resend given up while it connects: no writer is left to stop reading the client's body.
+    exchange.streamed?.reader.cancel().catch(() => {})
     exchange.reject(error)
   }
 
   return (request) =>
     new Promise<Response>((resolve, reject) => {
-      const exchange: Exchange = { request, resolve, reject, conn: null, answered: false, sent: false, timer: undefined, idle: null, onAbort: undefined, body: null }
+      const exchange: Exchange = { request, resolve, reject, conn: null, answered: false, sent: false, timer: undefined, idle: null, onAbort: undefined, body: null, streamed: null }
       const { signal } = request
       if (signal?.aborted) return reject(new UpstreamError('aborted', 'the client went away'))
       // Refused before a connection is taken: the head is written once a connection is there, and a

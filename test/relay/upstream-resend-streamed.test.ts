@@ -1,0 +1,236 @@
+import { describe, expect, test } from 'bun:test'
+import type { Socket } from 'bun'
+import { createRelay } from '@sightline/relay'
+import { socketClient } from '@sightline/relay/upstream/socket'
+
+// A streamed body (over 64 KB) whose reused keep-alive connection core closes just as the request
+// arrives (core's idle timeout crossing it on the wire). Core never had it: it goes out once more on
+// a fresh connection when the relay can still write it whole (nothing of it read yet, or what was
+// read is still held), and is 502 when part of it was read and not held.
+
+type Conn = { index: number; buffered: Buffer; requests: number; expecting: { head: string; length: number; chunked: Buffer[] | null } | null }
+type Received = { connection: number; head: string; body: Buffer }
+
+const OK = 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'
+
+/**
+ * An upstream that reads whole requests (Content-Length or chunked bodies) and records each with its body.
+ * The first request on each connection is answered; any later one finds the connection closed
+ * (`how`) as its head arrives, before any of its body is read; `stop` stops listening too (core gone).
+ */
+function startClosingReused(how: 'end' | 'terminate' | 'stop') {
+  const received: Received[] = []
+  const heads: number[] = []
+  let connections = 0
+  const listener = Bun.listen<Conn>({
+    hostname: '127.0.0.1',
+    port: 0,
+    socket: {
+      open(socket) {
+        socket.data = { index: connections++, buffered: Buffer.alloc(0), requests: 0, expecting: null }
+      },
+      data(socket, chunk) {
+        const conn = socket.data
+        conn.buffered = Buffer.concat([conn.buffered, chunk])
+        for (;;) {
+          if (!conn.expecting) {
+            const end = conn.buffered.indexOf('\r\n\r\n')
+            if (end === -1) return
+            const head = conn.buffered.subarray(0, end).toString('latin1')
+            conn.buffered = conn.buffered.subarray(end + 4)
+            heads.push(conn.index)
+            if (++conn.requests > 1) return void (how === 'stop' ? listener.stop(true) : socket[how]())
+            conn.expecting = { head, length: Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0), chunked: /\r\ntransfer-encoding: chunked/i.test(head) ? [] : null }
+          }
+          const { chunked } = conn.expecting
+          if (chunked) {
+            // Chunks without extensions or trailers, as the relay writes them.
+            const line = conn.buffered.indexOf('\r\n')
+            if (line === -1) return
+            const size = parseInt(conn.buffered.subarray(0, line).toString('latin1'), 16)
+            if (conn.buffered.byteLength < line + 2 + size + 2) return
+            chunked.push(Buffer.from(conn.buffered.subarray(line + 2, line + 2 + size)))
+            conn.buffered = conn.buffered.subarray(line + 2 + size + 2)
+            if (size > 0) continue
+            received.push({ connection: conn.index, head: conn.expecting.head, body: Buffer.concat(chunked) })
+          } else {
+            if (conn.buffered.byteLength < conn.expecting.length) return
+            received.push({ connection: conn.index, head: conn.expecting.head, body: Buffer.from(conn.buffered.subarray(0, conn.expecting.length)) })
+            conn.buffered = conn.buffered.subarray(conn.expecting.length)
+          }
+          conn.expecting = null
+          socket.write(OK)
+        }
+      },
+    },
+  })
+  return { url: `http://127.0.0.1:${listener.port}`, received, heads, connections: () => connections, close: () => listener.stop(true) }
+}
+
+const relayTo = (upstream: string, timeoutMs = 2000) => createRelay({ upstream, prefix: '/_sl', client: socketClient(), timeoutMs })
+const get = (relay: ReturnType<typeof relayTo>) => relay(new Request('http://shop.test/_sl/health'))
+
+const SIZE = 1024 * 1024
+const PIECE = 16 * 1024
+function bodyBytes(): Buffer {
+  const bytes = Buffer.alloc(SIZE)
+  for (let i = 0; i < SIZE; i++) bytes[i] = 0x61 + ((i * 7 + (i >> 10)) % 26)
+  return bytes
+}
+
+/**
+ * The client's body as a browser's upload reaches the relay: `first` bytes with the head, the rest
+ * after `waitMs` (still on the wire), 16 KB a read. Records how far it was read and whether it was cancelled.
+ */
+function clientBody(bytes: Buffer, first: number, waitMs: number) {
+  const state = { pulled: 0, cancelled: false }
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        if (state.pulled === first) await Bun.sleep(waitMs)
+        if (state.pulled >= bytes.byteLength) return controller.close()
+        const size = state.pulled < first ? Math.min(first - state.pulled, 64 * 1024) : PIECE
+        const piece = new Uint8Array(bytes.subarray(state.pulled, state.pulled + size))
+        state.pulled += piece.byteLength
+        controller.enqueue(piece)
+      },
+      cancel() {
+        state.cancelled = true
+      },
+    },
+    { highWaterMark: 0 },
+  )
+  return { stream, state }
+}
+
+const postStream = (relay: ReturnType<typeof relayTo>, stream: ReadableStream<Uint8Array>, signal?: AbortSignal) =>
+  relay(new Request('http://shop.test/_sl/api/ingestion/replay', { method: 'POST', body: stream, duplex: 'half', headers: { 'content-type': 'application/octet-stream', 'content-length': String(SIZE) }, signal } as RequestInit))
+
+describe('socket client: a streamed body on a reused connection core closes as the request arrives', () => {
+  for (const how of ['end', 'terminate'] as const) {
+    for (const [what, first] of [
+      ['none of it read yet', 0],
+      ['16 KB of it read and held', PIECE],
+    ] as const) {
+      test(`(${how}) ${what}: resent on a fresh connection, core gets the whole 1 MB body exactly once and the client core's answer`, async () => {
+        const upstream = startClosingReused(how)
+        try {
+          const relay = relayTo(upstream.url)
+          expect(await (await get(relay)).text()).toBe('ok')
+          const bytes = bodyBytes()
+          const { stream, state } = clientBody(bytes, first, 100)
+          const res = await postStream(relay, stream)
+          expect({ status: res.status, text: await res.text() }).toEqual({ status: 200, text: 'ok' })
+          // The POST's head reached connection 0 (closed under it), then connection 1, which read it whole.
+          expect(upstream.heads).toEqual([0, 0, 1])
+          expect(upstream.received.map((r) => r.connection)).toEqual([0, 1])
+          const resent = upstream.received[1]
+          expect(resent.head).toStartWith('POST /api/ingestion/replay HTTP/1.1')
+          expect(resent.body.byteLength).toBe(SIZE)
+          expect(Buffer.compare(resent.body, bytes)).toBe(0)
+          expect({ pulled: state.pulled, cancelled: state.cancelled }).toEqual({ pulled: SIZE, cancelled: false })
+          // Nothing more came after the body: no duplicate piece read as the start of another request.
+          await Bun.sleep(50)
+          expect(upstream.heads).toEqual([0, 0, 1])
+        } finally {
+          upstream.close()
+        }
+      })
+    }
+
+    test(`(${how}) 128 KB of it read, more than the relay holds: 502, not resent, and the client's body is no longer read`, async () => {
+      const upstream = startClosingReused(how)
+      try {
+        const relay = relayTo(upstream.url)
+        expect(await (await get(relay)).text()).toBe('ok')
+        const { stream, state } = clientBody(bodyBytes(), 128 * 1024, 100)
+        const res = await postStream(relay, stream)
+        expect(res.status).toBe(502)
+        await Bun.sleep(200)
+        expect(upstream.connections()).toBe(1)
+        expect(upstream.heads).toEqual([0, 0])
+        expect(state.cancelled).toBe(true)
+        expect(state.pulled).toBeLessThan(SIZE)
+      } finally {
+        upstream.close()
+      }
+    })
+  }
+
+  test('a chunked body (undeclared size) with 16 KB read and held: resent whole, each piece framed once', async () => {
+    // Through the client itself: the relay reads past 64 KB of a body of undeclared size before it
+    // contacts core, more than it holds, so only a direct caller streams one chunked from its start.
+    const upstream = startClosingReused('end')
+    try {
+      const send = socketClient()
+      const request = (body: ReadableStream<Uint8Array> | null) => ({ origin: upstream.url, target: '/api/ingestion/replay', method: 'POST', headers: [], body, contentLength: null, timeoutMs: 2000 })
+      expect(await (await send(request(null))).text()).toBe('ok')
+      const bytes = bodyBytes()
+      const { stream, state } = clientBody(bytes, PIECE, 100)
+      const res = await send(request(stream))
+      expect({ status: res.status, text: await res.text() }).toEqual({ status: 200, text: 'ok' })
+      expect(upstream.heads).toEqual([0, 0, 1])
+      expect(upstream.received[1].head).toContain('transfer-encoding: chunked')
+      expect(Buffer.compare(upstream.received[1].body, bytes)).toBe(0)
+      expect(state.cancelled).toBe(false)
+    } finally {
+      upstream.close()
+    }
+  })
+
+  test('the client going away while its resent body waits: 499, the body is cancelled and core gets no whole request', async () => {
+    const upstream = startClosingReused('end')
+    try {
+      const relay = relayTo(upstream.url)
+      expect(await (await get(relay)).text()).toBe('ok')
+      const { stream, state } = clientBody(bodyBytes(), 0, 400)
+      const abort = new AbortController()
+      setTimeout(() => abort.abort(), 150)
+      const started = Date.now()
+      const res = await postStream(relay, stream, abort.signal)
+      expect(res.status).toBe(499)
+      expect(Date.now() - started).toBeLessThan(350)
+      await Bun.sleep(400)
+      expect(state.cancelled).toBe(true)
+      expect(upstream.received.length).toBe(1)
+    } finally {
+      upstream.close()
+    }
+  })
+
+  test('a resend whose fresh connection cannot be made: 502 at once, and the client body is cancelled', async () => {
+    const upstream = startClosingReused('stop')
+    try {
+      const relay = relayTo(upstream.url)
+      expect(await (await get(relay)).text()).toBe('ok')
+      const { stream, state } = clientBody(bodyBytes(), 0, 100)
+      const started = Date.now()
+      const res = await postStream(relay, stream)
+      expect(res.status).toBe(502)
+      expect(Date.now() - started).toBeLessThan(500)
+      await Bun.sleep(200)
+      expect(state.cancelled).toBe(true)
+      expect(state.pulled).toBe(PIECE)
+    } finally {
+      upstream.close()
+    }
+  })
+
+  test('timeoutMs still applies to a resent body: a client body that stalls past it is 504 and cancelled', async () => {
+    const upstream = startClosingReused('end')
+    try {
+      const relay = relayTo(upstream.url, 200)
+      expect(await (await get(relay)).text()).toBe('ok')
+      const { stream, state } = clientBody(bodyBytes(), 0, 1000)
+      const started = Date.now()
+      const res = await postStream(relay, stream)
+      expect(res.status).toBe(504)
+      expect(Date.now() - started).toBeLessThan(700)
+      await Bun.sleep(1000)
+      expect(state.cancelled).toBe(true)
+      expect(upstream.received.length).toBe(1)
+    } finally {
+      upstream.close()
+    }
+  })
+})
