@@ -143,11 +143,14 @@ interface EarlierDatabase {
   read<T>(fn: (query: Query) => Promise<T>): Promise<T>
 }
 
-/** A database made by the release that had the first `count` migrations, holding that release's rows. */
-async function earlierDatabase(count: number): Promise<EarlierDatabase> {
+/**
+ * A database made by the release that had the first `count` migrations, holding that release's rows
+ * and `extraRows` (named apart by `name`, so tests of one release do not share a database).
+ */
+async function earlierDatabase(count: number, { name = `${count}`, extraRows = '' } = {}): Promise<EarlierDatabase> {
   const migrationsFolder = migrationsOfRelease(count)
   if (engine === 'postgres') {
-    const url = await emptyPostgresDatabase(`sl_test_upgrade_${process.pid}_${count}`)
+    const url = await emptyPostgresDatabase(`sl_test_upgrade_${process.pid}_${name}`)
     const read = async <T,>(fn: (query: Query) => Promise<T>) => {
       const client = postgres(url, { max: 1, onnotice: () => {} })
       try {
@@ -158,15 +161,15 @@ async function earlierDatabase(count: number): Promise<EarlierDatabase> {
     }
     const client = postgres(url, { max: 1, onnotice: () => {} })
     await migratePostgres(drizzlePostgres(client), { migrationsFolder })
-    await client.unsafe(rowsFor(count))
+    await client.unsafe(rowsFor(count) + extraRows)
     await client.end()
     return { env: { DATABASE_URL: url }, read }
   }
-  const dir = join(scratch, `data-${count}`)
+  const dir = join(scratch, `data-${name}`)
   mkdirSync(dir)
   const pg = await PGlite.create(join(dir, 'pglite'), { loadDataDir: await emptyEmbeddedCluster() })
   await migratePglite(drizzlePglite({ client: pg }), { migrationsFolder })
-  await pg.exec(rowsFor(count))
+  await pg.exec(rowsFor(count) + extraRows)
   await pg.close()
   return {
     env: { DATA_DIR: dir },
@@ -259,6 +262,100 @@ describe.skipIf(engine !== 'postgres')('a core process starting while another mi
     } finally {
       await other.end()
     }
+  })
+})
+
+/** Applies every migration of this core to a database, with the migrator core runs at start. */
+async function migrateToCurrent(database: EarlierDatabase): Promise<void> {
+  if (engine === 'postgres') {
+    const client = postgres(database.env.DATABASE_URL, { max: 1, onnotice: () => {} })
+    try {
+      await migratePostgres(drizzlePostgres(client), { migrationsFolder: MIGRATIONS_FOLDER })
+    } finally {
+      await client.end()
+    }
+    return
+  }
+  const pg = await PGlite.create(join(database.env.DATA_DIR, 'pglite'))
+  try {
+    await migratePglite(drizzlePglite({ client: pg }), { migrationsFolder: MIGRATIONS_FOLDER })
+  } finally {
+    await pg.close()
+  }
+}
+
+describe('upgrading Issues whose users were stored before aliases counted as their person', () => {
+  // Cores before 0007 kept an Issue's user keyed by the device even once it was made an alias.
+  const release = journal.entries.findIndex(({ tag }) => tag === '0007_issue_end_users_by_end_user') + 1
+  const OTHER = '0190a4b4-0000-7000-8000-00000000000b'
+  const issue = (n: number) => `0190a4b4-0000-7000-8000-0000000001${String(n).padStart(2, '0')}`
+  const day = (d: number) => `'2026-01-${String(d).padStart(2, '0')} 00:00:00+00'`
+  const issueRow = (project: string, n: number, affected: number) =>
+    `('${project}', '${issue(n)}', 'fp-people-${n}', 'Error ${n}', ${day(1)}, ${day(20)}, 9, ${affected})`
+  const ROWS = `
+    insert into projects (project_id, name) values ('${OTHER}', 'other');
+    insert into end_user_aliases (project_id, alias_id, end_user_id) values
+      ('${PROJECT}', 'ada-phone', 'ada'), ('${PROJECT}', 'ada-laptop', 'ada'), ('${PROJECT}', 'bob-phone', 'bob');
+    insert into issues (project_id, issue_id, fingerprint, title, first_seen_at, last_seen_at, occurrences, affected_users) values
+      ${issueRow(PROJECT, 1, 3)}, ${issueRow(PROJECT, 2, 3)}, ${issueRow(PROJECT, 3, 5)}, ${issueRow(PROJECT, 4, 4)}, ${issueRow(OTHER, 5, 2)};
+    insert into issue_end_users (project_id, issue_id, end_user_id, first_seen_at) values
+      -- Ada and two of her devices, one seen first: one person, seen since the device's first report.
+      ('${PROJECT}', '${issue(1)}', 'ada', ${day(5)}), ('${PROJECT}', '${issue(1)}', 'ada-phone', ${day(3)}),
+      ('${PROJECT}', '${issue(1)}', 'ada-laptop', ${day(9)}),
+      -- Two devices of Ada without her own row, and Bob.
+      ('${PROJECT}', '${issue(2)}', 'ada-phone', ${day(7)}), ('${PROJECT}', '${issue(2)}', 'ada-laptop', ${day(6)}),
+      ('${PROJECT}', '${issue(2)}', 'bob', ${day(8)}),
+      -- No alias: counted (with users stored before issue_end_users, 0001) as it was.
+      ('${PROJECT}', '${issue(3)}', 'bob', ${day(2)}), ('${PROJECT}', '${issue(3)}', 'carol', ${day(2)}),
+      -- A device alone, among users counted before issue_end_users: re-keyed, the count stays.
+      ('${PROJECT}', '${issue(4)}', 'bob-phone', ${day(4)}),
+      -- Another project, where these ids are no aliases.
+      ('${OTHER}', '${issue(5)}', 'ada', ${day(3)}), ('${OTHER}', '${issue(5)}', 'ada-phone', ${day(4)});
+  `
+  const users = (query: Query) =>
+    query<{ row: string }>(
+      `select project_id || ' ' || issue_id || ' ' || end_user_id || ' ' || to_char(first_seen_at at time zone 'UTC', 'YYYY-MM-DD') as row
+       from issue_end_users where issue_id::text like '0190a4b4-0000-7000-8000-0000000001%' order by 1`,
+    ).then((rows) => rows.map((r) => r.row))
+  const counts = (query: Query) =>
+    query<{ issue_id: string; affected_users: number }>(
+      `select issue_id::text, affected_users::int from issues where issue_id::text like '0190a4b4-0000-7000-8000-0000000001%' order by 1`,
+    ).then((rows) => Object.fromEntries(rows.map((r) => [r.issue_id, r.affected_users])))
+
+  test("a device made an alias counts as its person: its rows re-keyed or merged, each Issue's count lowered by the rows merged", async () => {
+    const database = await earlierDatabase(release, { name: 'issue_people', extraRows: ROWS })
+    const before = await database.read((query) => contents(query))
+    await migrateToCurrent(database)
+
+    const row = (project: string, n: number, user: string, d: number) => `${project} ${issue(n)} ${user} 2026-01-${String(d).padStart(2, '0')}`
+    expect(await database.read(users)).toEqual(
+      [
+        row(PROJECT, 1, 'ada', 3),
+        row(PROJECT, 2, 'ada', 6),
+        row(PROJECT, 2, 'bob', 8),
+        row(PROJECT, 3, 'bob', 2),
+        row(PROJECT, 3, 'carol', 2),
+        row(PROJECT, 4, 'bob', 4),
+        row(OTHER, 5, 'ada', 3),
+        row(OTHER, 5, 'ada-phone', 4),
+      ].sort(),
+    )
+    expect(await database.read(counts)).toEqual({ [issue(1)]: 1, [issue(2)]: 2, [issue(3)]: 5, [issue(4)]: 4, [issue(5)]: 2 })
+
+    // Every other row is as it was (the first release's Issue, whose user is a person, among them).
+    const after = await database.read((query) => contents(query, before.columns))
+    for (const table of Object.keys(before.rows).filter((t) => t !== 'issue_end_users' && t !== 'issues')) {
+      expect(after.rows[table], table).toEqual(before.rows[table])
+    }
+    const untouched = (rows: string[]) => rows.filter((r) => !r.includes('0190a4b4-0000-7000-8000-0000000001'))
+    expect(untouched(after.rows.issues)).toEqual(untouched(before.rows.issues))
+    expect(untouched(after.rows.issue_end_users)).toEqual(untouched(before.rows.issue_end_users))
+
+    // Run again, the migration finds nothing to move and changes nothing.
+    const migration = await Bun.file(join(MIGRATIONS_FOLDER, `${journal.entries[release].tag}.sql`)).text()
+    const moved = await database.read((query) => contents(query, before.columns))
+    for (const statement of migration.split('--> statement-breakpoint')) await database.read((query) => query(statement))
+    expect(await database.read((query) => contents(query, before.columns))).toEqual(moved)
   })
 })
 
