@@ -78,6 +78,27 @@ describe('what an Issue row counts', () => {
     expect(await issue(ordered)).toMatchObject({ occurrences: 2, first_release: '1.9.0', last_release: '1.10.0' })
   })
 
+  test('first and last release when occurrences without one come between, earlier or later, across commits', async () => {
+    const now = Date.now()
+    // The Issue's earliest occurrence names no release; an occurrence with a release older than the one stored comes later.
+    const [first] = (await send(report('renderRelE', { timestampMs: now - 5_000 }))).issues
+    await send(report('renderRelE', { timestampMs: now - 100, release: '2.0.0' }))
+    await send(report('renderRelE', { timestampMs: now - 3_000, release: '1.0.0' }))
+    expect(await issue(first)).toMatchObject({ occurrences: 3, first_release: '1.0.0', last_release: '2.0.0' })
+    // The Issue's latest occurrence names no release; an occurrence with a release newer than the one stored comes later.
+    const [last] = (await send(report('renderRelF', { timestampMs: now - 100 }))).issues
+    await send(report('renderRelF', { timestampMs: now - 5_000, release: '1.0.0' }))
+    await send(report('renderRelF', { timestampMs: now - 3_000, release: '2.0.0' }))
+    expect(await issue(last)).toMatchObject({ occurrences: 3, first_release: '1.0.0', last_release: '2.0.0' })
+    // A batch whose earliest (latest) occurrence names no release does not make its release the first (last).
+    const [earlier] = (await send(report('renderRelG', { timestampMs: now - 3_000, release: '1.0.0' }))).issues
+    await send({ sessionId: 's-rel', errors: [report('renderRelG', { sessionId: undefined, timestampMs: now - 5_000 }), report('renderRelG', { sessionId: undefined, timestampMs: now - 1_000, release: '2.0.0' })] })
+    expect(await issue(earlier)).toMatchObject({ occurrences: 3, first_release: '1.0.0', last_release: '2.0.0' })
+    const [later] = (await send(report('renderRelH', { timestampMs: now - 3_000, release: '2.0.0' }))).issues
+    await send({ sessionId: 's-rel', errors: [report('renderRelH', { sessionId: undefined, timestampMs: now - 100 }), report('renderRelH', { sessionId: undefined, timestampMs: now - 5_000, release: '1.0.0' })] })
+    expect(await issue(later)).toMatchObject({ occurrences: 3, first_release: '1.0.0', last_release: '2.0.0' })
+  })
+
   test('many Issues in one batch, listed in opposite orders through two cores at once: no deadlock, every count exact, issues answered in report order', async () => {
     const second = await startCore({ database: core.database })
     try {

@@ -17,6 +17,9 @@ export interface IssueDelta {
   newUsers: number
   firstRelease: string | null
   lastRelease: string | null
+  /** When the occurrences of `firstRelease` and `lastRelease` were made: the Issue's own first and last seen may be of occurrences without a release. */
+  firstReleaseAt: number | null
+  lastReleaseAt: number | null
 }
 
 const issueKey = (r: { projectId: string; fingerprint: string }) => `${r.projectId}\n${r.fingerprint}`
@@ -24,12 +27,11 @@ const issueKey = (r: { projectId: string; fingerprint: string }) => `${r.project
 /**
  * One delta per Issue, in fingerprint order (the order commits lock Issues in). `addedUsers` counts
  * the end users newly recorded per Issue, by `projectId \n issueId`. The first and last release are
- * those of the earliest and latest occurrence that has one, whatever order the batch lists them in
- * (as the upsert keeps a release an Issue has when a later commit brings none).
+ * those of the earliest and latest occurrence that has one, whatever order the batch lists them in,
+ * with the times those were made: the sink weighs them against the occurrences stored before.
  */
 export function issueDeltas(occurrences: readonly OccurrenceRow[], addedUsers: ReadonlyMap<string, number> = new Map()): IssueDelta[] {
   const deltas = new Map<string, IssueDelta>()
-  const releaseTimes = new Map<string, { first: number; last: number }>()
   for (const o of occurrences) {
     const key = issueKey(o)
     const seen = deltas.get(key)
@@ -47,22 +49,17 @@ export function issueDeltas(occurrences: readonly OccurrenceRow[], addedUsers: R
         newUsers: addedUsers.get(`${o.projectId}\n${o.issueId}`) ?? 0,
         firstRelease: o.release,
         lastRelease: o.release,
+        firstReleaseAt: o.release === null ? null : o.timestamp,
+        lastReleaseAt: o.release === null ? null : o.timestamp,
       })
-      if (o.release !== null) releaseTimes.set(key, { first: o.timestamp, last: o.timestamp })
       continue
     }
     seen.count++
     seen.firstAt = Math.min(seen.firstAt, o.timestamp)
     if (o.timestamp >= seen.lastAt) Object.assign(seen, { lastAt: o.timestamp, title: o.title, culprit: o.culprit ?? seen.culprit, level: o.level })
     if (o.release === null) continue
-    const times = releaseTimes.get(key)
-    if (!times) {
-      Object.assign(seen, { firstRelease: o.release, lastRelease: o.release })
-      releaseTimes.set(key, { first: o.timestamp, last: o.timestamp })
-      continue
-    }
-    if (o.timestamp < times.first) [seen.firstRelease, times.first] = [o.release, o.timestamp]
-    if (o.timestamp >= times.last) [seen.lastRelease, times.last] = [o.release, o.timestamp]
+    if (seen.firstReleaseAt === null || o.timestamp < seen.firstReleaseAt) Object.assign(seen, { firstRelease: o.release, firstReleaseAt: o.timestamp })
+    if (seen.lastReleaseAt === null || o.timestamp >= seen.lastReleaseAt) Object.assign(seen, { lastRelease: o.release, lastReleaseAt: o.timestamp })
   }
   return sortedBy([...deltas.values()], issueKey)
 }

@@ -6,7 +6,7 @@ import { sessionKey } from '../sessions/service'
 import { sessionEndUsers } from '../sessions/store'
 import { sortedBy } from '../shared/rows'
 import { jsonParam } from '../shared/values'
-import { issueDeltas, issueUsers } from './issues'
+import { issueDeltas, issueUsers, type IssueDelta } from './issues'
 import type { OccurrenceRow } from './service'
 
 /**
@@ -59,12 +59,13 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
     }
 
     // Counted whatever the Issue's status; whether an occurrence reopens a resolved one is decided after.
+    const deltas = issueDeltas(fresh, addedUsers)
     const upserted = await tx.execute(sql`
       insert into issues as i (project_id, issue_id, fingerprint, title, culprit, level, status, is_regression,
         first_seen_at, last_seen_at, occurrences, affected_users, first_release, last_release)
       select d."projectId", d."issueId", d.fingerprint, d.title, d.culprit, d.level, 'open', false,
         to_timestamp(d."firstAt" / 1000.0), to_timestamp(d."lastAt" / 1000.0), d.count, d."newUsers", d."firstRelease", d."lastRelease"
-      from jsonb_to_recordset(${jsonParam(issueDeltas(fresh, addedUsers))}::jsonb) as d(
+      from jsonb_to_recordset(${jsonParam(deltas)}::jsonb) as d(
         "projectId" uuid, "issueId" uuid, fingerprint text, title text, culprit text, level text,
         "firstAt" float8, "lastAt" float8, count bigint, "newUsers" bigint, "firstRelease" text, "lastRelease" text)
       on conflict (project_id, issue_id) do update set
@@ -75,10 +76,10 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
         title = case when excluded.last_seen_at >= i.last_seen_at then excluded.title else i.title end,
         culprit = case when excluded.last_seen_at >= i.last_seen_at then coalesce(excluded.culprit, i.culprit) else i.culprit end,
         level = case when excluded.last_seen_at >= i.last_seen_at then excluded.level else i.level end,
-        first_release = case when i.first_release is null or excluded.first_seen_at < i.first_seen_at
-                             then coalesce(excluded.first_release, i.first_release) else i.first_release end,
-        last_release = case when i.last_release is null or excluded.last_seen_at >= i.last_seen_at then coalesce(excluded.last_release, i.last_release) else i.last_release end
+        first_release = coalesce(i.first_release, excluded.first_release),
+        last_release = coalesce(i.last_release, excluded.last_release)
       returning project_id::text as "projectId", issue_id::text as "issueId", status`)
+    await withReleasesInTime(tx, deltas)
     const resolved = new Set(
       rowsOf<{ projectId: string; issueId: string; status: string }>(upserted).flatMap((r) => (r.status === 'resolved' ? [`${r.projectId}\n${r.issueId}`] : [])),
     )
@@ -86,6 +87,34 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
     if (recurring.length > 0) await reopenRecurring(tx, recurring)
     return alreadyStored
   },
+}
+
+/**
+ * The first and last release of Issues to which this commit brings occurrences naming one: those of
+ * the earliest and latest occurrence that names one, whichever commit brought it. The Issue's own
+ * first and last seen do not tell, being those of any occurrence, with a release or not: a release
+ * is compared with the stored occurrences that name one, made before it (after it), which the
+ * Issue's index finds walking back (forth) from its time. Run after the upsert, which holds the
+ * Issues: a commit that waited for it sees what the one before stored.
+ */
+async function withReleasesInTime(tx: Orm, deltas: readonly IssueDelta[]): Promise<void> {
+  const named = deltas.filter((d) => d.firstReleaseAt !== null)
+  if (named.length === 0) return
+  // Scalar subqueries, not `exists`: Postgres drops the order and limit of an `exists`, and walked
+  // the Issue's occurrences from its first, all of them when its early ones name no release.
+  await tx.execute(sql`
+    update issues i set
+      first_release = case when (
+          select e.timestamp from error_events e where e.project_id = i.project_id and e.issue_id = i.issue_id
+            and e.timestamp < to_timestamp(d."firstReleaseAt" / 1000.0) and e.release is not null order by e.timestamp desc limit 1) is null
+        then d."firstRelease" else i.first_release end,
+      last_release = case when (
+          select e.timestamp from error_events e where e.project_id = i.project_id and e.issue_id = i.issue_id
+            and e.timestamp > to_timestamp(d."lastReleaseAt" / 1000.0) and e.release is not null order by e.timestamp limit 1) is null
+        then d."lastRelease" else i.last_release end
+    from jsonb_to_recordset(${jsonParam(named)}::jsonb) as d(
+      "projectId" uuid, "issueId" uuid, "firstRelease" text, "lastRelease" text, "firstReleaseAt" float8, "lastReleaseAt" float8)
+    where i.project_id = d."projectId" and i.issue_id = d."issueId"`)
 }
 
 /**
