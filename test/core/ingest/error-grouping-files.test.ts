@@ -52,6 +52,16 @@ describe('grouping by file', () => {
     expect(await issueOf(build('D-XbHvJo').replace('reports-', 'orders-'))).not.toBe([...issues][0])
   })
 
+  test("esbuild's build hashes (8 of A-Z and 2-7) are dropped when they hold no digit too (`app-QWERTYUI.js`): two builds are one Issue", async () => {
+    const build = (hash: string) => `TypeError: Cannot read properties of undefined (reading 'rows')
+    at renderReport (https://shop.example/assets/chart-${hash}.js:41:23)`
+    const issues = new Set<string>()
+    for (const [i, hash] of ['K7XP2QMN', 'QWERTYUI', 'ZZPLMKAB'].entries()) issues.add(await issueOf(build(hash), { release: `shop@2.${i}.0` }))
+    expect(issues.size).toBe(1)
+    // A name of lowercase letters is a name: it still tells files apart.
+    expect(await issueOf(build('settings'))).not.toBe(await issueOf(build('checkout')))
+  })
+
   test('a V8 message over several lines, one starting with "at", is no frame: the real top frame groups and is stored', async () => {
     const thrown = (message: string) => `Error: ${message}
     at validateOrder (https://shop.example/assets/orders.js:12:9)

@@ -33,13 +33,17 @@ const NOT_APP = [
 export const isInApp = (file: string): boolean => file !== '' && !NOT_APP.some((pattern) => pattern.test(file))
 
 /**
- * A build hash rather than a name: hex of 8+ (`3f2a1b9c`), letters and digits of 8+ (`hctsbpa5`), or
- * Rollup's 8 characters of mixed case (`DiwrgTda`). Only generated files are read this way: a
- * source file may well be called `UserProfile`.
+ * A build hash rather than a name: hex of 8+ (`3f2a1b9c`), letters and digits of 8+ (`hctsbpa5`),
+ * Rollup's 8 characters of mixed case (`DiwrgTda`), or esbuild's 8 of base32 (`A-Z2-7`), which hold
+ * no digit one build in five (`QWERTYUI`). Only generated files are read this way: a source file
+ * may well be called `UserProfile`.
  */
 const looksLikeHash = (token: string): boolean =>
   /^[A-Za-z0-9_]{8,}$/.test(token) &&
-  (/^[0-9a-f]+$/i.test(token) || (/\d/.test(token) && /[A-Za-z]/.test(token)) || (token.length === 8 && /[a-z]/.test(token) && /[A-Z]/.test(token)))
+  (/^[0-9a-f]+$/i.test(token) ||
+    (/\d/.test(token) && /[A-Za-z]/.test(token)) ||
+    (token.length === 8 && /[a-z]/.test(token) && /[A-Z]/.test(token)) ||
+    /^[A-Z2-7]{8}$/.test(token))
 
 const isVersion = (segment: string) => /^v?\d+(?:\.\d+)+(?:[-+][\w.]+)?$/.test(segment)
 
