@@ -217,6 +217,16 @@ describe('POST /api/ingestion/errors', () => {
     expect(stored[3].frames).toEqual([expect.objectContaining({ filename: vendor, inApp: false, debugId: null })])
   })
 
+  test('one report with a field of its own named `errors` (an AggregateError spread into it) is that report, not a batch', async () => {
+    // `{...aggregateError}` copies its own `errors`: the errors it gathers, objects that JSON writes as `{}`.
+    const aggregate = report({ sessionId: 'err-aggregate', name: 'AggregateError', message: 'All promises were rejected', errors: [{}, {}] })
+    const answer = await send(aggregate)
+    expect(answer).toEqual({ success: true, accepted: 1, issues: [expect.any(String)] })
+    expect(await rows(sql`select name, message from error_events where session_id = 'err-aggregate'`)).toEqual([{ name: 'AggregateError', message: 'All promises were rejected' }])
+    // A batch is still a batch.
+    expect((await send({ sessionId: 'err-aggregate', errors: [aggregate, report({ sessionId: undefined, message: 'another' })] })).accepted).toBe(2)
+  })
+
   test('null in every optional field is taken as absent, `level` included; a report of a batch with a null session takes the batch\'s', async () => {
     const nulls = {
       endUserId: null,
