@@ -46,6 +46,16 @@ describe('POST /api/ingestion/logs', () => {
     expect(await rows(sql`select 1 from end_users where end_user_id = 'user-l'`)).toHaveLength(1)
   })
 
+  test('one entry carrying a field of its own named `logs` (beyond WIRE.md) is that entry, the field ignored, not a batch refused', async () => {
+    const timestampMs = Date.now() - 1000
+    const res = await core.post('/api/ingestion/logs', { level: 'info', message: 'replayed', url: 'https://shop.example/', timestampMs, sessionId: 'log-own', endUserId: null, logs: ['a', 'b'] })
+    expect(await res.json()).toEqual({ success: true, accepted: 1 })
+    expect((await logsOf('log-own')).map((l) => l.message)).toEqual(['replayed'])
+    // A batch is still a batch.
+    const batch = await core.post('/api/ingestion/logs', { sessionId: 'log-own', logs: [{ level: 'info', message: 'second', url: null, timestampMs, sessionId: 'log-own', endUserId: null }] })
+    expect(await batch.json()).toEqual({ success: true, accepted: 1 })
+  })
+
   test('a batch: entries inherit the batch session and end user, or name their own; a resend is stored once', async () => {
     const now = Date.now()
     const batch = {

@@ -62,6 +62,12 @@ describe('POST /api/ingestion/network', () => {
     })
   })
 
+  test('one entry carrying a field of its own named `errors` (beyond WIRE.md) is that entry, the field ignored, not a batch refused', async () => {
+    const res = await core.post('/api/ingestion/network', failure('r-own', { sessionId: 'net-own', errors: [{ attempt: 1 }] }))
+    expect(await res.json()).toEqual({ success: true, accepted: 1 })
+    expect(await core.database.db.rows(sql`select request_id from network_errors where session_id = 'net-own'`)).toEqual([{ request_id: 'r-own' }])
+  })
+
   test('the batch form `{sessionId, errors}`; a network failure without a status; a resend is stored once', async () => {
     const batch = {
       sessionId: 'net-2',

@@ -18,21 +18,10 @@ interface ErrorDeps {
   sourceMaps: SourceMapResolver
 }
 
-/**
- * One report may carry an `errors` of its own, a field WIRE.md does not define (spread from an
- * AggregateError, it holds the errors gathered): taken for a batch's, it refused the report. It has
- * what every report has and a batch has not, and stays one report, the field ignored.
- */
-function withoutOwnErrors(body: unknown): unknown {
-  if (body === null || typeof body !== 'object' || !('errors' in body) || !('name' in body && 'message' in body && 'timestampMs' in body)) return body
-  const { errors: _, ...report } = body
-  return report
-}
-
 export function errorRoutes({ ingestion, writer, sourceMaps }: ErrorDeps) {
   const parse = asBatch('errors', ErrorReportBody, ErrorBatchBody)
   return new Elysia({ prefix: '/api/ingestion' }).use(ingestion).post('/errors', async ({ body, caller, reply, request }) => {
-    const batch = parse(withoutOwnErrors(body))
+    const batch = parse(body)
     const frames = await symbolicateReports(batch.errors, (release, files) => sourceMaps.lookupFor(caller.projectId, release, files))
     const rows = errorRows(batch, frames, caller, Date.now())
     // Issue users are counted by the person of their device: the commit holds the project's aliases

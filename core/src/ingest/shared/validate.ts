@@ -44,13 +44,19 @@ interface Item {
 
 /**
  * One item or `{..., [batchKey]: [items]}`, answered in the batch form: the form that carries the
- * array is a batch, and one item becomes a batch of one under its own session and end user.
+ * array is a batch, and one item becomes a batch of one under its own session and end user. An item
+ * may carry a field of that name beyond WIRE.md's (an AggregateError spread into an error report
+ * holds `errors`): one that has every field an item needs and a batch does not is an item, the field
+ * ignored as any unknown one is, not a batch refused for it.
  */
 export function asBatch<S extends TSchema, B extends TSchema>(batchKey: string, single: S, batch: B) {
   const checkSingle = validator(single)
   const checkBatch = validator(batch)
+  const batchNeeds = new Set<string>(batch.required ?? [])
+  const itemOnly = ((single.required ?? []) as string[]).filter((field) => !batchNeeds.has(field))
+  const isItem = (body: object) => itemOnly.length > 0 && itemOnly.every((field) => field in body)
   return (body: unknown): Static<B> => {
-    const isBatch = body !== null && typeof body === 'object' && !Array.isArray(body) && batchKey in body
+    const isBatch = body !== null && typeof body === 'object' && !Array.isArray(body) && batchKey in body && !isItem(body)
     if (isBatch) return checkBatch(body)
     const item = checkSingle(body) as Item
     return { sessionId: item.sessionId, endUserId: item.endUserId, [batchKey]: [item] } as Static<B>
