@@ -341,10 +341,14 @@ describe('which frames a stored map serves', () => {
     }
   })
 
-  test('the same map twice is one map; concurrent uploads of one name leave one of them, whole', async () => {
+  test('the same map twice is one map, in two uploads or named twice in one; concurrent uploads of one name leave one of them, whole', async () => {
     await uploadJson('m@4', [{ name: 'twice.js.map', content: mapOf('src/twice.ts') }])
     await uploadJson('m@4', [{ name: 'twice.js.map', content: mapOf('src/twice.ts') }])
     expect(await stored('m@4')).toHaveLength(1)
+
+    // One name twice in one upload: the later file is the map, as a later upload's would be, and is named once.
+    expect(await uploadJson('m@6', [{ name: 'dup.js.map', content: mapOf('src/first.ts') }, { name: 'dup.js.map', content: mapOf('src/second.ts') }])).toEqual({ success: true, stored: ['dup.js.map'] })
+    expect(await mappedSource('m@6', 'https://shop.example/dup.js')).toBe('src/second.ts')
 
     const sources = Array.from({ length: 8 }, (_, i) => `src/v${i}.ts`)
     await Promise.all(sources.map((source) => uploadJson('m@5', [{ name: 'race.js.map', content: mapOf(source) }])))
@@ -381,7 +385,7 @@ describe('releases and names with lone surrogates (text cut inside an emoji)', (
       ],
     })
     expect(res.status).toBe(200)
-    expect(await res.json()).toEqual({ success: true, stored: ['cut\ufffd.js.map', 'cut\ufffd.js.map'] })
+    expect(await res.json()).toEqual({ success: true, stored: ['cut\ufffd.js.map'] })
     const rows = await stored('cut@1')
     expect(rows.map((r) => [r.name, r.url])).toEqual([['cut\ufffd.js.map', 'second.js']])
   })

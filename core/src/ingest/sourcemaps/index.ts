@@ -39,6 +39,7 @@ export function sourceMapRoutes({ ingestion, writer }: { ingestion: IngestionPlu
     const uploads = sourceMapUploads(files)
     // Uploads are the operator's build artifacts, not traffic: nothing counts against the monthly limit.
     await commit(writer, caller, request, 0, [{ sink: sourceMapsSink, rows: await sourceMapRows(caller.projectId, release, uploads) }])
-    return reply({ stored: uploads.map((upload) => upload.name) })
+    // A name given twice is stored once, the later file (as a later upload's would replace it), and named once.
+    return reply({ stored: [...new Set(uploads.map((upload) => upload.name))] })
   })
 }
