@@ -88,13 +88,13 @@ describe('HTTP/1.1 response parser', () => {
     expect(parse('HTTP/1.1 200 OK\r\nConnection: x-closed\r\nContent-Length: 0\r\n\r\n')).toMatchObject({ done: true, keepAlive: true })
   })
 
-  test('Transfer-Encoding overrides Content-Length, which is not passed on; a last coding other than chunked runs to the close', () => {
+  test('Transfer-Encoding overrides Content-Length, which is not passed on, and the connection is not reused; a coding other than chunked throws', () => {
     const both = parse('HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\nb\r\nhello world\r\n0\r\n\r\n')
-    expect(both).toMatchObject({ done: true, keepAlive: true, text: 'hello world' })
+    expect(both).toMatchObject({ done: true, keepAlive: false, text: 'hello world' })
     expect(both.head?.headers).toEqual([['transfer-encoding', 'chunked']])
-    const coded = parse('HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nokmore')
-    expect(coded).toMatchObject({ done: false, text: 'okmore' })
-    expect(coded.parser.endsAtClose()).toBe(true)
+    expect(parse('HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n')).toMatchObject({ done: true, keepAlive: true, text: 'ok' })
+    expect(() => parse('HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nokmore')).toThrow('unsupported transfer coding')
+    expect(() => parse('HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n')).toThrow('unsupported transfer coding')
   })
 
   test('malformed answers throw', () => {

@@ -43,6 +43,13 @@ export function fetchClient(fetchImpl: typeof fetch = fetch): UpstreamClient {
         // Required by the standard for a streamed request body.
         duplex: 'half',
       } as RequestInit & { duplex: 'half' })
+      // A transfer coding other than chunked is not decoded by fetch, and the field is hop-by-hop
+      // (dropped): the client got gzip bytes labelled plain. Refused, as the socket client does.
+      const coding = response.headers.get('transfer-encoding')
+      if (coding !== null && coding.trim().toLowerCase() !== 'chunked') {
+        await response.body?.cancel().catch(() => {})
+        throw new UpstreamError('refused', `core's answer has a transfer coding the relay does not decode: ${coding}`)
+      }
       if (!response.body) return withoutDroppedHeaders(response)
       // The wait for the head is over; what bounds the body is each silence of core's while the
       // client reads (an interim 1xx answer, which fetch keeps to itself, does not restart the wait).

@@ -111,6 +111,8 @@ export class ResponseParser {
         }
         const line = buffer.toString('latin1', 0, end)
         buffer = buffer.subarray(end + 2)
+        // A bare LF in a chunk extension or a trailer hides lines, as in the head (parseHead).
+        if (BARE_CONTROL.test(line)) throw new Error('control character in the chunked framing')
         if (this.state === 'chunk-size') {
           // RFC 9112 §7.1: chunk-size is 1*HEXDIG (parseInt alone would take "0x5", "5zz", "-0").
           const digits = line.split(';', 1)[0].trim()
@@ -132,9 +134,14 @@ export class ResponseParser {
 
   /**
    * Parses the status line and fields; null for an interim (1xx) answer. Sets the body framing.
-   * Index arithmetic rather than split and regular expressions: this runs once per request.
+   * Index arithmetic rather than split: this runs once per request.
    */
   private parseHead(text: string, headRequest: boolean): ParsedHead | null {
+    // RFC 9112 §2.2, §4 and §5.5: lines end in CRLF and hold no other control but HTAB. A bare LF is a
+    // line end to a parser that allows it (§2.2 does): a reason phrase, an interim answer or a field
+    // the relay drops unread (Set-Cookie, Keep-Alive) could hide fields and a whole answer of their
+    // own, and the relay passed on the body of the answer written after it as this one's.
+    if (BARE_CONTROL.test(text)) throw new Error('control character in the head')
     // "HTTP/1.1 200 OK"
     const status = threeDigits(text, 9)
     if (!text.startsWith('HTTP/1.') || (text[7] !== '0' && text[7] !== '1') || text[8] !== ' ' || status === -1) throw new Error('bad status line')
@@ -184,12 +191,18 @@ export class ResponseParser {
     const options = connection === null ? null : connection.toLowerCase().split(',').map((token) => token.trim())
     let close = options === null ? text[7] === '0' : options.includes('close') || (text[7] === '0' && !options.includes('keep-alive'))
     // RFC 9112 §6.1 and §6.3: Transfer-Encoding overrides Content-Length, which an intermediary removes
-    // before passing the answer on; a body whose last coding is not chunked runs to the close.
-    const chunked = transferEncoding !== null && transferEncoding.toLowerCase().split(',').pop()!.trim() === 'chunked'
-    if (transferEncoding !== null) {
+    // before passing the answer on. Only `chunked`, once, is taken: the field is hop-by-hop and the
+    // relay decodes no other coding, so a body under `gzip, chunked` (or `gzip` to the close) reached
+    // the client as compressed bytes with nothing saying so. Refused (502) like any answer that
+    // cannot be read. With a Content-Length too, or in HTTP/1.0 (which has no chunked coding), the
+    // framing is in doubt (RFC 9112 §6.3: "ought to be handled as an error"; a hop between the relay
+    // and core may have framed it by the length): the answer goes on, the connection is not reused.
+    const chunked = transferEncoding !== null
+    if (chunked) {
+      if (transferEncoding!.trim().toLowerCase() !== 'chunked') throw new Error('unsupported transfer coding')
+      if (length !== null || text[7] === '0') close = true
       if (length !== null) headers = headers.filter(([name]) => name !== 'content-length')
       length = null
-      if (!chunked) close = true
     }
     this.keepAlive = !close
     const hasBody = !headRequest && status !== 204 && status !== 304
@@ -208,6 +221,8 @@ export class ResponseParser {
 
 const isSpace = (code: number) => code === 32 || code === 9
 const DIGITS = /^\d+$/
+/** A control other than HTAB, or a CR or LF that is not part of a CRLF. */
+const BARE_CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|(?<!\r)\n/
 const HEX_DIGITS = /^[0-9A-Fa-f]+$/
 
 /** The number written by the three digits at `at`, or -1. */
