@@ -66,6 +66,18 @@ const RESPONSE_DROPPED = new Set([
   'proxy-authenticate',
   // Never returned: core sets no cookie, and the relay must not let anything set one on the site.
   'set-cookie',
+  'set-cookie2',
+  // Policies a browser keeps for the whole origin that sent them, which on a relayed answer is the
+  // site's, not core's. Core sets none; a CDN or TLS terminator in front of it does (Cloudflare adds
+  // NEL and Report-To to every answer): passed on, the site's visitors reported the site's network
+  // errors to that CDN for a week, took core's HSTS (includeSubDomains) or Alt-Svc for the site's, or
+  // had the site's storage cleared.
+  'clear-site-data',
+  'strict-transport-security',
+  'alt-svc',
+  'nel',
+  'report-to',
+  'reporting-endpoints',
 ])
 
 /** Extra field names listed in a Connection header (RFC 9110 §7.6.1: they are hop-by-hop too). */
