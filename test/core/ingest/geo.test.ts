@@ -133,6 +133,17 @@ describe('POST /api/ingestion/ip-info', () => {
     expect(user.geo).toEqual(US)
   })
 
+  test("without endUserId the session's end user is located too; a session without one makes none", async () => {
+    await core.post('/api/ingestion/events', { sessionId: 'geo-known', endUserId: 'geo-known-user', events: [{ type: 4, timestamp: Date.now(), data: { href: 'https://shop.test/' } }] })
+    expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-known', ip: '8.8.8.8' })).json()).toEqual({ success: true, geo: US })
+    const [user] = await core.database.db.rows<{ geo: unknown }>(sql`select geo from end_users where end_user_id = 'geo-known-user'`)
+    expect(user.geo).toEqual(US)
+    const users = async () => (await core.database.db.rows<{ n: number }>(sql`select count(*)::int as n from end_users`))[0].n
+    const before = await users()
+    expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-anonymous', ip: '8.8.8.8' })).json()).toEqual({ success: true, geo: US })
+    expect(await users()).toBe(before)
+  })
+
   test('an IPv4 address written as IPv6, dotted or in hex, is located as that IPv4 address', async () => {
     for (const ip of ['::ffff:8.8.8.8', '::ffff:808:808', '0::ffff:8.8.8.8', '0:0::ffff:808:808']) {
       expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-mapped', ip })).json()).toEqual({ success: true, geo: US })

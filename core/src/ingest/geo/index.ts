@@ -7,6 +7,7 @@ import { commit } from '../shared/write'
 import type { ClientLocator } from './locator'
 import { IpInfoBody } from './model'
 import { addressToLocate, ipInfoRows } from './service'
+import { sessionEndUserGeoSink } from './store'
 
 export function geoRoutes({ ingestion, writer, locator }: { ingestion: IngestionPlugin; writer: Writer; locator: ClientLocator }) {
   return new Elysia({ prefix: '/api/ingestion' }).use(ingestion).post(
@@ -14,7 +15,8 @@ export function geoRoutes({ ingestion, writer, locator }: { ingestion: Ingestion
     async ({ body, caller, reply, request, server }) => {
       const geo = locator.geo(addressToLocate(body.ip, locator.address(request, server), isPublicAddress))
       // A lookup helper, not data of its own: it is not counted against the monthly quota (0 items).
-      await commit(writer, caller, request, 0, touchWrites(ipInfoRows(body, caller, geo, Date.now())))
+      const rows = ipInfoRows(body, caller, geo, Date.now())
+      await commit(writer, caller, request, 0, [...touchWrites(rows), { sink: sessionEndUserGeoSink, rows: rows.sessionEndUsers }])
       return reply({ geo })
     },
     { body: IpInfoBody },

@@ -1,6 +1,7 @@
 import type { Caller } from '../../http/auth'
 import { sessionTouches, type SessionTouches } from '../sessions/touch'
 import type { IpInfoBody } from './model'
+import type { SessionGeo } from './store'
 
 /** Where an address is, as stored on sessions and end users and answered by `/ip-info`. */
 export interface Geo {
@@ -49,8 +50,15 @@ export function geoFromRecord(record: GeoRecord | null | undefined): Geo | null 
 export const addressToLocate = (claimed: string | null | undefined, requestAddress: string | null, isPublic: (address: string) => boolean): string | null =>
   claimed && isPublic(claimed) ? claimed : requestAddress
 
-/** What `/ip-info` stores: where the client is, on its session and on its end user. */
-export function ipInfoRows(body: IpInfoBody, caller: Caller, geo: Geo | null, now: number): SessionTouches {
+/**
+ * What `/ip-info` stores: where the client is, on its session and on its end user: the one named, else
+ * the session's (sessionEndUserGeoSink), located when the address was.
+ */
+export function ipInfoRows(body: IpInfoBody, caller: Caller, geo: Geo | null, now: number): SessionTouches & { sessionEndUsers: SessionGeo[] } {
   const { sessions, endUsers } = sessionTouches(caller, [{ sessionId: body.sessionId, endUserId: body.endUserId ?? null, at: now }])
-  return { sessions: sessions.map((s) => ({ ...s, geo })), endUsers: endUsers.map((u) => ({ ...u, geo })) }
+  return {
+    sessions: sessions.map((s) => ({ ...s, geo })),
+    endUsers: endUsers.map((u) => ({ ...u, geo })),
+    sessionEndUsers: body.endUserId || !geo ? [] : [{ projectId: caller.projectId, sessionId: body.sessionId, geo, at: now }],
+  }
 }
