@@ -48,7 +48,9 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
         insert into issue_end_users (project_id, issue_id, end_user_id, first_seen_at)
         select u."projectId", u."issueId", coalesce(a.end_user_id, u."endUserId") as person, to_timestamp(min(u.at) / 1000.0)
         from jsonb_to_recordset(${jsonParam(users)}::jsonb) as u("projectId" uuid, "issueId" uuid, "endUserId" text, at float8)
-        left join end_user_aliases a on a.project_id = u."projectId" and a.alias_id = u."endUserId"
+        left join lateral (
+          select end_user_id from end_user_aliases where project_id = u."projectId" and alias_id = u."endUserId" offset 0
+        ) a on true
         group by u."projectId", u."issueId", person
         order by u."projectId", u."issueId", person
         on conflict do nothing

@@ -45,7 +45,9 @@ async function repeatedGroupIdentifies(tx: Orm, rows: readonly GroupRow[]): Prom
   })
   // Properties are judged as writeGroups merges them (boundedMerge: at the bound, a new name is
   // dropped and changes nothing). Materialized: boundedMerge repeats its arguments, and the properties
-  // as left (a copy of up to the bound's size) would otherwise be computed again at each use.
+  // as left (a copy of up to the bound's size) would otherwise be computed again at each use. Groups
+  // and sessions are looked up one key at a time (laterals kept unflattened by `offset 0`): joined
+  // plainly to jsonb_to_recordset, guessed at 100 rows, every group of every project was scanned.
   const found = rowsOf<{ projectId: string }>(
     await tx.execute(sql`
       with j as materialized (
@@ -53,8 +55,13 @@ async function repeatedGroupIdentifies(tx: Orm, rows: readonly GroupRow[]): Prom
           coalesce(g.properties, '{}'::jsonb) || coalesce(r.before, '{}'::jsonb) as as_left, coalesce(r.properties, '{}'::jsonb) as sent
         from jsonb_to_recordset(${jsonParam(judged)}::jsonb) as r("projectId" uuid, "groupType" text, "groupKey" text, properties jsonb, before jsonb,
           "endUserId" text, "sessionId" text, "linkedBefore" boolean)
-        left join groups g on g.project_id = r."projectId" and g.group_type = r."groupType" and g.group_key = r."groupKey"
-        left join sessions s on r."endUserId" is null and s.project_id = r."projectId" and s.session_id = r."sessionId"
+        left join lateral (
+          select project_id, properties from groups
+          where project_id = r."projectId" and group_type = r."groupType" and group_key = r."groupKey" offset 0
+        ) g on true
+        left join lateral (
+          select end_user_id from sessions where r."endUserId" is null and project_id = r."projectId" and session_id = r."sessionId" offset 0
+        ) s on true
       )
       select j."projectId"::text as "projectId" from j
       where (j.stored or j.before is not null)

@@ -159,15 +159,20 @@ function identityLocks(rows: readonly (IdentifyRow | ReadsAliases)[]): SQL[] {
     )
 }
 
-/** alias id -> person, for the end users named in `rows` that are aliases. */
+/**
+ * alias id -> person, for the end users named in `rows` that are aliases. One primary-key lookup per
+ * end user (a lateral, kept unflattened by `offset 0`): joined plainly, the planner guesses
+ * jsonb_to_recordset at 100 rows and hashes a scan of every alias of every project instead.
+ */
 async function aliasesOf(tx: Orm, rows: IdentifyRow[]): Promise<Map<string, string>> {
   const named = rows.map((r) => ({ projectId: r.projectId, endUserId: r.endUserId }))
   const found = rowsOf<{ project_id: string; alias_id: string; end_user_id: string }>(
     await tx.execute(sql`
-      select a.project_id::text as project_id, a.alias_id, a.end_user_id
-      from end_user_aliases a
-      join jsonb_to_recordset(${jsonParam(named)}::jsonb) as r("projectId" uuid, "endUserId" text)
-        on a.project_id = r."projectId" and a.alias_id = r."endUserId"`),
+      select r."projectId"::text as project_id, r."endUserId" as alias_id, a.end_user_id
+      from jsonb_to_recordset(${jsonParam(named)}::jsonb) as r("projectId" uuid, "endUserId" text)
+      cross join lateral (
+        select end_user_id from end_user_aliases where project_id = r."projectId" and alias_id = r."endUserId" offset 0
+      ) a`),
   )
   return new Map(found.map((a) => [key(a.project_id, a.alias_id), a.end_user_id]))
 }

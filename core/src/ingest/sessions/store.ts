@@ -172,7 +172,8 @@ export interface SessionEndUser {
 export async function sessionEndUsers(tx: Orm, sessions: readonly { projectId: string; sessionId: string }[]): Promise<Map<string, SessionEndUser>> {
   if (sessions.length === 0) return new Map()
   const named = sessions.map(({ projectId, sessionId }) => ({ projectId, sessionId }))
-  // One primary-key lookup per session (a lateral, kept unflattened by `offset 0`), never a scan.
+  // One primary-key lookup per session (a lateral, kept unflattened by `offset 0`), never a scan; and
+  // so of its end user's alias: a plain left join hashed a scan of every alias of every project.
   const found = rowsOf<{ project_id: string; session_id: string; end_user_id: string; person: string | null }>(
     await tx.execute(sql`
       select t."projectId"::text as project_id, t."sessionId" as session_id, s.end_user_id, a.end_user_id as person
@@ -180,7 +181,9 @@ export async function sessionEndUsers(tx: Orm, sessions: readonly { projectId: s
       cross join lateral (
         select end_user_id from sessions where project_id = t."projectId" and session_id = t."sessionId" and end_user_id is not null offset 0
       ) s
-      left join end_user_aliases a on a.project_id = t."projectId" and a.alias_id = s.end_user_id`),
+      left join lateral (
+        select end_user_id from end_user_aliases where project_id = t."projectId" and alias_id = s.end_user_id offset 0
+      ) a on true`),
   )
   return new Map(found.map((f) => [sessionKey({ projectId: f.project_id, sessionId: f.session_id }), { endUserId: f.end_user_id, person: f.person }]))
 }
