@@ -100,7 +100,10 @@ const groupMembersSink: Sink<GroupMemberRow> = {
       insert into group_members (project_id, group_type, group_key, end_user_id)
       select m."projectId", m."groupType", m."groupKey", coalesce(m."endUserId", s.end_user_id)
       from jsonb_to_recordset(${jsonParam(uniqueMembers(rows))}::jsonb) as m("projectId" uuid, "groupType" text, "groupKey" text, "endUserId" text, "sessionId" text)
-      left join sessions s on m."endUserId" is null and s.project_id = m."projectId" and s.session_id = m."sessionId"
+      -- One lookup per link by session (see repeatedGroupIdentifies), never a scan of every session.
+      left join lateral (
+        select end_user_id from sessions where m."endUserId" is null and project_id = m."projectId" and session_id = m."sessionId" offset 0
+      ) s on true
       where coalesce(m."endUserId", s.end_user_id) is not null
       order by 1, 2, 3, 4
       on conflict do nothing`)
