@@ -14,7 +14,7 @@ import { createTestDatabase, engine, type TestDatabase } from '../../helpers/dat
  * Postgres only: the embedded database's plans are the same, but its counters are no concern here.
  */
 // The tables filled below; the others hold a few rows here, which a scan reads as well as an index.
-const GROWING = ['end_user_aliases', 'groups', 'sessions', 'end_users']
+const GROWING = ['end_user_aliases', 'groups', 'sessions', 'end_users', 'sourcemaps']
 
 describe.skipIf(engine !== 'postgres')('lookups by key on tables that grow', () => {
   let database: TestDatabase
@@ -37,7 +37,9 @@ describe.skipIf(engine !== 'postgres')('lookups by key on tables that grow', () 
         insert into end_user_aliases (project_id, alias_id, end_user_id) select '${projectId}', 'a' || i, 'u' || i from generate_series(1, 10000) i;
         insert into sessions (project_id, session_id, environment, end_user_id, started_at, last_activity_at)
           select '${projectId}', 's' || i, 'development', 'a' || i, now(), now() from generate_series(1, 20000) i;
-        insert into groups (project_id, group_type, group_key) select '${projectId}', 'company', 'c' || i from generate_series(1, 10000) i;`)
+        insert into groups (project_id, group_type, group_key) select '${projectId}', 'company', 'c' || i from generate_series(1, 10000) i;
+        insert into sourcemaps (project_id, release, name, url, debug_id, content, size_bytes)
+          select '${projectId}', 'shop@' || (i / 50), 'f' || i || '.js.map', 'f' || i || '.js', md5(i::text), '\\x00', 1 from generate_series(1, 10000) i;`)
     }
     await raw.unsafe('vacuum analyze')
   }, 60_000)
@@ -57,7 +59,7 @@ describe.skipIf(engine !== 'postgres')('lookups by key on tables that grow', () 
     return Object.fromEntries(rows.map((r) => [r.relname, Number(r.seq_scan)]))
   }
 
-  test('identify, auth-aware identify, group identify and error reports scan none of them', async () => {
+  test('identify, auth-aware identify, group identify and error reports (and their source maps) scan none of them', async () => {
     const before = await seqScans()
     const requests: [string, object][] = [
       ['/api/ingestion/user', { userId: 'a7', userAttributes: { name: 'Seven' }, sessionId: 's7' }],
@@ -66,6 +68,8 @@ describe.skipIf(engine !== 'postgres')('lookups by key on tables that grow', () 
       ['/api/ingestion/errors', { sessionId: 's10', name: 'TypeError', message: 'x is undefined', timestampMs: Date.now() }],
       ['/api/ingestion/errors', { sessionId: 's11', endUserId: 'a11', name: 'TypeError', message: 'x is undefined', timestampMs: Date.now() }],
       ['/api/ingestion/init', { sessionId: 's12', endUserId: null }],
+      // Maps are looked for by release and by debug id (none of these maps the frame: their content is no map).
+      ['/api/ingestion/errors', { sessionId: 's13', name: 'TypeError', message: 'y is undefined', timestampMs: Date.now(), release: 'shop@3', stack: 'TypeError: y is undefined\n    at render (https://shop.example/app.js:1:2)' }],
     ]
     for (const [path, body] of requests) expect([path, (await core.post(path, body)).status]).toEqual([path, 200])
     closed = true
@@ -76,6 +80,6 @@ describe.skipIf(engine !== 'postgres')('lookups by key on tables that grow', () 
     const [{ person }] = await raw`select end_user_id as person from end_user_aliases where project_id = ${core.project.projectId} and alias_id = 'new-device'`
     expect(person).toBe('u8')
     const counted = await raw`select end_user_id from issue_end_users where project_id = ${core.project.projectId} order by 1`
-    expect(counted.map((r) => r.end_user_id)).toEqual(['u10', 'u11'])
+    expect(counted.map((r) => r.end_user_id)).toEqual(['u10', 'u11', 'u13'])
   }, 30_000)
 })

@@ -71,13 +71,17 @@ export interface StoredSourceMap extends SourceMapCandidate {
  */
 const VERSION = sql.raw(`xmin::text || '.' || (extract(epoch from uploaded_at) * 1000000)::bigint::text`)
 
-/** What could map a report's frames: the maps of its release, and those carrying one of its debug ids. */
+/**
+ * What could map a report's frames: the maps of its release, and those carrying one of its debug ids.
+ * The ids as an array (`= any`), so that each side of the `or` takes its index: as `in (select ...)`,
+ * a subquery Postgres cannot split an `or` around, every project's maps were scanned.
+ */
 export async function storedSourceMaps(db: Database, projectId: string, release: string | null, debugIds: readonly string[]): Promise<StoredSourceMap[]> {
   return db.rows<StoredSourceMap>(sql`
     select release, name, url, debug_id as "debugId", ${VERSION} as version
     from sourcemaps
     where project_id = ${projectId}
-      and (release = ${release ?? ''} or debug_id in (select json_array_elements_text(${jsonParam(debugIds)}::json)))`)
+      and (release = ${release ?? ''} or debug_id = any(array(select json_array_elements_text(${jsonParam(debugIds)}::json))))`)
 }
 
 /** A stored map's JSON; null if it was replaced or removed meanwhile. */
