@@ -38,6 +38,27 @@ describe('sendUserAuth', () => {
     expect(invalid).toMatchObject({ status: 400, code: 'validation_failed' })
   })
 
+  test("on a page whose arrays serialize themselves (Prototype.js's Array.prototype.toJSON), authFields and list attributes go as arrays", async () => {
+    const proto = Array.prototype as unknown as { toJSON?: () => string }
+    // As Prototype.js writes it: the array's JSON, as a string.
+    proto.toJSON = function (this: unknown[]) {
+      return `[${this.map((item) => JSON.stringify(item)).join(', ')}]`
+    }
+    // The page's toJSON goes once the request is made: core runs in this process, and its own JSON would meet it.
+    const sent = (input: RequestInfo | URL, init?: RequestInit) => {
+      delete proto.toJSON
+      return fetch(input, init)
+    }
+    try {
+      const answer = await sendUserAuth({ ingestionUrl: url, apiKey: core.key, userId: 'proto-1', sessionId: 's', userAttributes: { email: 'proto@auth.test', roles: ['admin', 'billing'] }, authFields: ['email'], fetch: sent })
+      expect(answer).toBe('proto-1')
+    } finally {
+      delete proto.toJSON
+    }
+    const [user] = await core.database.db.rows<{ attributes: { roles: unknown } }>(sql`select attributes from end_users where end_user_id = 'proto-1'`)
+    expect(user.attributes.roles).toEqual(['admin', 'billing'])
+  })
+
   test('what is not an answer of the service (a proxy page) rejects, never resolves with a made-up id', async () => {
     const proxyPage = async () => new Response('<html>bad gateway</html>', { status: 502 })
     const failed = await sendUserAuth({ ingestionUrl: url, apiKey: core.key, userId: 'x', sessionId: 's', userAttributes: {}, authFields: [], fetch: proxyPage }).catch((error) => error)

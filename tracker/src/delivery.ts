@@ -22,11 +22,10 @@ export const MAX_ATTEMPTS = 5
 export const OUTBOX_MAX_FAILURES = 10
 
 /** Milliseconds a `Retry-After` header asks for (delta-seconds or an HTTP date), or null. */
-export function retryAfterMs(header: string | null | undefined, now: number): number | null {
+export function retryAfterMs(header: string | null | undefined, now: number, ms = +header! * 1000 || Date.parse(header!) - now): number | null {
   // Not a number of seconds (NaN), a date; none (NaN both ways) is null. Written so for the bundle's
   // size, as the tracker is at its budgets: "0" is read as a date too, long past (0) or not one (null),
-  // and either is no wait.
-  const ms = +header! * 1000 || Date.parse(header!) - now
+  // and either is no wait. (`ms` is a local, a parameter for the same reason: callers pass two.)
   return isNaN(ms) ? null : Math.max(0, ms)
 }
 

@@ -1,4 +1,4 @@
-import { readJson, type KeyValue } from './storage'
+import { json, readJson, type KeyValue } from './storage'
 import type { UserAttributes } from './types'
 
 /** A session ends after 30 minutes without user activity, or 24 hours after it began. */
@@ -53,14 +53,14 @@ export function createIdentity(
     tab.remove(KEYS.seq)
   }
   const windowId = keep([tab], KEYS.window)
-  const saveSession = (session: Session) => local.set(KEYS.session, JSON.stringify(session))
+  const saveSession = (session: Session) => local.set(KEYS.session, json(session))
   const newSession = (at: number, id = newId()) => (saveSession({ id, start: at, last: at }), id)
   const stored = () => readJson<Session>(local, KEYS.session)
-  /** The live session, or null when it has expired (nothing renews it but activity). */
-  const current = (): string | null => {
-    const session = stored()
-    return isLive(session, now()) ? session!.id : null
-  }
+  /**
+   * The live session, or null when it has expired (nothing renews it but activity). (`session` is a
+   * local, a parameter for the bundle's size: callers pass nothing.)
+   */
+  const current = (session = stored()): string | null => (isLive(session, now()) ? session!.id : null)
   /** The session this tab's events went to last. */
   let seen = current() ?? newSession(now())
 
@@ -92,7 +92,7 @@ export function createIdentity(
       return id!
     },
     attributes: (): UserAttributes => readJson<UserAttributes>(local, KEYS.attributes) ?? {},
-    setAttributes: (attributes: UserAttributes) => local.set(KEYS.attributes, JSON.stringify(attributes)),
+    setAttributes: (attributes: UserAttributes) => local.set(KEYS.attributes, json(attributes)),
     /** Logout: a new anonymous end user in a new session. */
     reset() {
       endUserId = keep(userStores, KEYS.user, newId())
@@ -102,9 +102,11 @@ export function createIdentity(
     /** This page is the one shown in the tab (from load or `pageshow` to `pagehide`). */
     holdTab: () => tab.set(KEYS.shown, '1'),
     releaseTab: () => tab.remove(KEYS.shown),
-    /** The next replay chunk number of this tab; it continues across page loads of the tab. */
-    nextSeq(): number {
-      const seq = +tab.get(KEYS.seq)! || 0
+    /**
+     * The next replay chunk number of this tab; it continues across page loads of the tab. (`seq` is
+     * a local, a parameter for the bundle's size budget: callers pass nothing.)
+     */
+    nextSeq(seq = +tab.get(KEYS.seq)! || 0): number {
       tab.set(KEYS.seq, String(seq + 1))
       return seq
     },

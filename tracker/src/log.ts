@@ -1,4 +1,4 @@
-import { readJson, type KeyValue } from './storage'
+import { json, readJson, type KeyValue } from './storage'
 import type { LogEntry, LoggingConfig, LogLevel } from './types'
 
 const LEVELS: LogLevel[] = ['none', 'error', 'warn', 'info', 'debug']
@@ -24,7 +24,7 @@ export function createLogger(level: LogLevel | undefined, tab: KeyValue, console
     if (levelOf(entryLevel) > threshold) return
     if (toConsole) console[entryLevel](LOG_PREFIX + message)
     entries = [...entries, { time: now(), level: entryLevel, message }].slice(-LOG_ENTRIES_KEPT)
-    if (toStorage) tab.set(STORAGE_KEY, JSON.stringify(entries))
+    if (toStorage) tab.set(STORAGE_KEY, json(entries))
   }
 
   return {

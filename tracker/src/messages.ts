@@ -14,6 +14,7 @@ import {
 } from './queue'
 import type { Redaction } from './redaction'
 import { FULL_SNAPSHOT, META, type RecordedEvent } from './replay'
+import { json } from './storage'
 import { isErrorLike, toText } from './text'
 import type { Clock, PageWindow, Properties } from './types'
 import { URL_IN_TEXT, withoutCredentials } from './urls'
@@ -72,16 +73,18 @@ export function createMessages(
   let flooded = 0
   const now = () => clock.now()
   const owner = (activity: boolean): Owner => ({ sessionId: identity.sessionId(activity), endUserId: identity.endUserId })
-  /** Whether a report known by `key` is one of a flood now (see ERROR_WINDOW_MS); remembers it if not. */
-  const floodGate = () => {
-    let sent: [key: string, at: number][] = []
-    return (key: string, at = now()) => {
+  /**
+   * Whether a report known by `key` is one of a flood now (see ERROR_WINDOW_MS); remembers it if not.
+   * (`sent` is a local, a parameter for the bundle's size budget: callers pass nothing.)
+   */
+  const floodGate =
+    (sent: [key: string, at: number][] = []) =>
+    (key: string, at = now()) => {
       key = key.slice(0, ERROR_KEY_CHARS)
       sent = sent.filter(([, time]) => at - time < ERROR_WINDOW_MS)
       if (sent.length >= ERRORS_PER_WINDOW || sent.some(([seen]) => seen === key)) return ++flooded
       sent.push([key, at])
     }
-  }
   const errorFlood = floodGate()
   /** A batch's wait; none once stopped, as stop() sends what is queued (what fails goes to the outbox). */
   const wait = (ms: number) => (idle() ? 0 : ms)
@@ -105,7 +108,7 @@ export function createMessages(
    * a Blob's size: Chromium registers every Blob with its browser process, some 200 µs an event.
    */
   const utf8 = new TextEncoder()
-  const addReplay = (event: RecordedEvent, who: Owner) => replay.add(event, who, utf8.encode(JSON.stringify(event)).length)
+  const addReplay = (event: RecordedEvent, who: Owner) => replay.add(event, who, utf8.encode(json(event)).length)
   /** The session of the recorder's last full snapshot on this page. */
   let snapshotOf: string | undefined
   /** Replay events waiting for their session's full snapshot, each with its owner. */
@@ -115,10 +118,10 @@ export function createMessages(
 
   /**
    * Adds a telemetry item to the batch that goes to `path` as `field`; `owned`: with its session and
-   * end user in it, as the fielded single-item shapes have them.
+   * end user in it, as the fielded single-item shapes have them. (`who` is a local, a parameter for
+   * the bundle's size budget: callers pass the first three or four.)
    */
-  const report = (path: string, field: string, item: Properties, owned = true) => {
-    const who = owner(false)
+  const report = (path: string, field: string, item: Properties, owned = true, who = owner(false)) => {
     telemetry[path] ??= createBatcher(clock, () => wait(TELEMETRY_FLUSH_MS), (items, whose) => send(path, { ...whose, [field]: items }), TELEMETRY_BATCH_MAX)
     telemetry[path].add(owned ? { ...item, ...who } : item, who)
   }
@@ -181,7 +184,7 @@ export function createMessages(
         message: withPageUrls(String(message)).slice(0, ERROR_MESSAGE_MAX_CHARS),
         stack: typeof stack === 'string' ? withPageUrls(stack).slice(0, ERROR_STACK_MAX_CHARS) : undefined,
       }
-      if (errorFlood(JSON.stringify(described), at)) return
+      if (errorFlood(json(described), at)) return
       report('/errors', 'errors', { ...described, url: here(), timestampMs: at, release, level: 'error', handled, context })
     },
     /** Error reports and error lines not sent, being one of a flood. */

@@ -124,11 +124,9 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
   }
   // Text right inside a shadow root has no parent element: rrweb offers it to maskTextFn with none
   // (or, once the page has changed, not at all). Its shadow host's rules apply, to the node's text.
-  const maskBare = (text: string, id: number) => {
-    const node = element(id)
-    const parent = node?.parentNode as ShadowRoot | null | undefined
-    return parent?.nodeType === 11 ? mask(node!.textContent!, parent.host as HTMLElement) : text
-  }
+  // (`node` and `parent` are locals, parameters for t.js's size budget: callers pass text and id only.)
+  const maskBare = (text: string, id: number, node = element(id), parent = node?.parentNode as ShadowRoot | null | undefined) =>
+    parent?.nodeType === 11 ? mask(node!.textContent!, parent.host as HTMLElement) : text
   const maskTree = (node: Serialized): void => {
     maskAttributes(node.attributes, node.id, element(node.id), node.tagName)
     if (node.type === Rrweb.Text) node.textContent = maskBare(node.textContent!, node.id)

@@ -53,21 +53,34 @@ const YEAR_SECONDS = 365 * 24 * 3600
 /** First-party cookies of a year, the second home of the end-user id (cleared less often together). */
 export function cookieStorage(doc: Document): KeyValue {
   const write = (key: string, value: string, maxAge: number) =>
-    attempt(() => {
-      const secure = doc.location?.protocol === 'https:' ? '; Secure' : ''
+    // (`secure` is a local, a parameter for the bundle's size budget: attempt passes nothing.)
+    attempt((secure = doc.location?.protocol === 'https:' ? '; Secure' : '') => {
       doc.cookie = `${key}=${encodeURIComponent(value)}; path=/; max-age=${maxAge}; SameSite=Lax${secure}`
       return true
     }, false)
   return {
     get: (key) =>
-      attempt(() => {
-        const found = doc.cookie.split('; ').find((pair) => pair.startsWith(key + '='))
-        return (found && decodeURIComponent(found.slice(key.length + 1))) || null
-      }, null),
+      // (`found` is a local, a parameter for the bundle's size budget: attempt passes nothing.)
+      attempt((found = doc.cookie.split('; ').find((pair) => pair.startsWith(key + '='))) => (found && decodeURIComponent(found.slice(key.length + 1))) || null, null),
     set: (key, value) => write(key, value, YEAR_SECONDS),
     remove: (key) => void write(key, '', 0),
   }
 }
+
+/**
+ * JSON.stringify, arrays as arrays: a page's `Array.prototype.toJSON` (Prototype.js's, on old sites yet)
+ * makes each one a string of JSON, and core refuses the whole batch (`Expected array`), and what is
+ * stored comes back as text. The replacer is given what toJSON made; the holder still has the array.
+ * Only on such a page: a replacer makes a snapshot's JSON about twice as slow to write.
+ */
+export const json = (value: unknown) =>
+  JSON.stringify(
+    value,
+    ([] as any).toJSON &&
+      function (this: any, key: string, made: unknown) {
+        return Array.isArray(this[key]) ? this[key] : made
+      },
+  )
 
 export const readJson = <T>(store: KeyValue, key: string): T | null => attempt(() => JSON.parse(store.get(key)!), null)
 
@@ -112,7 +125,7 @@ export function createOutbox(store: KeyList, key: string, maxChars = OUTBOX_MAX_
   const dropped = () => +store.get(droppedKey)! || 0
   const remove = (id: string) => store.remove(prefix + id)
   const put = (parcel: Parcel) => {
-    store.set(prefix + parcel.id, JSON.stringify(parcel))
+    store.set(prefix + parcel.id, json(parcel))
     // Newest first: those past the bound go. One that would not fit is passed over, not counted: a
     // parcel larger than the whole bound (a snapshot of megabytes kept offline) goes alone, and what
     // was kept before it stays. (Written tight: this is in the tracker's core, at its size budget.)

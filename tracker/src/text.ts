@@ -1,4 +1,4 @@
-import { attempt } from './storage'
+import { attempt, json } from './storage'
 const isErrorLike = (value: unknown): value is Error =>
   !!value && typeof value == 'object' && 'message' in value
 
@@ -42,14 +42,10 @@ export function toText(value: unknown): string {
  * `value` as it can be sent as properties, copied at the call: a batch goes later, and the page may
  * change its object meanwhile (the event would carry a later value, or a cycle that fails its whole
  * batch and every retry of it). Undefined for nothing; false for what cannot be sent: a cycle or a
- * BigInt, or what is no object in JSON (the service refuses a string, an array or a number).
+ * BigInt, or what is no object in JSON (the service refuses a string, an array or a number). (`text`
+ * is a local, a parameter for the bundle's size budget: the caller passes the value only.)
  */
-export const asProperties = <T>(value: T): T | undefined | false =>
-  value == null
-    ? undefined
-    : attempt(() => {
-        const json = JSON.stringify(value)
-        return json[0] === '{' && JSON.parse(json)
-      }, false)
+export const asProperties = <T>(value: T, text?: string): T | undefined | false =>
+  value == null ? undefined : attempt(() => (text = json(value))[0] === '{' && JSON.parse(text), false)
 
 export { isErrorLike }

@@ -1,4 +1,5 @@
 import type { Logger } from './log'
+import { json } from './storage'
 import type { Clock, FetchFunction, PageWindow } from './types'
 
 /** What the browser lets a beacon (or a keepalive fetch) carry, with room to spare under its 64 KB. */
@@ -106,7 +107,7 @@ export function createTransport(
   const online = () => win.navigator.onLine !== false
 
   /** The body as JSON with the key in it, for requests that cannot carry a header. */
-  const withKey = (body: object) => JSON.stringify({ ...body, apiKey })
+  const withKey = (body: object) => json({ ...body, apiKey })
   /**
    * A send's URL and body, gzipped (by connection.js, loaded then) when it is worth it and
    * `CompressionStream` exists. The query says gzip: a simple request cannot say Content-Encoding (it
@@ -132,7 +133,7 @@ export function createTransport(
   const post = (path: string, body: object, simple = false): Promise<Answer> =>
     timed(clock, REQUEST_TIMEOUT_MS, async (signal) => {
       try {
-        const [url, payload] = await encode(path, simple ? withKey(body) : JSON.stringify(body))
+        const [url, payload] = await encode(path, simple ? withKey(body) : json(body))
         const headers: Record<string, string> = simple ? {} : { Authorization: 'Bearer ' + apiKey, 'Content-Type': 'application/json' }
         const response = await fetch(url, { method: 'POST', headers, body: payload, signal })
         answering = serviceAnswered(response.status)

@@ -1,4 +1,5 @@
 import { API } from './config'
+import { json } from './storage'
 import type { FetchFunction } from './types'
 
 /**
@@ -47,7 +48,7 @@ export async function sendUserAuth({ ingestionUrl, apiKey, userId, sessionId, us
   const response = await fetch(`${ingestionUrl.replace(/\/+$/, '')}${API}/user/auth`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ userId, userAttributes, sessionId, authFields }),
+    body: json({ userId, userAttributes, sessionId, authFields }),
   })
   const answer = (await response.json().catch(() => null)) as { endUserId?: string; error?: { code?: string; message?: string } } | null
   if (response.ok && typeof answer?.endUserId === 'string') return answer.endUserId

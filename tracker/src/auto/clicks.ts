@@ -36,10 +36,10 @@ function bounded(el: Element): Element | undefined {
 
 /**
  * What a click shows of its element; the text only where redaction lets it be seen, and none of a
- * large element (the page's body, a long list), which its tag and place describe.
+ * large element (the page's body, a long list), which its tag and place describe. (`href` is a local,
+ * a parameter for t.js's size budget: callers pass nothing.)
  */
-export function describeElement(el: Element, context: AutoContext): Properties {
-  const href = el.getAttribute('href')
+export function describeElement(el: Element, context: AutoContext, href = el.getAttribute('href')): Properties {
   return {
     tag: el.tagName.toLowerCase(),
     id: idOf(el),
