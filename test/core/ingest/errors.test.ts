@@ -227,6 +227,18 @@ describe('POST /api/ingestion/errors', () => {
     expect((await send({ sessionId: 'err-aggregate', errors: [aggregate, report({ sessionId: undefined, message: 'another' })] })).accepted).toBe(2)
   })
 
+  test('a valid batch that also carries the fields of a report at its top level is a batch: its reports are not dropped', async () => {
+    const batch = {
+      ...report({ sessionId: 'err-both', message: 'fields beside the batch' }),
+      errors: [report({ sessionId: undefined, message: 'first of the batch' }), report({ sessionId: undefined, message: 'second of the batch' })],
+    }
+    expect((await send(batch)).accepted).toBe(2)
+    expect(await rows(sql`select message from error_events where session_id = 'err-both' order by message`)).toEqual([
+      { message: 'first of the batch' },
+      { message: 'second of the batch' },
+    ])
+  })
+
   test('null in every optional field is taken as absent, `level` included; a report of a batch with a null session takes the batch\'s', async () => {
     const nulls = {
       endUserId: null,

@@ -56,6 +56,22 @@ describe('POST /api/ingestion/logs', () => {
     expect(await batch.json()).toEqual({ success: true, accepted: 1 })
   })
 
+  test('a valid batch that also carries the fields of an entry at its top level is a batch: its entries are not dropped', async () => {
+    const timestampMs = Date.now() - 1000
+    const res = await core.post('/api/ingestion/logs', {
+      sessionId: 'log-both',
+      level: 'info',
+      message: 'defaults of a client',
+      timestampMs,
+      logs: [
+        { level: 'warn', message: 'first', timestampMs },
+        { level: 'error', message: 'second', timestampMs: timestampMs + 1 },
+      ],
+    })
+    expect(await res.json()).toEqual({ success: true, accepted: 2 })
+    expect((await logsOf('log-both')).map((l) => l.message)).toEqual(['first', 'second'])
+  })
+
   test('a batch: entries inherit the batch session and end user, or name their own; a resend is stored once', async () => {
     const now = Date.now()
     const batch = {

@@ -47,14 +47,18 @@ interface Item {
  * array is a batch, and one item becomes a batch of one under its own session and end user. An item
  * may carry a field of that name beyond WIRE.md's (an AggregateError spread into an error report
  * holds `errors`): one that has every field an item needs and a batch does not is an item, the field
- * ignored as any unknown one is, not a batch refused for it.
+ * ignored as any unknown one is, not a batch refused for it. Unless the body is a valid batch as
+ * well: a batch carrying extra fields named as an item's would otherwise lose its every item.
  */
 export function asBatch<S extends TSchema, B extends TSchema>(batchKey: string, single: S, batch: B) {
   const checkSingle = validator(single)
   const checkBatch = validator(batch)
+  const compiledBatch = TypeCompiler.Compile(batch)
   const batchNeeds = new Set<string>(batch.required ?? [])
   const itemOnly = ((single.required ?? []) as string[]).filter((field) => !batchNeeds.has(field))
-  const isItem = (body: object) => itemOnly.length > 0 && itemOnly.every((field) => field in body)
+  // Cleaned on a copy: Value.Clean removes in place the item's fields a failed batch check then needs.
+  const fitsBatch = (body: object) => compiledBatch.Check(Value.Clean(batch, structuredClone(body)))
+  const isItem = (body: object) => itemOnly.length > 0 && itemOnly.every((field) => field in body) && !fitsBatch(body)
   return (body: unknown): Static<B> => {
     const isBatch = body !== null && typeof body === 'object' && !Array.isArray(body) && batchKey in body && !isItem(body)
     if (isBatch) return checkBatch(body)
