@@ -40,6 +40,9 @@ export function startPresenceSweep(db: Database, log: Logger, { intervalMs = PRE
       failing = false
       if (projects > 0) log.debug('presence sweep', { projects })
     } catch (error) {
+      // A sweep a stop went on without (see services.ts) fails as the database closes under it: that
+      // is the stop, not trouble to report.
+      if (stopped) return log.debug('presence sweep cut off by the stop', { error: errorText(error) })
       if (!failing) log.warn('presence sweep failed; trying again at every tick', { error: errorText(error) })
       failing = true
     }
