@@ -40,7 +40,7 @@ const { values } = (() => {
         'timeout-ms': { type: 'string' },
         // How to reach core: pooled sockets (default on Bun), or the runtime's fetch.
         client: { type: 'string', default: 'socket' },
-        help: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
       },
     })
   } catch (error) {

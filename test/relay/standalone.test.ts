@@ -60,6 +60,14 @@ test("a body declared far over --max-body-bytes is the relay's 413 in the error 
   }
 })
 
+test('--help and -h print the usage on stdout and exit 0, as the admin commands do', async () => {
+  for (const flag of ['--help', '-h']) {
+    const proc = startStandalone([flag])
+    expect({ flag, code: await proc.exited }).toEqual({ flag, code: 0 })
+    expect(await new Response(proc.stdout).text()).toContain('usage: npm run relay')
+  }
+})
+
 test('bad arguments exit 2 with the usage', async () => {
   const proc = startStandalone(['--prefix', '/_sl'])
   expect(await proc.exited).toBe(2)
