@@ -274,3 +274,45 @@ export async function startNodeFixture(running: Subprocess<'ignore', 'pipe', 'pi
   }
   throw new Error(`the Node relay did not start: ${output}${await new Response(node.stderr).text()}`)
 }
+
+type ScriptedConnection = { index: number; buffered: string; requests: number }
+/** `nth`: the request's number on its connection, from 1. */
+export type ScriptedAnswer = (index: number, head: string, socket: Socket<ScriptedConnection>, nth: number) => (string | Uint8Array)[] | null
+
+/**
+ * An upstream that answers each request head with `answerFor(...)`: pieces written 15 ms apart (each
+ * its own read on the relay's side), or nothing (null). Records the connection of each request.
+ */
+export function startScripted(answerFor: ScriptedAnswer) {
+  const connections: number[] = []
+  const open: boolean[] = []
+  let count = 0
+  const listener = Bun.listen<ScriptedConnection>({
+    hostname: '127.0.0.1',
+    port: 0,
+    socket: {
+      open(socket) {
+        socket.data = { index: open.push(true) - 1, buffered: '', requests: 0 }
+      },
+      close(socket) {
+        open[socket.data.index] = false
+      },
+      async data(socket, chunk) {
+        socket.data.buffered += Buffer.from(chunk).toString('latin1')
+        for (let end = socket.data.buffered.indexOf('\r\n\r\n'); end !== -1; end = socket.data.buffered.indexOf('\r\n\r\n')) {
+          const head = socket.data.buffered.slice(0, end)
+          // Bodies here are a few bytes, sent in the same write as their head.
+          const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0)
+          socket.data.buffered = socket.data.buffered.slice(end + 4 + length)
+          connections.push(socket.data.index)
+          const pieces = answerFor(count++, head, socket, ++socket.data.requests)
+          for (const [i, piece] of (pieces ?? []).entries()) {
+            if (i > 0) await Bun.sleep(15)
+            socket.write(piece)
+          }
+        }
+      },
+    },
+  })
+  return { url: `http://127.0.0.1:${listener.port}`, connections, open, close: () => listener.stop(true) }
+}

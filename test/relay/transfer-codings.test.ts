@@ -1,43 +1,16 @@
 import { describe, expect, test } from 'bun:test'
-import type { Socket } from 'bun'
 import { gzipSync } from 'node:zlib'
 import { createRelay, fetchClient } from '@sightline/relay'
 import { socketClient } from '@sightline/relay/upstream/socket'
+import { startScripted } from './helpers'
 
 // Answers whose Transfer-Encoding the socket client must not take at face value: codings it does not
 // decode (the field is hop-by-hop and dropped, so the client would get coded bytes labelled plain),
 // and chunked framing that is in doubt (with a Content-Length, or in HTTP/1.0), whose connection
 // must not carry the next client's request.
 
-type Upstream = { index: number; buffered: string }
-
 /** An upstream that answers each request head with `answerFor(n)` (n counts requests from 0), recording the connection of each. */
-function startScripted(answerFor: (n: number) => Uint8Array | string) {
-  const connections: number[] = []
-  const open: boolean[] = []
-  let count = 0
-  const listener = Bun.listen<Upstream>({
-    hostname: '127.0.0.1',
-    port: 0,
-    socket: {
-      open(socket) {
-        socket.data = { index: open.push(true) - 1, buffered: '' }
-      },
-      close(socket) {
-        open[socket.data.index] = false
-      },
-      data(socket, chunk) {
-        socket.data.buffered += Buffer.from(chunk).toString('latin1')
-        for (let end = socket.data.buffered.indexOf('\r\n\r\n'); end !== -1; end = socket.data.buffered.indexOf('\r\n\r\n')) {
-          socket.data.buffered = socket.data.buffered.slice(end + 4)
-          connections.push(socket.data.index)
-          socket.write(answerFor(count++))
-        }
-      },
-    },
-  })
-  return { url: `http://127.0.0.1:${listener.port}`, connections, open, close: () => listener.stop(true) }
-}
+const scripted = (answerFor: (n: number) => Uint8Array | string) => startScripted((n) => [answerFor(n)])
 
 const OK = 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'
 const relayTo = (upstream: string) => createRelay({ upstream, prefix: '/_sl', client: socketClient(), timeoutMs: 2000 })
@@ -55,7 +28,7 @@ describe('socket client: a transfer coding other than chunked', () => {
   ]
   for (const [name, answer] of cases) {
     test(`(${name}) is 502, never coded bytes passed on as plain; its connection is closed and the next request gets a fresh one`, async () => {
-      const upstream = startScripted((n) => (n === 0 ? answer : OK))
+      const upstream = scripted((n) => (n === 0 ? answer : OK))
       try {
         const relay = relayTo(upstream.url)
         const refused = await get(relay)
@@ -74,7 +47,7 @@ describe('socket client: a transfer coding other than chunked', () => {
 describe('fetch client: a transfer coding other than chunked', () => {
   const answer = Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n'), chunk(gzipped), Buffer.from('0\r\n\r\n')])
   test('(gzip, chunked) is 502, never coded bytes passed on as plain; the next request is answered', async () => {
-    const upstream = startScripted((n) => (n === 0 ? answer : OK))
+    const upstream = scripted((n) => (n === 0 ? answer : OK))
     try {
       const relay = createRelay({ upstream: upstream.url, prefix: '/_sl', client: fetchClient(), timeoutMs: 2000 })
       const refused = await get(relay)
@@ -93,7 +66,7 @@ describe('socket client: chunked framing in doubt is passed on, and its connecti
   ]
   for (const [name, answer] of cases) {
     test(`(${name}) the body is whole, without Content-Length; the next request goes out on a fresh connection`, async () => {
-      const upstream = startScripted((n) => (n === 0 ? answer : OK))
+      const upstream = scripted((n) => (n === 0 ? answer : OK))
       try {
         const relay = relayTo(upstream.url)
         const first = await get(relay)

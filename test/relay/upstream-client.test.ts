@@ -1,53 +1,11 @@
 import { describe, expect, test } from 'bun:test'
-import type { Socket } from 'bun'
 import { createRelay } from '@sightline/relay'
 import { socketClient } from '@sightline/relay/upstream/socket'
+import { startScripted } from './helpers'
 
 // The pooled socket client against an upstream that writes exact bytes: framings, interim answers,
 // answers that end the connection, a kept-alive connection closed under a request, and bodies larger
 // than one read. Each case also checks which connection the next request goes out on.
-
-type Upstream = { index: number; buffered: string; requests: number }
-/** `nth`: the request's number on its connection, from 1. */
-type Answer = (index: number, head: string, socket: Socket<Upstream>, nth: number) => string[] | null
-
-/**
- * An upstream that answers each request head with `answerFor(...)`: pieces written 15 ms apart (each
- * its own read on the relay's side), or nothing (null). Records the connection of each request.
- */
-function startScripted(answerFor: Answer) {
-  const connections: number[] = []
-  const open: boolean[] = []
-  let count = 0
-  const listener = Bun.listen<Upstream>({
-    hostname: '127.0.0.1',
-    port: 0,
-    socket: {
-      open(socket) {
-        socket.data = { index: open.push(true) - 1, buffered: '', requests: 0 }
-      },
-      close(socket) {
-        open[socket.data.index] = false
-      },
-      async data(socket, chunk) {
-        socket.data.buffered += Buffer.from(chunk).toString('latin1')
-        for (let end = socket.data.buffered.indexOf('\r\n\r\n'); end !== -1; end = socket.data.buffered.indexOf('\r\n\r\n')) {
-          const head = socket.data.buffered.slice(0, end)
-          // Bodies here are a few bytes, sent in the same write as their head.
-          const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0)
-          socket.data.buffered = socket.data.buffered.slice(end + 4 + length)
-          connections.push(socket.data.index)
-          const pieces = answerFor(count++, head, socket, ++socket.data.requests)
-          for (const [i, piece] of (pieces ?? []).entries()) {
-            if (i > 0) await Bun.sleep(15)
-            socket.write(piece)
-          }
-        }
-      },
-    },
-  })
-  return { url: `http://127.0.0.1:${listener.port}`, connections, open, close: () => listener.stop(true) }
-}
 
 const OK = 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'
 const relayTo = (upstream: string) => createRelay({ upstream, prefix: '/_sl', client: socketClient(), timeoutMs: 2000 })
