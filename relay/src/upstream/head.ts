@@ -19,3 +19,7 @@ export function requestHead(request: UpstreamRequest, host: string): { head: Buf
   else if (length !== null) head += `content-length: ${length}${CRLF}`
   return { head: Buffer.from(head + CRLF, 'latin1'), chunked }
 }
+
+/** A piece of a chunked body (RFC 9112 §7.1), and the last chunk that ends one. */
+export const chunkOf = (value: Uint8Array): Buffer => Buffer.concat([Buffer.from(`${value.byteLength.toString(16)}${CRLF}`, 'latin1'), value, Buffer.from(CRLF, 'latin1')])
+export const LAST_CHUNK = Buffer.from(`0${CRLF}${CRLF}`, 'latin1')

@@ -1,10 +1,11 @@
 import type { Socket } from 'bun'
 import { UpstreamError } from '../errors.ts'
-import { isDroppedResponseHeader, KEY_IN_BODY_MAX_BYTES } from '../headers.ts'
+import { isDroppedResponseHeader } from '../headers.ts'
 import type { UpstreamClient, UpstreamRequest } from './types.ts'
 import { ResponseParser, type ParsedHead } from './parser.ts'
 import { exchangeClock, type TimedExchange } from './timing.ts'
-import { CRLF, requestHead, UNSAFE_TARGET } from './head.ts'
+import { chunkOf, LAST_CHUNK, requestHead, UNSAFE_TARGET } from './head.ts'
+import { hold, streamedBody, type StreamedBody } from './streamed-body.ts'
 
 /**
  * A pooled HTTP/1.1 client on Bun's sockets, for the Bun and Elysia adapters. `fetch` works
@@ -38,35 +39,8 @@ interface Exchange extends TimedExchange {
   /** The answer's body while it streams. */
   body: ReadableStreamDefaultController<Uint8Array> | null
   /** The client's body, when it streams: made once, it outlives a connection closed under it. */
-  streamed: StreamedBody | null
+  streamed: StreamedBody<Connection> | null
 }
-
-/**
- * A request body read from the client as it is written upstream. A resend writes it on a fresh
- * connection from where the first left off: what was read and held, then the read under way.
- */
-interface StreamedBody {
-  reader: ReadableStreamDefaultReader<Uint8Array>
-  /** The connection writing it; null while a resend connects. A writer that is no longer it stops. */
-  conn: Connection | null
-  /** The read under way: a writer that loses the body to a resend leaves it for the next. */
-  reading: ReturnType<ReadableStreamDefaultReader<Uint8Array>['read']> | null
-  /**
-   * Everything read so far, while the connection may be closed under it (a reused one) and it is
-   * small (HELD_MAX_BYTES); null once it is not: the body can then no longer be resent.
-   */
-  held: Uint8Array[] | null
-  heldBytes: number
-  /** Bytes still due under Content-Length (Infinity when chunked). */
-  left: number
-}
-
-/**
- * The most of a streamed body kept to write again: what the relay already reads whole of a small
- * body, so a streamed request never holds more than a small one. The chunks are the ones read, kept
- * by reference, not copied.
- */
-const HELD_MAX_BYTES = KEY_IN_BODY_MAX_BYTES
 
 interface Connection {
   pool: Pool
@@ -211,14 +185,14 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
     // by core as a request of their own, past the relay's path rules (smuggling, RFC 9112 §11.2), and
     // a body that ends short leaves core waiting. The runtime frames what it received, but a handler
     // may be given a Request whose header no longer fits its body (one rewritten on the way).
-    const body = (exchange.streamed ??= { reader: stream.getReader(), conn: null, reading: null, held: [], heldBytes: 0, left: chunked ? Infinity : request.contentLength! })
+    const body = (exchange.streamed ??= streamedBody(stream, chunked ? Infinity : request.contentLength!))
     // What a connection closed under it left to write again (nothing on a first attempt). Only a
     // reused connection may be closed under it and resent from: on a fresh one nothing is held.
     const replay = body.held
     body.conn = conn
     if (!conn.reused) body.held = null
     const writing = () => body.conn === conn && conn.exchange === exchange
-    const frame = (value: Uint8Array) => (chunked ? Buffer.concat([Buffer.from(`${value.byteLength.toString(16)}${CRLF}`, 'latin1'), value, Buffer.from(CRLF, 'latin1')]) : value)
+    const frame = (value: Uint8Array) => (chunked ? chunkOf(value) : value)
     const mismatch = (how: string) => new UpstreamError('aborted', `the body is ${how} than its Content-Length of ${request.contentLength}`)
     try {
       await write(conn, head)
@@ -234,7 +208,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
         if (!writing()) break
         if (done) {
           if (body.left > 0 && body.left !== Infinity) throw mismatch('shorter')
-          if (chunked) await write(conn, Buffer.from(`0${CRLF}${CRLF}`, 'latin1'))
+          if (chunked) await write(conn, LAST_CHUNK)
           exchange.sent = true
           if (!exchange.answered) clock.arm(exchange)
           return
@@ -257,14 +231,6 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
       // exchange cannot finish.
       if (writing()) fail(conn, error instanceof UpstreamError ? error : new UpstreamError('aborted', 'the client body failed', { cause: error }))
     }
-  }
-
-  /** Keeps a piece read to write again, while all that was read stays within the bound. */
-  function hold(body: StreamedBody, value: Uint8Array): void {
-    if (!body.held) return
-    body.heldBytes += value.byteLength
-    if (body.heldBytes <= HELD_MAX_BYTES) body.held.push(value)
-    else body.held = null
   }
 
   function fail(conn: Connection, error: UpstreamError): void {
