@@ -266,7 +266,8 @@ describe('grouping', () => {
     const masked = messages.map(maskMessage)
     const elapsedMs = performance.now() - started
     expect(masked[0]).toBe(`${'a.'.repeat(1024)}`)
-    expect(masked[25]).toBe(`${'g<n>'.repeat(1024)}`)
+    // A run of letters and digits taking turns is an id (see maskMessage), masked whole.
+    expect(masked[25]).toBe('<id>')
     // What a match after another starts with, and the first of two in one run, are as before.
     expect(maskMessage('mail a@b.example+c@d.example, see x.y-z://h/p and 1a.b://q')).toBe('mail <email><email>, see <url> and <n>a.<url>')
     // About 3 ms here, against 200 before; the bound leaves room for a busy machine.

@@ -36,14 +36,16 @@ export const isInApp = (file: string): boolean => file !== '' && !NOT_APP.some((
  * A build hash rather than a name: hex of 8+ (`3f2a1b9c`), letters and digits of 8+ (`hctsbpa5`),
  * Rollup's 8 characters of mixed case (`DiwrgTda`), or esbuild's 8 of base32 (`A-Z2-7`), which hold
  * no digit one build in five (`QWERTYUI`). Only generated files are read this way: a source file
- * may well be called `UserProfile`.
+ * may well be called `UserProfile`. Capitals alone are read as esbuild's hash only where esbuild
+ * puts one, after a name and `-` (`chart-QWERTYUI.js`): a folder or a whole name of eight capitals
+ * (`/CHECKOUT/app.js`) is a person's word, and dropping it would make one file of many.
  */
-const looksLikeHash = (token: string): boolean =>
+const looksLikeHash = (token: string, afterName = false): boolean =>
   /^[A-Za-z0-9_]{8,}$/.test(token) &&
   (/^[0-9a-f]+$/i.test(token) ||
     (/\d/.test(token) && /[A-Za-z]/.test(token)) ||
     (token.length === 8 && /[a-z]/.test(token) && /[A-Z]/.test(token)) ||
-    /^[A-Z2-7]{8}$/.test(token))
+    (afterName && /^[A-Z2-7]{8}$/.test(token)))
 
 const isVersion = (segment: string) => /^v?\d+(?:\.\d+)+(?:[-+][\w.]+)?$/.test(segment)
 
@@ -53,12 +55,12 @@ const isVersion = (segment: string) => /^v?\d+(?:\.\d+)+(?:[-+][\w.]+)?$/.test(s
  * short to read as a hash, and the file name then changes with every build. The tail is read as a
  * hash as a whole, its `-` taken for `_` (what else may be in one).
  */
-const withoutRollupHash = (part: string) => part.replace(/-([\w-]{8})$/, (tail, token: string) => (token.includes('-') && looksLikeHash(token.replaceAll('-', '_')) ? '' : tail))
+const withoutRollupHash = (part: string) => part.replace(/-([\w-]{8})$/, (tail, token: string) => (token.includes('-') && looksLikeHash(token.replaceAll('-', '_'), true) ? '' : tail))
 
 const withoutHashes = (part: string) =>
   withoutRollupHash(part)
     .split('-')
-    .filter((token) => !looksLikeHash(token) && !/^\d+$/.test(token))
+    .filter((token, i) => !looksLikeHash(token, i > 0) && !/^\d+$/.test(token))
     .join('-')
 
 /**
@@ -111,7 +113,8 @@ function withoutAlias(fn: string): string {
 export const looksMinifiedFunction = (name: string): boolean => /^[\w$]{1,2}$/.test(normalizeFunction(name))
 
 /**
- * Numbers, hex ids, UUIDs, URLs and e-mail addresses masked, so one message template stays one group.
+ * Numbers, hex ids, UUIDs, ids of letters and digits (`cus_NffrFeUfNV2Hib`, `K7XP2Q`), URLs and
+ * e-mail addresses masked, so one message template stays one group.
  * A URL's scheme and an address's local part are matched as a whole run that is kept when no `://`
  * or `@...` follows it: /[\w.+-]+@.../ was tried again from every character of a run, each time to
  * its end, quadratic in it (a 2 KB message took 3 ms, a batch of them a third of a second). Every
@@ -124,8 +127,31 @@ export function maskMessage(message: string): string {
     .replace(/[\w.+-]+(@[\w-]+(?:\.[\w-]+)+)?/g, (run, address) => (address ? '<email>' : run))
     .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, '<uuid>')
     .replace(/\b(?=[0-9a-f]*\d)[0-9a-f]{8,}\b/gi, '<hex>')
+    .replace(/(?<![A-Za-z0-9_-])([A-Za-z]{2,}[_-])([A-Za-z0-9]{6,})(?![A-Za-z0-9_-])/g, (token, prefix: string, tail: string) =>
+      isPrefixedIdTail(tail) ? `${prefix}<id>` : token,
+    )
+    .replace(/(?<![A-Za-z0-9])[A-Za-z0-9]{5,}(?![A-Za-z0-9])/g, (token) => (looksLikeIdToken(token) ? '<id>' : token))
     .replace(/\d+(?:\.\d+)?/g, '<n>')
     .trim()
+}
+
+/**
+ * The tail of a prefixed id (Stripe's `cus_NffrFeUfNV2Hib`, `ord_9f8e7d6c5b`): letters and digits
+ * both. The prefix says what kind of id it is and stays. An error code's tail is capitals with a
+ * number after them (`ERR_HTTP2`, `ERR_TLS13`) and stays too.
+ */
+const isPrefixedIdTail = (tail: string): boolean => /\d/.test(tail) && /[A-Za-z]/.test(tail) && !/^[A-Z]+\d+$/.test(tail)
+
+/**
+ * A code or id written as one word of letters and digits: capitals and digits mixed (`K7XP2Q`), or
+ * any case switching between letters and digits four times and more (`V1StGXR8Z5jd`). What stays is
+ * a word with a number in it or after it, which names a thing rather than one of many: codes
+ * (`E11000`, `HTTP2`, `ES2015`, `SHA256`, `404NOTFOUND`) and names (`Uint8Array`, `utf8mb4`, `i18n`).
+ */
+function looksLikeIdToken(token: string): boolean {
+  if (!/\d/.test(token) || !/[A-Za-z]/.test(token)) return false
+  if (/^[A-Z0-9]+$/.test(token)) return !/^(?:[A-Z]+\d+|\d+[A-Z]+)$/.test(token)
+  return (token.match(/\d(?=\D)|\D(?=\d)/g)?.length ?? 0) >= 4
 }
 
 export interface FingerprintInput {
