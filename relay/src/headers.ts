@@ -39,6 +39,9 @@ const REQUEST_DROPPED = new Set([
   'accept-encoding',
   // Never forwarded: the site's cookies are not core's business (and may be sessions).
   'cookie',
+  // RFC 2965 §3.3.5's Cookie2 (obsoleted by RFC 6265), which some old clients still send beside
+  // Cookie: the site's too, and nothing core reads.
+  'cookie2',
   // Set by the relay below from what it saw itself.
   'x-forwarded-proto',
   'x-forwarded-host',

@@ -123,6 +123,15 @@ for (const [clientName, makeClient] of Object.entries(CLIENTS)) {
       expect(res.headers.get('access-control-allow-origin')).toBe('https://shop.test')
     })
 
+    test('the obsolete Cookie2 stays behind with Cookie', async () => {
+      const res = await send('/health/simple', { headers: { cookie: 'session=secret', cookie2: '$Version="1"', 'user-agent': 'ua/1' } })
+      expect(res.status).toBe(200)
+      const { headers } = lastSeen()
+      expect(headers.cookie).toBeUndefined()
+      expect(headers.cookie2).toBeUndefined()
+      expect(headers['user-agent']).toBe('ua/1')
+    })
+
     test("no User-Agent from the client: none of the relay's own goes to core, which falls back on the tracker's", async () => {
       const sessionId = `${clientName}-no-ua`
       const chrome = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36'
