@@ -66,6 +66,56 @@ test("elysia plugin after a hook of the site that sets a cookie on every answer:
   }
 })
 
+test("elysia plugin after a hook of the site that spells its fields in capitals (Set-Cookie, Vary): the relay's answers still carry no cookie, and list both Vary", async () => {
+  const app = new Elysia()
+    .onRequest(({ set }) => {
+      set.headers['Set-Cookie'] = 'site-session=abc; Path=/'
+      set.headers['Vary'] = 'Origin'
+    })
+    .use(elysiaRelay({ upstream: tap.url, prefix: '/_sl', script: { source: 'console.log("t")' } }))
+    .get('/', () => 'the site')
+    .listen({ port: 0, hostname: '127.0.0.1' })
+  try {
+    const url = `http://127.0.0.1:${app.server!.port}`
+    const answers = []
+    for (const path of ['/_sl/health/simple', '/_sl/t.js', '/_sl/nothing']) {
+      const res = await fetch(url + path)
+      answers.push({ path, setCookie: res.headers.getSetCookie(), vary: res.headers.get('vary') })
+    }
+    expect(answers).toEqual([
+      { path: '/_sl/health/simple', setCookie: [], vary: expect.stringMatching(/^Origin, /) },
+      { path: '/_sl/t.js', setCookie: [], vary: 'Origin, Accept-Encoding' },
+      { path: '/_sl/nothing', setCookie: [], vary: 'Origin' },
+    ])
+    expect((await fetch(`${url}/`)).headers.getSetCookie()).toEqual(['site-session=abc; Path=/'])
+  } finally {
+    await app.stop(true)
+  }
+})
+
+test("elysia plugin after a site's CORS hook that varies on Origin: the relay's answers list the site's Vary and their own, as on Node", async () => {
+  const app = new Elysia()
+    .onRequest(({ set, request }) => {
+      set.headers['access-control-allow-origin'] = request.headers.get('origin') ?? '*'
+      set.headers.vary = 'Origin'
+    })
+    .use(elysiaRelay({ upstream: tap.url, prefix: '/_sl', script: { source: 'console.log("t")' } }))
+    .get('/', () => 'the site')
+    .listen({ port: 0, hostname: '127.0.0.1' })
+  try {
+    const url = `http://127.0.0.1:${app.server!.port}`
+    const varies = []
+    for (const path of ['/_sl/t.js', '/_sl/nothing']) varies.push([path, (await fetch(url + path, { headers: { origin: 'https://shop.test' } })).headers.get('vary')])
+    // A cache keyed on Accept-Encoding alone served one origin's Access-Control-Allow-Origin to the next.
+    expect(varies).toEqual([
+      ['/_sl/t.js', 'Origin, Accept-Encoding'],
+      ['/_sl/nothing', 'Origin'],
+    ])
+  } finally {
+    await app.stop(true)
+  }
+})
+
 test("elysia plugin after a hook of the site that sets a status: the relay's answers keep core's", async () => {
   const app = new Elysia()
     .onRequest(({ set }) => {

@@ -27,17 +27,50 @@ export function elysiaRelay(options: RelayOptions) {
     // (`app.headers()`, security headers) still apply as to every answer of the site, but never over
     // one the relay's answer has. A status the site set replaces the answer's: core's answer is the
     // tracker's to read (a 429, a 503 to retry), so the status is reset to Elysia's default, which
-    // leaves an answer's own.
-    delete set.headers['set-cookie']
+    // leaves an answer's own. Vary is the exception, a list both add to, as on Node: Elysia keeps the
+    // answer's alone, and a site's CORS hook that reflects Origin (Vary: Origin) on the script cached
+    // one origin's Access-Control-Allow-Origin for the next.
+    const siteVary = takeSiteFields(set.headers)
     set.cookie = undefined
     set.status = 200
     const running = server ?? (plugin as unknown as { getServer(): ServerLike | null }).getServer()
     running?.timeout(request, seconds)
-    return relay(request, { address: running ? (running.requestIP(request)?.address ?? null) : undefined })
+    const answered = relay(request, { address: running ? (running.requestIP(request)?.address ?? null) : undefined })
+    return siteVary === null ? answered : answered.then((response) => withSiteVary(response, siteVary, set))
   }
   // `getServer` is Elysia's own (private in its types): the root app's server, null until it listens.
   const plugin = new Elysia({ name: 'sightline-relay', seed: relay.prefix })
   return plugin.onRequest(handle)
+}
+
+/**
+ * Removes the site's Set-Cookie and Vary from `set` (however the site spelled them: `set.headers` is a
+ * plain object, and Elysia passed `Set-Cookie` on as a field of its own), and returns the Vary.
+ * Names are compared only when their length matches, so the usual handful of fields costs nothing.
+ */
+function takeSiteFields(headers: Record<string, unknown>): string | null {
+  let vary: string | null = null
+  for (const name in headers) {
+    if (name.length === 10 && name.toLowerCase() === 'set-cookie') delete headers[name]
+    else if (name.length === 4 && name.toLowerCase() === 'vary') {
+      vary = vary === null ? String(headers[name]) : `${vary}, ${String(headers[name])}`
+      delete headers[name]
+    }
+  }
+  return vary
+}
+
+/** The answer listing the site's Vary before its own (Elysia adds the site's to one that has none). */
+function withSiteVary(response: Response, siteVary: string, set: SiteSet): Response {
+  const own = response.headers.get('vary')
+  if (own === null) {
+    set.headers.vary = siteVary
+    return response
+  }
+  // A new Headers: a fetch client's answer has immutable ones.
+  const headers = new Headers(response.headers)
+  headers.set('vary', `${siteVary}, ${own}`)
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers })
 }
 
 type ServerLike = Pick<Server<unknown>, 'requestIP' | 'timeout'>
