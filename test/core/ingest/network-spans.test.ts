@@ -266,6 +266,16 @@ describe('POST /api/ingestion/spans/batch', () => {
     ])
   })
 
+  test('a span named as its own parent is a root: stored without a parent, whatever the case of the ids', async () => {
+    const traceId = 'f1'.repeat(16)
+    const spans = [span('00F067AA0BA902C1', { traceId, parentSpanId: '00f067aa0ba902c1' }), span('00f067aa0ba902c2', { traceId, parentSpanId: '00f067aa0ba902c1' })]
+    expect(await (await core.post('/api/ingestion/spans/batch', { spans })).json()).toEqual({ success: true, accepted: 2 })
+    expect(await rows(sql`select span_id, parent_span_id from spans where trace_id = ${traceId} order by span_id`)).toEqual([
+      { span_id: '00f067aa0ba902c1', parent_span_id: null },
+      { span_id: '00f067aa0ba902c2', parent_span_id: '00f067aa0ba902c1' },
+    ])
+  })
+
   test('spans without a session are stored without one', async () => {
     const res = await core.post('/api/ingestion/spans/batch', { spans: [span('1111111111111111', { traceId: 'a'.repeat(32) })] })
     expect(res.status).toBe(200)

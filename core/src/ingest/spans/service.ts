@@ -39,11 +39,15 @@ export function spanRows(body: SpanBatchBody, caller: Caller, receivedAt: number
       throw new ApiError('validation_failed', `/spans/${i}/endTimeMs: the span ends before it starts`, { path: `/spans/${i}/endTimeMs` })
     }
     const times = spanTimes(span, receivedAt)
+    const spanId = span.spanId.toLowerCase()
+    const parentSpanId = span.parentSpanId && span.parentSpanId !== NO_SPAN_ID ? span.parentSpanId.toLowerCase() : null
     return {
       projectId: caller.projectId,
       traceId: span.traceId.toLowerCase(),
-      spanId: span.spanId.toLowerCase(),
-      parentSpanId: span.parentSpanId && span.parentSpanId !== NO_SPAN_ID ? span.parentSpanId.toLowerCase() : null,
+      spanId,
+      // A span named as its own parent (a client that copied its id over) is a root: kept as sent,
+      // it made a loop of one for whatever walks a trace up from a span.
+      parentSpanId: parentSpanId === spanId ? null : parentSpanId,
       sessionId,
       endUserId,
       name: truncateUtf8(span.name, NAME_LIMIT_BYTES),
