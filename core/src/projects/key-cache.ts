@@ -17,6 +17,11 @@ export interface KeyCacheOptions {
   heartbeatMs?: number
   /** How long heartbeats the database took go unheard before the listening connection is made again (RELISTEN_AFTER_MS). */
   relistenAfterMs?: number
+  /**
+   * Milliseconds on a clock that only goes forward (the default: `performance.now`). Everything timed
+   * here is a duration: on the wall clock, one set back an hour (NTP, a resumed virtual machine) kept
+   * cached keys and a listening connection gone deaf trusted for that hour, revocations unseen.
+   */
   now?: () => number
 }
 
@@ -57,7 +62,7 @@ interface Entry {
 }
 
 export function createKeyCache(db: Database, log: Logger, options: KeyCacheOptions = {}): KeyCache {
-  const { ttlMs = 60_000, negativeTtlMs = 5_000, maxEntries = 10_000, heartbeatMs = 1_000, relistenAfterMs = RELISTEN_AFTER_MS, now = Date.now } = options
+  const { ttlMs = 60_000, negativeTtlMs = 5_000, maxEntries = 10_000, heartbeatMs = 1_000, relistenAfterMs = RELISTEN_AFTER_MS, now = () => performance.now() } = options
   // Known keys apart from unknown ones: a flood of made-up keys fills only its own map, and pushes no
   // live key out of the cache (each pushed out would cost a lookup on its next request).
   const known = new Map<string, Entry>()

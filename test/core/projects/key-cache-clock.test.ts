@@ -1,0 +1,72 @@
+import { afterEach, describe, expect, setSystemTime, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { postgresDatabase } from '@sightline/core/db'
+import { createLogger } from '@sightline/core/log'
+import { createKeyCache } from '@sightline/core/projects/key-cache'
+import { createProject, revokeKey } from '@sightline/core/projects/service'
+import { proxiedTestDatabase } from '../../helpers/breakable-database'
+import { createTestDatabase, engine } from '../../helpers/database'
+
+/*
+ * The system clock is set back (NTP stepping a clock that ran fast, a virtual machine resumed from a
+ * snapshot): how long a key is trusted, and how long the listening connection may go unheard, are
+ * durations, and must not grow by the hour the clock went back.
+ */
+
+const log = createLogger('error')
+const HOUR_MS = 3_600_000
+
+afterEach(() => setSystemTime())
+
+async function within(ms: number, check: () => Promise<boolean>): Promise<number> {
+  const start = performance.now()
+  while (performance.now() - start < ms) {
+    if (await check()) return performance.now() - start
+    await Bun.sleep(10)
+  }
+  return Infinity
+}
+
+describe('the key cache when the system clock is set back', () => {
+  test('a cached key is trusted for its time to live, not for that time plus the hour the clock went back', async () => {
+    const database = await createTestDatabase()
+    const cache = createKeyCache(database.db, log, { ttlMs: 100 })
+    await cache.start()
+    try {
+      const project = await createProject(database.db.orm, { name: 'clock-ttl' })
+      const key = project.keys.production
+      expect(await cache.resolve(key)).not.toBeNull()
+      setSystemTime(new Date(Date.now() - HOUR_MS))
+      // Revoked behind the cache's back (a notification lost): only the time to live stops the key.
+      await database.db.rows(sql`update api_keys set revoked_at = now() where project_id = ${project.projectId}`)
+      await Bun.sleep(300)
+      expect(await cache.resolve(key)).toBeNull()
+    } finally {
+      await cache.stop()
+      await database.close()
+    }
+  })
+
+  test.skipIf(engine !== 'postgres')('a revocation made while the listening connection is silently dead stops the key within seconds', async () => {
+    const { database, proxy, url } = await proxiedTestDatabase()
+    const listening = postgresDatabase(url)
+    // Lookups reach the database directly; only the listening connection goes through the proxy.
+    const cache = createKeyCache({ ...database.db, listen: listening.listen }, log)
+    await cache.start()
+    try {
+      const project = await createProject(database.db.orm, { name: 'clock-deaf' })
+      const key = project.keys.production
+      expect(await cache.resolve(key)).not.toBeNull()
+      setSystemTime(new Date(Date.now() - HOUR_MS))
+      proxy.freeze()
+      await revokeKey(database.db, project.projectId, key)
+      expect(await within(8_000, async () => (await cache.resolve(key)) === null)).toBeLessThan(4_500)
+    } finally {
+      await cache.stop()
+      proxy.resume()
+      await listening.close()
+      proxy.close()
+      await database.close()
+    }
+  }, 20_000)
+})
