@@ -13,12 +13,15 @@ export interface HealthDeps {
 }
 
 export function healthRoutes({ db, writerStats, startedAt, databaseTimeoutMs = 2000 }: HealthDeps) {
+  // Uptime is read on a clock that only goes forward: on the wall clock, one set back an hour (NTP, a
+  // resumed virtual machine) made it negative, and one set ahead added the hour.
+  const startedOnMonotonic = performance.now() - (Date.now() - startedAt)
   return new Elysia({ name: 'ingest/health' })
     .get('/', () => ({ status: 'ok', service: 'sightline' }))
     .get('/health/simple', () => ({ status: 'ok' }))
     .get('/health', async ({ set }) => {
       const database = await checkDatabase(() => pingDatabase(db), databaseTimeoutMs)
-      const report = healthReport({ database, writer: writerStats(), version: VERSION, startedAt, now: Date.now() })
+      const report = healthReport({ database, writer: writerStats(), version: VERSION, startedAt: startedOnMonotonic, now: performance.now() })
       if (report.status !== 'ok') set.status = 503
       return report
     })
