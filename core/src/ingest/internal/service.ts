@@ -7,21 +7,30 @@ import type { ScanFindingsBody } from './model'
 
 /**
  * The secret from `Authorization: Bearer` or `X-Internal-Secret`: all of what follows, so that a
- * secret with spaces in it (a passphrase; INTERNAL_SECRET takes one) is one in either header.
+ * secret with spaces in it (a passphrase; INTERNAL_SECRET takes one) is one in either header. Only
+ * HTTP's own spaces and tabs are trimmed: a header's bytes arrive as characters, and a UTF-8 letter
+ * ending in byte A0 (à) would otherwise lose it as a no-break space.
  */
 export function presentedSecret(authorization: string | undefined, headerSecret: string | undefined): string | undefined {
-  return authorization?.match(/^\s*Bearer\s+(\S(?:.*\S)?)\s*$/i)?.[1] ?? headerSecret?.trim() ?? undefined
+  return authorization?.match(/^[ \t]*Bearer[ \t]+([^ \t](?:.*[^ \t])?)[ \t]*$/i)?.[1] ?? headerSecret?.replace(/^[ \t]+|[ \t]+$/g, '') ?? undefined
 }
 
-const digest = (text: string) => createHash('sha256').update(text).digest()
+const digest = (text: string | Buffer) => createHash('sha256').update(text).digest()
 
 /**
  * Compared in constant time: both sides are hashed first, so neither the content nor the length of
  * the configured secret shows in how long a wrong guess takes.
+ *
+ * A header's value arrives one character per byte, while the configured secret is text: a secret
+ * beyond ASCII sent as UTF-8 (curl, a shell script) reached here as other characters and never
+ * matched. Its bytes are compared too, as well as its characters (what fetch sends of such a secret).
  */
 export function assertSecret(presented: string | undefined, expected: string): void {
   if (!presented) throw new ApiError('invalid_secret', 'send the internal secret as "Authorization: Bearer <secret>" or "X-Internal-Secret"')
-  if (!timingSafeEqual(digest(presented), digest(expected))) throw new ApiError('invalid_secret', 'the internal secret does not match')
+  const asText = timingSafeEqual(digest(presented), digest(expected))
+  // Only a value of bytes (as every header is) is read as bytes: latin1 would cut a wider character to one.
+  const asBytes = /^[\x00-\xff]*$/.test(presented) && timingSafeEqual(digest(Buffer.from(presented, 'latin1')), digest(Buffer.from(expected, 'utf8')))
+  if (!(asText || asBytes)) throw new ApiError('invalid_secret', 'the internal secret does not match')
 }
 
 export interface FindingRow {
