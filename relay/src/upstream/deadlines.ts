@@ -1,7 +1,9 @@
 /**
  * Timeouts for many in-flight exchanges on one coarse ticker instead of a timer each: arming and
  * clearing a runtime timer per request costs more than the rest of forwarding a small request on
- * Bun. A deadline fires within `tickMs` after it passes.
+ * Bun. A deadline fires within `tickMs` after it passes. Deadlines are durations, kept on a clock that
+ * only goes forward: on the wall clock, one set ahead an hour (NTP, a resumed virtual machine) failed
+ * every request in flight with 504 at once, and one set back left core's silences unbounded for the hour.
  */
 export interface Deadlines {
   /** Calls `onExpire` once, soon after `ms` from now, unless cancelled. Returns the cancel. */
@@ -23,7 +25,7 @@ export function deadlines(tickMs = 25): Deadlines {
   let ticker: ReturnType<typeof setInterval> | undefined
 
   const tick = () => {
-    const now = Date.now()
+    const now = performance.now()
     for (const [onExpire, at] of pending) {
       if (at > now) continue
       pending.delete(onExpire)
@@ -36,7 +38,7 @@ export function deadlines(tickMs = 25): Deadlines {
   }
 
   const schedule = (entry: () => void, ms: number) => {
-    pending.set(entry, Date.now() + ms)
+    pending.set(entry, performance.now() + ms)
     if (!ticker) {
       ticker = setInterval(tick, tickMs)
       // The ticker alone must not keep a process alive.

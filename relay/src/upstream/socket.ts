@@ -21,7 +21,7 @@ export interface SocketClientOptions {
   /**
    * A connection idle longer than this is closed rather than reused (default 4 s, under the 5 s
    * keep-alive timeout of Node's server and the 10 s of Bun's), so a request is never written into
-   * a connection the server is closing.
+   * a connection the server is closing. Timed on a clock that only goes forward, as deadlines are.
    */
   maxIdleMs?: number
 }
@@ -132,7 +132,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
   function release(conn: Connection): void {
     conn.exchange = null
     conn.reused = true
-    conn.idleSince = Date.now()
+    conn.idleSince = performance.now()
     if (conn.paused) resume(conn)
     if (conn.closed || conn.pool.idle.length >= maxIdle) return destroy(conn)
     conn.pool.idle.push(conn)
@@ -411,6 +411,6 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
         exchange.onAbort = () => giveUp(exchange, new UpstreamError('aborted', 'the client went away'))
         signal.addEventListener('abort', exchange.onAbort, { once: true })
       }
-      start(exchange, takeIdle(poolFor(request.origin), Date.now()))
+      start(exchange, takeIdle(poolFor(request.origin), performance.now()))
     })
 }
