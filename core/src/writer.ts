@@ -85,6 +85,11 @@ export interface WriterOptions {
   commitTimeoutMs?: number
   retryAfterSeconds?: number
   gate?: Gate
+  /**
+   * Milliseconds on a clock that only goes forward (the default: `performance.now`): on the wall clock,
+   * one set back an hour (NTP, a resumed virtual machine) right after a failed commit answered every
+   * request 503 for that hour, the database long back.
+   */
   now?: () => number
 }
 
@@ -123,7 +128,7 @@ export function createWriter(db: Database, log: Logger, options: WriterOptions =
     commitTimeoutMs = 10_000,
     retryAfterSeconds = 2,
     gate,
-    now = Date.now,
+    now = () => performance.now(),
   } = options
 
   let queue: Pending[] = []

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, beforeEach, describe, expect, setSystemTime, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { ApiError } from '@sightline/core/errors'
 import { createLogger } from '@sightline/core/log'
@@ -134,6 +134,29 @@ describe('bounds and failures', () => {
     now += 600
     await w.write(request(sink, { id: 'f4' }))
     expect((await stored()).map((r) => r.id)).toEqual(['f4'])
+  })
+
+  test('failing fast lasts failFastMs whatever the system clock does meanwhile: set back an hour, the writer does not refuse for the hour', async () => {
+    let broken = true
+    const sink: Sink<ProbeRow> = {
+      name: 'flaky-clock',
+      async write(tx, rows) {
+        if (broken) throw Object.assign(new Error('connection refused'), { code: 'ECONNREFUSED' })
+        await probeSink().write(tx, rows)
+      },
+    }
+    const w = writer({ failFastMs: 200 })
+    await expect(w.write(request(sink, { id: 'c1' }))).rejects.toMatchObject({ code: 'storage_unavailable' })
+    broken = false
+    // NTP stepping back a clock that ran fast, a virtual machine resumed from a snapshot.
+    setSystemTime(new Date(Date.now() - 3_600_000))
+    try {
+      await Bun.sleep(300)
+      await w.write(request(sink, { id: 'c2' }))
+    } finally {
+      setSystemTime()
+    }
+    expect((await stored()).map((r) => r.id)).toEqual(['c2'])
   })
 
   test('a commit that hangs is answered 503 after commitTimeoutMs, not left waiting', async () => {
