@@ -66,7 +66,8 @@ export function readChunk(events: ScannedEvents): ReplayChunk {
     if (type === FULL_SNAPSHOT) hasFullSnapshot = true
     if (type === META && timestamp < entryAt) {
       const href = (events.item(k) as { data: { href?: unknown } | null }).data?.href
-      if (typeof href === 'string' && href !== '') {
+      // An href the session would keep nothing of (NUL alone) is no entry: it must not hide a real page's meta event after it.
+      if (typeof href === 'string' && sessionText(href) !== null) {
         entryUrl = href
         entryAt = timestamp
       }

@@ -92,6 +92,9 @@ export function mergeSessionTouches(touches: readonly SessionTouch[]): SessionTo
       automaticProperties: seen.automaticProperties || touch.automaticProperties ? { ...seen.automaticProperties, ...touch.automaticProperties } : null,
       windowIds: firstWindows(seen.windowIds, touch.windowIds),
       geo: touch.geo ?? seen.geo,
+      // The latest sent, as the sessions sink takes it across commits (not the earlier touch's, which
+      // `definedOnly(early)` would give): a commit's grouping of requests must not change the answer.
+      sdkVersion: touch.sdkVersion ?? seen.sdkVersion,
     })
   }
   return [...merged.values()].sort((a, b) => (sessionKey(a) < sessionKey(b) ? -1 : 1))
