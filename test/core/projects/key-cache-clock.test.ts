@@ -6,6 +6,7 @@ import { createKeyCache } from '@sightline/core/projects/key-cache'
 import { createProject, revokeKey } from '@sightline/core/projects/service'
 import { proxiedTestDatabase } from '../../helpers/breakable-database'
 import { createTestDatabase, engine } from '../../helpers/database'
+import { within } from '../../helpers/poll'
 
 /*
  * The system clock is set back (NTP stepping a clock that ran fast, a virtual machine resumed from a
@@ -17,15 +18,6 @@ const log = createLogger('error')
 const HOUR_MS = 3_600_000
 
 afterEach(() => setSystemTime())
-
-async function within(ms: number, check: () => Promise<boolean>): Promise<number> {
-  const start = performance.now()
-  while (performance.now() - start < ms) {
-    if (await check()) return performance.now() - start
-    await Bun.sleep(10)
-  }
-  return Infinity
-}
 
 describe('the key cache when the system clock is set back', () => {
   test('a cached key is trusted for its time to live, not for that time plus the hour the clock went back', async () => {

@@ -9,19 +9,10 @@ import { createProject, revokeKey } from '@sightline/core/projects/service'
 import { proxiedTestDatabase } from '../../helpers/breakable-database'
 import { createTestDatabase, engine } from '../../helpers/database'
 import { partitionableProxy } from '../../helpers/partitionable-proxy'
+import { within } from '../../helpers/poll'
 
 const postgresOnly = engine === 'postgres' ? describe : describe.skip
 const log = createLogger('error')
-
-/** Polls `check` until it holds or `ms` pass; returns how long it took, or Infinity. */
-async function within(ms: number, check: () => Promise<boolean>): Promise<number> {
-  const start = performance.now()
-  while (performance.now() - start < ms) {
-    if (await check()) return performance.now() - start
-    await Bun.sleep(10)
-  }
-  return Infinity
-}
 
 postgresOnly('the key cache when its LISTEN connection is lost', () => {
   const cleanups: (() => Promise<void> | void)[] = []
