@@ -202,9 +202,12 @@ export function sourceMapUploads(files: readonly UploadedFile[]): SourceMapUploa
     const map = parseSourceMap(name, file.content, file.path)
     const script = linkOf(name)
     const generated = typeof map.file === 'string' && map.file !== '' ? cleanName(dirOf(name) + map.file) : null
+    // As stored, as the name is: Postgres text cannot hold NUL, and refused there it would cost the
+    // commit of every request beside this one a retry; a URL of NUL alone is none.
+    const url = file.url ? storedText(file.url) || null : null
     return {
       name,
-      url: file.url ?? script?.script ?? generated,
+      url: url ?? script?.script ?? generated,
       debugId: normalizeDebugId(map.debugId ?? map.debug_id) ?? script?.debugId ?? null,
       json: typeof file.content === 'string' ? sourceMapJsonText(file.content) : JSON.stringify(file.content),
     }
