@@ -59,13 +59,17 @@ describe('POST /api/ingestion/customEvent', () => {
 
   test('endUserId null or absent, no timestamp, no uuid: stored with server values', async () => {
     const before = Date.now()
-    expect((await core.post('/api/ingestion/customEvent', { sessionId: 'ce-2', eventName: 'a', endUserId: null })).status).toBe(200)
+    const first = await core.post('/api/ingestion/customEvent', { sessionId: 'ce-2', eventName: 'a', endUserId: null })
+    expect(first.status).toBe(200)
+    // The server makes the end user (WIRE.md), and the session's answers the next request naming none.
+    const { endUserId } = await first.json()
+    expect(endUserId).toMatch(/^[0-9a-f-]{36}$/)
     expect((await core.post('/api/ingestion/customEvent', { sessionId: 'ce-2', eventName: 'b', eventProperties: null })).status).toBe(200)
     const stored = await eventsOf('ce-2')
     expect(stored).toHaveLength(2)
     expect(stored[0].uuid).not.toBe(stored[1].uuid)
     for (const event of stored) {
-      expect(event.end_user_id).toBeNull()
+      expect(event.end_user_id).toBe(endUserId)
       expect(Number(event.ts)).toBeGreaterThanOrEqual(before - 1)
     }
   })
@@ -87,7 +91,7 @@ describe('POST /api/ingestion/customEvent', () => {
         { eventName: 'huge', timestamp: 1e300 },
       ],
     })
-    expect(await res.json()).toEqual({ success: true, accepted: 2 })
+    expect(await res.json()).toEqual({ success: true, accepted: 2, endUserId: expect.any(String) })
     const stored = await eventsOf('ce-3us')
     expect(stored.map((e) => e.event_name).sort()).toEqual(['huge', 'micros'])
     for (const event of stored) expect(Number(event.ts)).toBeWithin(before - 1, Date.now() + 2)
@@ -257,7 +261,7 @@ describe('POST /api/ingestion/customEvent/batch', () => {
     const long = 'checkout step: '.repeat(100)
     const res = await core.post('/api/ingestion/customEvent/batch', { sessionId: 'batch-long', events: [{ eventName: 'before' }, { eventName: long }] })
     expect(res.status).toBe(200)
-    expect(await res.json()).toEqual({ success: true, accepted: 2 })
+    expect(await res.json()).toEqual({ success: true, accepted: 2, endUserId: expect.any(String) })
     const names = (await eventsOf('batch-long')).map((e) => e.event_name)
     expect(names).toContain('before')
     expect(names).toContain(`${long.slice(0, 1021)}…`)

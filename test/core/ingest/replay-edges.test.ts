@@ -68,7 +68,7 @@ describe('/events edge cases', () => {
       const res = await send(text, { gzip: pick(2) === 1 })
       const body = JSON.parse(text)
       const kept = body.events.filter(isRrweb)
-      expect({ text, status: res.status, answer: await res.json() }).toEqual({ text, status: 200, answer: { success: true, accepted: kept.length, dropped: body.events.length - kept.length } })
+      expect({ text, status: res.status, answer: await res.json() }).toEqual({ text, status: 200, answer: { success: true, accepted: kept.length, dropped: body.events.length - kept.length, endUserId: expect.any(String) } })
       const rows = await chunksOf(sessionId)
       if (kept.length === 0) {
         expect(rows).toHaveLength(0)
@@ -110,7 +110,7 @@ describe('/events edge cases', () => {
   test('an event nested 100,000 levels deep is stored (the scan does not recurse; the database never parses replay data)', async () => {
     const deep = '['.repeat(100_000) + ']'.repeat(100_000)
     const res = await send(`{"sessionId":"edge-deep","events":[{"type":4,"timestamp":${t0},"data":{"x":${deep},"href":"https://shop.test/"}}]}`)
-    expect(await res.json()).toEqual({ success: true, accepted: 1, dropped: 0 })
+    expect(await res.json()).toEqual({ success: true, accepted: 1, dropped: 0, endUserId: expect.any(String) })
     expect(await chunksOf('edge-deep')).toHaveLength(1)
   })
 })

@@ -26,7 +26,7 @@ const sessionOf = async (sessionId: string) =>
 describe('/events: the entry URL', () => {
   test("a meta event whose href is NUL characters alone does not hide a real page's meta event later in the same chunk", async () => {
     const res = await send({ sessionId: 'mf-nul-href', events: [meta(t0, '\u0000'), meta(t0 + 5, 'https://shop.test/real'), full(t0 + 6)] })
-    expect(await res.json()).toEqual({ success: true, accepted: 3, dropped: 0 })
+    expect(await res.json()).toEqual({ success: true, accepted: 3, dropped: 0, endUserId: expect.any(String) })
     expect(await sessionOf('mf-nul-href')).toMatchObject({ entry_url: 'https://shop.test/real', entry_at: String(t0 + 5) })
   })
 })

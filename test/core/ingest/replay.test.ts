@@ -177,7 +177,7 @@ describe('POST /api/ingestion/events', () => {
       { type: 3, timestamp: -1, data: {} }, { type: 3, timestamp: t0 }, { timestamp: t0, data: {} }]
     const res = await core.post('/api/ingestion/events', { sessionId: 'rp-3', events: [bad[0], good[0], ...bad.slice(1), good[1]] })
     expect(res.status).toBe(200)
-    expect(await res.json()).toEqual({ success: true, accepted: 2, dropped: bad.length })
+    expect(await res.json()).toEqual({ success: true, accepted: 2, dropped: bad.length, endUserId: expect.any(String) })
     const [chunk] = await chunksOf('rp-3')
     expect(chunk.event_count).toBe(2)
     expect(chunk.window_id).toBe('')
@@ -205,7 +205,7 @@ describe('POST /api/ingestion/events', () => {
   test('a chunk with no valid event stores no chunk but still records the session', async () => {
     const before = Date.now()
     const res = await core.post('/api/ingestion/events', { sessionId: 'rp-4', events: [{ nope: true }], automaticProperties: { language: 'fr' } })
-    expect(await res.json()).toEqual({ success: true, accepted: 0, dropped: 1 })
+    expect(await res.json()).toEqual({ success: true, accepted: 0, dropped: 1, endUserId: expect.any(String) })
     expect((await core.post('/api/ingestion/events', { sessionId: 'rp-4', events: [] })).status).toBe(200)
     expect(await chunksOf('rp-4')).toHaveLength(0)
     const session = await sessionOf('rp-4')
@@ -216,14 +216,14 @@ describe('POST /api/ingestion/events', () => {
   test('an sdkVersion of any length does not cost the chunk: stored, the session keeping its first 2,048 characters', async () => {
     const sdkVersion = `3.0.0+build.${'a1'.repeat(1500)}`
     const res = await core.post('/api/ingestion/events', { sessionId: 'rp-sdk', events: [meta(t0, 'https://shop.test/'), full(t0 + 1)], sdkVersion })
-    expect(await res.json()).toEqual({ success: true, accepted: 2, dropped: 0 })
+    expect(await res.json()).toEqual({ success: true, accepted: 2, dropped: 0, endUserId: expect.any(String) })
     expect(await chunksOf('rp-sdk')).toHaveLength(1)
     expect((await sessionOf('rp-sdk')).sdk_version).toBe(sdkVersion.slice(0, 2048))
   })
 
   test('a retried chunk is stored once; the same events in another window or session are another chunk', async () => {
     const body = { sessionId: 'rp-5', windowId: 'w', seq: 3, events: [full(t0), move(t0 + 1, 5)] }
-    for (let i = 0; i < 3; i++) expect(await (await core.post('/api/ingestion/events', body)).json()).toEqual({ success: true, accepted: 2, dropped: 0 })
+    for (let i = 0; i < 3; i++) expect(await (await core.post('/api/ingestion/events', body)).json()).toEqual({ success: true, accepted: 2, dropped: 0, endUserId: expect.any(String) })
     await Promise.all(Array.from({ length: 5 }, () => core.post('/api/ingestion/events', body)))
     expect(await chunksOf('rp-5')).toHaveLength(1)
     await core.post('/api/ingestion/events', { ...body, windowId: 'other' })
@@ -250,7 +250,7 @@ describe('POST /api/ingestion/events', () => {
 
   test('a retried chunk with dropped items is stored once, known by the events it keeps', async () => {
     const body = { sessionId: 'rp-5e', windowId: 'w', events: [full(t0), { type: 3 }, move(t0 + 1, 5)] }
-    for (let i = 0; i < 2; i++) expect(await (await core.post('/api/ingestion/events', body)).json()).toEqual({ success: true, accepted: 2, dropped: 1 })
+    for (let i = 0; i < 2; i++) expect(await (await core.post('/api/ingestion/events', body)).json()).toEqual({ success: true, accepted: 2, dropped: 1, endUserId: expect.any(String) })
     // The same kept events sent without the invalid item: the same chunk.
     await core.post('/api/ingestion/events', { ...body, events: [full(t0), move(t0 + 1, 5)] })
     const chunks = await chunksOf('rp-5e')
@@ -298,7 +298,7 @@ describe('POST /api/ingestion/events', () => {
   test('the chunk is stored as the bytes it came as: spacing, escapes, member order, fields the server does not read', async () => {
     const text = `{ "events" : [ {"type":4,"timestamp":${t0},"data":{"href":"https://s.test/caf\\u00e9"}} ,\n {"timestamp":${t0 + 5},"data":{"source":1,"text":"\\"hi\\""},"type":3} ],\n "sessionId":"rp-raw", "extra": {"a":[1, 2.50]} }`
     const res = await sendText(text)
-    expect(await res.json()).toEqual({ success: true, accepted: 2, dropped: 0 })
+    expect(await res.json()).toEqual({ success: true, accepted: 2, dropped: 0, endUserId: expect.any(String) })
     expect(await storedText('rp-raw')).toBe(text)
     expect((await sessionOf('rp-raw')).entry_url).toBe('https://s.test/caf\u00e9')
   })
@@ -307,7 +307,7 @@ describe('POST /api/ingestion/events', () => {
     const kept = [`{ "type" : 3, "timestamp" : ${t0}, "data" : { "x" : 1 } }`, `{"type":3,"timestamp":${t0 + 1},"data":null}`]
     const text = `{"sessionId":"rp-cut", "apiKey":"${core.key}","events":[ ${kept[0]}, {"type":3,"timestamp":-1,"data":{}}, "junk", ${kept[1]} ], "seq": 7}`
     const res = await core.request('/api/ingestion/events', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: text })
-    expect(await res.json()).toEqual({ success: true, accepted: 2, dropped: 2 })
+    expect(await res.json()).toEqual({ success: true, accepted: 2, dropped: 2, endUserId: expect.any(String) })
     expect(await storedText('rp-cut')).toBe(`{"sessionId":"rp-cut","events":[${kept.join(',')}],"seq": 7}`)
     expect((await chunksOf('rp-cut'))[0].seq).toBe(7)
   })

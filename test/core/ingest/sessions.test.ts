@@ -84,8 +84,11 @@ describe('session activity as stored', () => {
     expect(t0 + 400 - (await lastActivity('act'))).toBeLessThanOrEqual(ACTIVITY_RESOLUTION_MS)
     await send(t0 + 2_500)
     expect(await lastActivity('act')).toBe(t0 + 2_500)
-    await send(t0 + 2_600, { endUserId: 'late-user' })
-    const [row] = await core.database.db.rows<{ end_user_id: string }>(sql`select end_user_id from sessions where session_id = 'act'`)
+    // An end user named for a session that has none, at a time known already, is new: a log line
+    // without one opens a session without one (custom events without one make it one).
+    await core.post('/api/ingestion/logs', { sessionId: 'act-late', logs: [{ level: 'info', message: 'm', timestampMs: t0 }] })
+    await send(t0, { sessionId: 'act-late', endUserId: 'late-user' })
+    const [row] = await core.database.db.rows<{ end_user_id: string }>(sql`select end_user_id from sessions where session_id = 'act-late'`)
     expect(row.end_user_id).toBe('late-user')
     // An earlier event moves the start back at once.
     await send(t0 - 10)

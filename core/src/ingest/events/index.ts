@@ -1,12 +1,14 @@
+import { randomUUID } from 'node:crypto'
 import { Elysia } from 'elysia'
 import type { Caller } from '../../http/auth'
 import type { Writer } from '../../writer'
 import type { IngestionPlugin } from '../plugin'
 import { touchWrites } from '../sessions/store'
+import { endUserAnswer } from '../sessions/touch'
 import { commit } from '../shared/write'
 import { CustomEventBatchBody, CustomEventBody } from './model'
 import { customEventRows, type CustomEventRows } from './service'
-import { eventsSink } from './store'
+import { eventWrites } from './store'
 
 /**
  * The id of an event sent without one: time-ordered (UUIDv7, as the tracker makes them), so new rows
@@ -15,27 +17,29 @@ import { eventsSink } from './store'
  */
 const newEventUuid = () => Bun.randomUUIDv7()
 
+const eventCount = (rows: CustomEventRows) => rows.events.length + rows.eventsOfSession.length
+
 export function eventRoutes({ ingestion, writer }: { ingestion: IngestionPlugin; writer: Writer }) {
   const store = (caller: Caller, rows: CustomEventRows, request: Request) =>
-    commit(writer, caller, request, rows.events.length, [{ sink: eventsSink, rows: rows.events }, ...touchWrites(rows)])
+    commit(writer, caller, request, eventCount(rows), [...eventWrites(rows), ...touchWrites(rows)])
 
   return new Elysia({ prefix: '/api/ingestion' })
     .use(ingestion)
     .post(
       '/customEvent',
       async ({ body, caller, reply, request }) => {
-        const rows = customEventRows({ sessionId: body.sessionId, endUserId: body.endUserId, events: [body] }, caller, Date.now(), newEventUuid)
+        const rows = customEventRows({ sessionId: body.sessionId, endUserId: body.endUserId, events: [body] }, caller, Date.now(), newEventUuid, randomUUID)
         await store(caller, rows, request)
-        return reply({})
+        return reply(endUserAnswer(rows))
       },
       { body: CustomEventBody },
     )
     .post(
       '/customEvent/batch',
       async ({ body, caller, reply, request }) => {
-        const rows = customEventRows(body, caller, Date.now(), newEventUuid)
+        const rows = customEventRows(body, caller, Date.now(), newEventUuid, randomUUID)
         await store(caller, rows, request)
-        return reply({ accepted: rows.events.length })
+        return reply({ accepted: eventCount(rows), ...endUserAnswer(rows) })
       },
       { body: CustomEventBatchBody },
     )

@@ -9,7 +9,6 @@ import { touchWrites } from '../sessions/store'
 import { commit } from '../shared/write'
 import { InitBody } from './model'
 import { initRows } from './service'
-import { initEndUserSink } from './store'
 
 interface InitDeps {
   ingestion: IngestionPlugin
@@ -34,8 +33,7 @@ export function initRoutes({ ingestion, writer, locator }: InitDeps) {
         const rows = initRows(body, caller, clientFacts(request, server, locator), Date.now(), randomUUID)
         // Opens a session; what the session records is counted as it arrives (0 items here). Without
         // an end user named, the one the session has is the answer, decided in the commit.
-        const ofSession = rows.ofSession ? [{ sink: initEndUserSink, rows: [rows.ofSession] }] : []
-        await commit(writer, caller, request, 0, [...touchWrites(rows), ...ofSession])
+        await commit(writer, caller, request, 0, touchWrites(rows))
         return reply({ sessionId: body.sessionId, endUserId: rows.ofSession?.endUserId ?? rows.endUserId })
       },
       { body: InitBody },

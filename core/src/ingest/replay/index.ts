@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto'
 import { Elysia } from 'elysia'
 import type { Writer } from '../../writer'
 import type { ClientLocator } from '../geo/locator'
 import { headerKeyCheck, type IngestionDeps, type IngestionPlugin } from '../plugin'
 import { clientFacts } from '../sessions/client'
 import { touchWrites } from '../sessions/store'
+import { endUserAnswer } from '../sessions/touch'
 import { createGate } from './gate'
 import { replayBodyReader } from './intake'
 import { ReplayBody } from './model'
@@ -29,7 +31,7 @@ export function replayRoutes({ ingestion, writer, locator }: { ingestion: Ingest
       const receivedAt = Date.now()
       const chunk = receivedChunkOf(body)
       const client = clientFacts(request, server, locator, body.automaticProperties)
-      const rows = replayRows(body, chunk, caller, client, receivedAt)
+      const rows = replayRows(body, chunk, caller, client, receivedAt, randomUUID)
       await writer.write({
         projectId: caller.projectId,
         monthlyLimit: caller.monthlyLimit,
@@ -38,7 +40,7 @@ export function replayRoutes({ ingestion, writer, locator }: { ingestion: Ingest
         bytes: (chunk.encoded?.data.byteLength ?? 0) + TOUCH_BYTES,
         writes: [{ sink: replayChunksSink, rows: rows.chunks }, ...touchWrites(rows)],
       })
-      return reply({ accepted: chunk.accepted, dropped: chunk.dropped })
+      return reply({ accepted: chunk.accepted, dropped: chunk.dropped, ...endUserAnswer(rows) })
     },
     { body: ReplayBody },
   )

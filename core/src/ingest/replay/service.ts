@@ -2,8 +2,8 @@ import { ApiError } from '../../errors'
 import type { Caller } from '../../http/auth'
 import { parseJson } from '../../http/json'
 import type { ClientFacts } from '../sessions/client'
-import type { SessionTouch } from '../sessions/service'
-import type { SessionTouches } from '../sessions/touch'
+import type { EndUserTouch, SessionTouch } from '../sessions/service'
+import { endUserTouches, type SessionTouches } from '../sessions/touch'
 import { sessionText } from '../shared/text'
 import { clampTimestamp } from '../shared/values'
 import type { ReplayBody } from './model'
@@ -171,10 +171,18 @@ export interface ReplayRows extends SessionTouches {
  * session and end user. Client times more than a day ahead are clamped for the columns; the events
  * themselves are stored untouched, so that they replay as recorded. A chunk without a valid event
  * shows no activity (a tracker's outbox may resend it hours later): its receipt time is only what a
- * session or end user it creates starts at, never a time it moves.
+ * session or end user it creates starts at, never a time it moves. Without an end user named, the
+ * session's is touched, made (newEndUserId) only when the session has none.
  */
-export function replayRows(body: ReplayBody, chunk: ReceivedChunk, caller: Caller, client: ClientFacts, receivedAt: number): ReplayRows {
-  const endUserId = body.endUserId ?? null
+export function replayRows(
+  body: ReplayBody,
+  chunk: ReceivedChunk,
+  caller: Caller,
+  client: ClientFacts,
+  receivedAt: number,
+  newEndUserId: () => string,
+): ReplayRows {
+  const endUserId = body.endUserId ?? newEndUserId()
   const windowId = body.windowId ?? ''
   const { encoded } = chunk
   const kept = encoded !== null
@@ -199,6 +207,7 @@ export function replayRows(body: ReplayBody, chunk: ReceivedChunk, caller: Calle
     geo: client.geo,
     sdkVersion: sessionText(body.sdkVersion),
   }
+  const endUser: EndUserTouch = { projectId: caller.projectId, endUserId, firstAt: session.firstAt, at: session.lastAt, noActivity: session.noActivity, geo: session.geo }
   return {
     chunks:
       encoded
@@ -219,6 +228,6 @@ export function replayRows(body: ReplayBody, chunk: ReceivedChunk, caller: Calle
           ]
         : [],
     sessions: [session],
-    endUsers: endUserId ? [{ projectId: caller.projectId, endUserId, firstAt: session.firstAt, at: session.lastAt, noActivity: session.noActivity, geo: session.geo }] : [],
+    ...endUserTouches(body.sessionId, !!body.endUserId, endUser),
   }
 }

@@ -17,7 +17,7 @@ import {
   type KnownRow,
   type SessionTouch,
 } from './service'
-import type { SessionTouches } from './touch'
+import type { SessionEndUserTouch, SessionTouches } from './touch'
 
 /** How many window ids the cache of committed sessions holds at most (see knownRows). */
 export const KNOWN_WINDOWS_HELD = 100_000
@@ -220,8 +220,35 @@ export const endUsersSink: Sink<EndUserTouch> = {
   committed: (rows) => knownEndUsers.committed(rows, endUserKey, (t, before) => knownAfter(before, { firstAt: firstSeenOf(t), lastAt: t.at, noActivity: t.noActivity })),
 }
 
-/** The writes of a request's session and end-user touches, beside those of its own rows. */
-export const touchWrites = (touches: SessionTouches): SinkRows[] => [
-  { sink: sessionsSink, rows: touches.sessions },
-  { sink: endUsersSink, rows: touches.endUsers },
-]
+/**
+ * The end users of requests that named none: each session's, read after the sessions sink wrote the
+ * session (see sessionEndUsers), which keeps an end user it has and takes the made one otherwise.
+ * The made end user is stored only when its session took it: no request leaves one the session does
+ * not have. They are handed to the end-user sink, which writes the commit's end users in one statement.
+ */
+export const sessionEndUserSink: Sink<SessionEndUserTouch> = {
+  name: 'sessions_end_user',
+  phase: 'people',
+  feeds: [endUsersSink],
+  async write(tx, rows, hand) {
+    const ofSessions = await sessionEndUsers(tx, rows.map((r) => ({ projectId: r.made.projectId, sessionId: r.sessionId })))
+    const touches = rows.map((row) => {
+      row.endUserId = ofSessions.get(sessionKey({ projectId: row.made.projectId, sessionId: row.sessionId }))?.endUserId ?? row.made.endUserId
+      return { ...row.made, endUserId: row.endUserId }
+    })
+    hand!(endUsersSink, touches)
+  },
+}
+
+/**
+ * The writes of a request's session and end-user touches, beside those of its own rows; with the
+ * session's end user when the request named none (`ofSession`).
+ */
+export function touchWrites(touches: SessionTouches): SinkRows[] {
+  const writes: SinkRows[] = [
+    { sink: sessionsSink, rows: touches.sessions },
+    { sink: endUsersSink, rows: touches.endUsers },
+  ]
+  if (touches.ofSession) writes.push({ sink: sessionEndUserSink, rows: [touches.ofSession] })
+  return writes
+}

@@ -19,6 +19,29 @@ export interface Sighting {
 export interface SessionTouches {
   sessions: SessionTouch[]
   endUsers: EndUserTouch[]
+  /** Set when the request named no end user: its end user is its session's (sessionEndUserSink). */
+  ofSession?: SessionEndUserTouch | null
+}
+
+/**
+ * The end user of a request that named none (WIRE.md: the server makes one and returns it). `made` was
+ * made for the request and is the one the session gets only if it has none yet; else the session's is
+ * touched and answered (a retry, the next page of the session, or another request of it at the same
+ * time must not make another). The sink fills in `endUserId` inside the commit, so the route (and the
+ * rows that carry it, see sessionEventsSink) read it once the write has resolved.
+ */
+export interface SessionEndUserTouch {
+  sessionId: string
+  made: EndUserTouch
+  endUserId?: string
+}
+
+/**
+ * The end-user touches of a request about one session, whose session touch carries `endUser`: that
+ * one when the body named it, else its session's, `endUser` being the one made for it.
+ */
+export function endUserTouches(sessionId: string, named: boolean, endUser: EndUserTouch): Pick<SessionTouches, 'endUsers' | 'ofSession'> {
+  return named ? { endUsers: [endUser], ofSession: null } : { endUsers: [], ofSession: { sessionId, made: endUser } }
 }
 
 /** The touches of the items of one request, one per session and one per end user. */
@@ -54,3 +77,10 @@ export function sessionTouches(caller: Caller, sightings: readonly Sighting[]): 
   }
   return { sessions: [...sessions.values()], endUsers: [...endUsers.values()] }
 }
+
+/**
+ * What a route's answer adds about the end user, once the request is committed: the one decided for
+ * a request that named none (WIRE.md: the server makes one and returns it); nothing for one that
+ * named it, whose answer stays byte for byte what fielded clients compare it with.
+ */
+export const endUserAnswer = (touches: SessionTouches): { endUserId?: string } => (touches.ofSession ? { endUserId: touches.ofSession.endUserId } : {})
