@@ -37,7 +37,7 @@ describe('whatever the Host', () => {
 
   test('a POST Bun resolves (`/api/ingestion/./customEvent`) is answered as with a longer Host, never a 405 whose Allow lists POST', async () => {
     const send = (host: string, sessionId: string) => {
-      const body = JSON.stringify({ sessionId, eventName: 'e' })
+      const body = JSON.stringify({ sessionId, endUserId: `${sessionId}-u`, eventName: 'e' })
       return rawExchange(
         `POST /api/ingestion/./customEvent HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${core.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
       )

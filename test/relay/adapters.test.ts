@@ -22,7 +22,7 @@ const PREFIX = '/_sl'
 function streamedBatch(sessionId: string, bytes: number): { stream: ReadableStream<Uint8Array>; events: number } {
   const padding = 'x'.repeat(1000)
   const events = Math.ceil(bytes / 1050)
-  const text = JSON.stringify({ sessionId, events: Array.from({ length: events }, (_, i) => ({ eventName: `e${i}`, eventProperties: { padding } })) })
+  const text = JSON.stringify({ sessionId, endUserId: `${sessionId}-u`, events: Array.from({ length: events }, (_, i) => ({ eventName: `e${i}`, eventProperties: { padding } })) })
   const encoded = new TextEncoder().encode(text)
   let offset = 0
   const stream = new ReadableStream<Uint8Array>({
@@ -110,7 +110,7 @@ for (const adapter of ADAPTERS) {
     test('a Content-Length field sent twice with one value is that length (RFC 9110 §8.6), small body or streamed', async () => {
       for (const [name, pad] of [['small', 0], ['streamed', 70_000]] as const) {
         const sessionId = `${adapter}-repeated-length-${name}`
-        const body = JSON.stringify({ sessionId, events: [{ eventName: 'repeated', eventProperties: { pad: 'p'.repeat(pad) } }] })
+        const body = JSON.stringify({ sessionId, endUserId: `${sessionId}-u`, events: [{ eventName: 'repeated', eventProperties: { pad: 'p'.repeat(pad) } }] })
         const length = Buffer.byteLength(body)
         const { status, text } = await rawRequest(
           relay.url,

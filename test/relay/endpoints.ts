@@ -27,13 +27,13 @@ export const ENDPOINTS: Endpoint[] = [
   {
     method: 'POST',
     path: '/api/ingestion/customEvent',
-    body: (id) => ({ sessionId: id, eventName: 'relayed', eventProperties: { via: 'relay' } }),
+    body: (id) => ({ sessionId: id, endUserId: `${id}-u`, eventName: 'relayed', eventProperties: { via: 'relay' } }),
     stored: (core, id) => count(core, sql`select count(*) as n from events where session_id = ${id}`),
   },
   {
     method: 'POST',
     path: '/api/ingestion/customEvent/batch',
-    body: (id) => ({ sessionId: id, events: [{ eventName: 'a' }, { eventName: 'b' }] }),
+    body: (id) => ({ sessionId: id, endUserId: `${id}-u`, events: [{ eventName: 'a' }, { eventName: 'b' }] }),
     stored: (core, id) => count(core, sql`select count(*) as n from events where session_id = ${id}`),
   },
   {
@@ -45,7 +45,7 @@ export const ENDPOINTS: Endpoint[] = [
   {
     method: 'POST',
     path: '/api/ingestion/events',
-    body: (id) => ({ sessionId: id, windowId: 'w1', events: [{ type: 4, timestamp: now(), data: { href: 'https://shop.test/' } }] }),
+    body: (id) => ({ sessionId: id, endUserId: `${id}-u`, windowId: 'w1', events: [{ type: 4, timestamp: now(), data: { href: 'https://shop.test/' } }] }),
     stored: (core, id) => count(core, sql`select count(*) as n from replay_chunks where session_id = ${id}`),
   },
   {

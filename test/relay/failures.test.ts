@@ -69,7 +69,7 @@ for (const [clientName, makeClient] of Object.entries(CLIENTS)) {
     test('a slow upload is the client\'s pace: the timeout waits for core, not for the body', async () => {
       const relay = createRelay({ upstream: coreUrl, prefix: '/_sl', client: makeClient(), timeoutMs: 400 })
       const sessionId = `${clientName}-slow-upload`
-      const head = new TextEncoder().encode(`{"sessionId":"${sessionId}","events":[{"eventName":"slow"}]`)
+      const head = new TextEncoder().encode(`{"sessionId":"${sessionId}","endUserId":"${sessionId}-u","events":[{"eventName":"slow"}]`)
       const { stream } = countedBody(8, 16 * 1024, (i) => (i === 0 ? Promise.resolve() : Bun.sleep(150)))
       // JSON text, then 8 pieces of spaces 150 ms apart (1.2 s in all), then the closing brace.
       const reader = stream.getReader()

@@ -48,7 +48,7 @@ for (const [clientName, makeClient] of Object.entries(CLIENTS)) {
 
     test('a gzip body keeps the header and its exact bytes, and is stored', async () => {
       const sessionId = `${clientName}-gzip`
-      const compressed = gzipSync(JSON.stringify({ sessionId, events: [{ eventName: 'zipped' }] }))
+      const compressed = gzipSync(JSON.stringify({ sessionId, endUserId: `${sessionId}-u`, events: [{ eventName: 'zipped' }] }))
       const res = await post('/api/ingestion/customEvent/batch', compressed, { 'content-encoding': 'gzip' })
       expect(await res.json()).toEqual({ success: true, accepted: 1 })
       expect(lastSeen().headers.authorization).toBe(`Bearer ${core.key}`)

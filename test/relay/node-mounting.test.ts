@@ -39,7 +39,7 @@ test('node:http2 compatibility server: an event is relayed and stored (pseudo-he
     const event = await h2Request(
       session,
       { ':method': 'POST', ':path': '/_sl/api/ingestion/customEvent', authorization: `Bearer ${core.key}`, 'content-type': 'application/json' },
-      JSON.stringify({ sessionId: 'node-http2', eventName: 'over-h2' }),
+      JSON.stringify({ sessionId: 'node-http2', endUserId: 'node-http2-u', eventName: 'over-h2' }),
     )
     const health = await h2Request(session, { ':method': 'GET', ':path': '/_sl/health/simple' })
     const other = await h2Request(session, { ':method': 'GET', ':path': '/shop' })
@@ -47,7 +47,7 @@ test('node:http2 compatibility server: an event is relayed and stored (pseudo-he
     const [seen] = tap.seen.slice(before)
     expect(seen.headers['x-forwarded-host']).toBe(authority)
     expect(Object.keys(seen.headers).filter((name) => name.startsWith(':'))).toEqual([])
-    expect(JSON.parse(new TextDecoder().decode(seen.body))).toEqual({ apiKey: core.key, sessionId: 'node-http2', eventName: 'over-h2' })
+    expect(JSON.parse(new TextDecoder().decode(seen.body))).toEqual({ apiKey: core.key, sessionId: 'node-http2', endUserId: 'node-http2-u', eventName: 'over-h2' })
     expect(await core.database.db.rows(sql`select 1 from events where session_id = 'node-http2'`)).toHaveLength(1)
   } finally {
     session.close()

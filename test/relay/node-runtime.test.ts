@@ -31,7 +31,7 @@ test('an event relayed by Node is stored, with the key in the body and the clien
   const res = await fetch(`${url}/_sl/api/ingestion/customEvent`, {
     method: 'POST',
     headers: { authorization: `Bearer ${core.key}`, 'content-type': 'application/json', cookie: 'session=secret' },
-    body: JSON.stringify({ sessionId: 'node-runtime', eventName: 'from-node' }),
+    body: JSON.stringify({ sessionId: 'node-runtime', endUserId: 'node-runtime-u', eventName: 'from-node' }),
   })
   expect(await res.json()).toEqual({ success: true })
   const [seen] = tap.seen.slice(before)
@@ -47,7 +47,7 @@ test('a large body streams through Node, and unknown paths are 404', async () =>
   const res = await fetch(`${url}/_sl/api/ingestion/customEvent/batch`, {
     method: 'POST',
     headers: { authorization: `Bearer ${core.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ sessionId: 'node-runtime-large', events }),
+    body: JSON.stringify({ sessionId: 'node-runtime-large', endUserId: 'node-runtime-u', events }),
   })
   expect(await res.json()).toEqual({ success: true, accepted: 200 })
   const missing = await fetch(`${url}/_sl/api/internal/scan-findings`, { method: 'POST', body: '{}' })

@@ -118,7 +118,7 @@ test("README's Next.js route handler, called as Next calls it, relays to core an
     new Request('https://shop.example/_sl/api/ingestion/customEvent', {
       method: 'POST',
       headers: { authorization: `Bearer ${core.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ sessionId: 'readme-next', eventName: 'from-next' }),
+      body: JSON.stringify({ sessionId: 'readme-next', endUserId: 'readme-next-u', eventName: 'from-next' }),
     }),
     context,
   )

@@ -35,7 +35,7 @@ test('standalone mode relays to core and the event is stored', async () => {
     const res = await fetch(`${url}/_sl/api/ingestion/customEvent`, {
       method: 'POST',
       headers: { authorization: `Bearer ${core.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ sessionId: 'standalone', eventName: 'hello' }),
+      body: JSON.stringify({ sessionId: 'standalone', endUserId: 'standalone-u', eventName: 'hello' }),
     })
     expect(await res.json()).toEqual({ success: true })
     expect(await core.database.db.rows(sql`select 1 from events where session_id = 'standalone'`)).toHaveLength(1)

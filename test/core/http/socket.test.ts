@@ -40,7 +40,7 @@ describe('over a real socket', () => {
     const res = await fetch(`${base}/api/ingestion/customEvent?compression=gzip`, {
       method: 'POST',
       headers: { 'content-type': 'text/plain;charset=UTF-8' },
-      body: gzipSync(JSON.stringify({ sessionId: 'socket', eventName: 'beacon', apiKey: core.key })),
+      body: gzipSync(JSON.stringify({ sessionId: 'socket', endUserId: 'socket-u', eventName: 'beacon', apiKey: core.key })),
     })
     expect(res.status).toBe(200)
     expect(await res.json()).toEqual({ success: true })
