@@ -128,13 +128,14 @@ describe('when the database stops answering', () => {
 
 describe.skipIf(engine !== 'postgres')('when the writer queue is full', () => {
   test('/health stays 200 while the database answers and shows the rows queued and in flight; ingestion answers 503 overloaded', async () => {
-    const core = await startCore({ writer: { maxQueuedRows: 20 } })
+    const core = await startCore({ writer: { maxQueuedRows: 30 } })
     const admin = postgres(core.database.url!, { max: 1, onnotice: () => {} })
-    const send = (n: number) => Array.from({ length: n }, () => core.post('/api/ingestion/customEvent', { sessionId: 'full', eventName: 'queued' }))
+    const send = (n: number) => Array.from({ length: n }, () => core.post('/api/ingestion/customEvent', { sessionId: 'full', endUserId: 'full-user', eventName: 'queued' }))
     try {
       expect((await send(1)[0]).status).toBe(200) // the key is cached: auth needs no database from here on
       const commits = await holdCommits(admin)
-      // Each request is two rows (the event and its session): a commit under way, another, then a full queue.
+      // Each request is three rows (the event, its session and its end user): a commit under way, another,
+      // then a full queue.
       const accepted: Promise<Response>[] = []
       for (let i = 0; i < 3; i++) {
         accepted.push(...send(10))
@@ -147,7 +148,7 @@ describe.skipIf(engine !== 'postgres')('when the writer queue is full', () => {
 
       const health = await core.request('/health')
       expect(health.status).toBe(200)
-      expect(await health.json()).toMatchObject({ status: 'ok', checks: { database: { ok: true }, writer: { queued: 20, inflight: 40 } } })
+      expect(await health.json()).toMatchObject({ status: 'ok', checks: { database: { ok: true }, writer: { queued: 30, inflight: 60 } } })
       await commits.release()
       expect((await Promise.all(accepted)).map((res) => res.status)).toEqual(accepted.map(() => 200))
       expect((await (await core.request('/health')).json()).checks.writer).toEqual({ queued: 0, inflight: 0 })
