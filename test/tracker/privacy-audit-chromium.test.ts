@@ -190,6 +190,27 @@ const KEPT_PRIVACY_FIRST = ['SECRET-ANCHOR', 'SECRET-CONSOLEWARN', 'SECRET-CSSCO
 /** Visibility-first keeps, besides, what no selector masks: inputs' values, text, URLs' values but credentials'. */
 const KEPT_VISIBILITY_FIRST = [...KEPT_PRIVACY_FIRST, 'SECRET-AUTOFILL', 'SECRET-AUTOFILLED', 'SECRET-BODYTEXT', 'SECRET-FILENAME', 'SECRET-FRAGSTATE', 'SECRET-OTP', 'SECRET-PUSHEMAIL', 'SECRET-QEMAIL', 'SECRET-REFQUERY', 'SECRET-SCRIPTED-AFTER', 'SECRET-SCRIPTED-BEFORE', 'SECRET-SEARCH', 'SECRET-SUBMITTEXT', 'SECRET-TEL']
 
+/** Starts t.js on the open page (privacy-first unless told otherwise) and lets it take its first snapshot. */
+async function startTracker(redactionStrategy?: object) {
+  await browser.page.evaluate((redactionStrategy) => {
+    const tracker = (window as any).ServiceTracker.init('sl_dev_audit', { ingestionUrl: location.origin + '/_sl', redactionStrategy })
+    ;(window as any).tracker = tracker
+    tracker.start()
+  }, redactionStrategy)
+  await browser.page.waitForTimeout(500)
+}
+
+/** Logs out and leaves the page, then waits for what the tracker sends on the way out (the replay). */
+async function leave() {
+  const tab = browser.page
+  await tab.waitForTimeout(500)
+  await tab.evaluate(() => (window as any).tracker.logout())
+  await tab.waitForTimeout(500)
+  await tab.goto('about:blank')
+  for (let i = 0; i < 100 && !sent.some((s) => s.url.includes('/events')); i++) await Bun.sleep(25)
+  await Bun.sleep(500)
+}
+
 describe('privacy audit: what the default tracker sends', () => {
   for (const mode of ['privacy-first', 'visibility-first'] as const)
   test(`${mode}: no planted secret is sent but what README says is kept`, async () => {
@@ -201,12 +222,7 @@ describe('privacy audit: what the default tracker sends', () => {
     await tab.click('#go')
     await tab.waitForSelector('#frame')
     await tab.evaluate(() => ((document.getElementById('scripted') as HTMLInputElement).value = 'SECRET-SCRIPTED-BEFORE'))
-    await tab.evaluate((redactionStrategy) => {
-      const tracker = (window as any).ServiceTracker.init('sl_dev_audit', { ingestionUrl: location.origin + '/_sl', redactionStrategy })
-      ;(window as any).tracker = tracker
-      tracker.start()
-    }, redactionStrategy)
-    await tab.waitForTimeout(500)
+    await startTracker(redactionStrategy)
     await tab.locator("#cc").pressSequentially('SECRET-CARD')
     await tab.locator('#text').pressSequentially('SECRET-TEXT')
     await tab.locator('#email').pressSequentially('SECRET-EMAIL@example.com')
@@ -246,12 +262,7 @@ describe('privacy audit: what the default tracker sends', () => {
       document.title = 'SECRET-DOCTITLE-AFTER'
       location.hash = '#SECRET-ANCHOR'
     })
-    await tab.waitForTimeout(500)
-    await tab.evaluate(() => (window as any).tracker.logout())
-    await tab.waitForTimeout(500)
-    await tab.goto('about:blank')
-    for (let i = 0; i < 100 && !sent.some((s) => s.url.includes('/events')); i++) await Bun.sleep(25)
-    await Bun.sleep(500)
+    await leave()
     const markers = markersSent()
     if (mode == 'privacy-first') expect(markers).toEqual(KEPT_PRIVACY_FIRST)
     // An input's value goes as typed, one character more each time (SECRET-S, SECRET-SE, ...).
@@ -262,12 +273,7 @@ describe('privacy audit: what the default tracker sends', () => {
     const tab = browser.page
     const origin = `http://127.0.0.1:${server.port}`
     await tab.goto(origin + '/corners?token=SECRET-CQTOKEN&q=SECRET-CQUERY')
-    await tab.evaluate(() => {
-      const tracker = (window as any).ServiceTracker.init('sl_dev_audit', { ingestionUrl: location.origin + '/_sl' })
-      ;(window as any).tracker = tracker
-      tracker.start()
-    })
-    await tab.waitForTimeout(500)
+    await startTracker()
     await tab.evaluate(() => {
       document.getElementById('attr-set')!.setAttribute('value', 'SECRET-SETATTR')
       ;(document.getElementById('prefilled') as HTMLTextAreaElement).textContent = 'SECRET-TEXTAREA-TEXT'
@@ -277,12 +283,7 @@ describe('privacy audit: what the default tracker sends', () => {
     await tab.fill('#date', '2020-01-02')
     await tab.locator('#suggest').pressSequentially('SECRET-SUGGEST')
     await tab.click('#inline').catch(() => {})
-    await tab.waitForTimeout(500)
-    await tab.evaluate(() => (window as any).tracker.logout())
-    await tab.waitForTimeout(500)
-    await tab.goto('about:blank')
-    for (let i = 0; i < 100 && !sent.some((s) => s.url.includes('/events')); i++) await Bun.sleep(25)
-    await Bun.sleep(500)
+    await leave()
     // A video's poster is a URL the page loads: its values but credentials' are kept.
     expect(markersSent()).toEqual(['SECRET-POSTER'])
   }, 120_000)
@@ -291,18 +292,8 @@ describe('privacy audit: what the default tracker sends', () => {
     const tab = browser.page
     const origin = `http://127.0.0.1:${server.port}`
     await tab.goto(origin + '/urls')
-    await tab.evaluate(() => {
-      const tracker = (window as any).ServiceTracker.init('sl_dev_audit', { ingestionUrl: location.origin + '/_sl' })
-      ;(window as any).tracker = tracker
-      tracker.start()
-    })
-    await tab.waitForTimeout(500)
-    await tab.waitForTimeout(500)
-    await tab.evaluate(() => (window as any).tracker.logout())
-    await tab.waitForTimeout(500)
-    await tab.goto('about:blank')
-    for (let i = 0; i < 100 && !sent.some((s) => s.url.includes('/events')); i++) await Bun.sleep(25)
-    await Bun.sleep(500)
+    await startTracker()
+    await leave()
     // What the page loads keeps its URL's values but credentials' (and so does a <base>, and a quote's cite).
     expect(markersSent()).toEqual(['AUDIO', 'BASE', 'CITE', 'EMBED', 'INPUTIMAGE', 'OBJECT', 'PINGATTR', 'REFRESH', 'SOURCE', 'SRCSET', 'SRCSET2', 'STYLEATTR', 'STYLESHEET', 'SVGIMAGE'].map((name) => `SECRET-${name}-USER`))
   }, 120_000)
@@ -311,12 +302,7 @@ describe('privacy audit: what the default tracker sends', () => {
     const tab = browser.page
     const origin = `http://127.0.0.1:${server.port}`
     await tab.goto(origin + '/later')
-    await tab.evaluate(() => {
-      const tracker = (window as any).ServiceTracker.init('sl_dev_audit', { ingestionUrl: location.origin + '/_sl' })
-      ;(window as any).tracker = tracker
-      tracker.start()
-    })
-    await tab.waitForTimeout(500)
+    await startTracker()
     await tab.evaluate(async () => {
       const $ = (id: string) => document.getElementById(id)!
       $('root').innerHTML = '<p title="SECRET-M-TITLE">SECRET-M-TEXT</p><input id="m-input" value="SECRET-M-VALUE"><select id="m-select"><option>SECRET-M-OPTION</option></select><textarea id="m-area">SECRET-M-AREA</textarea><input type="hidden" value="SECRET-M-HIDDEN"><a href="/m?email=SECRET-M-HREF&token=SECRET-M-HREFTOKEN">m</a>'
@@ -347,12 +333,7 @@ describe('privacy audit: what the default tracker sends', () => {
     await tab.locator('#m-shadow-input').pressSequentially('SECRET-M-SHADOWTYPED')
     await tab.frameLocator('#frame').locator('#frame-input').pressSequentially('SECRET-M-FRAMETYPED')
     await tab.locator('#m-area').pressSequentially('SECRET-M-AREATYPED')
-    await tab.waitForTimeout(500)
-    await tab.evaluate(() => (window as any).tracker.logout())
-    await tab.waitForTimeout(500)
-    await tab.goto('about:blank')
-    for (let i = 0; i < 100 && !sent.some((s) => s.url.includes('/events')); i++) await Bun.sleep(25)
-    await Bun.sleep(500)
+    await leave()
     expect(markersSent()).toEqual([])
   }, 120_000)
   test('relative: no planted secret is sent but what README says is kept', async () => {
@@ -360,18 +341,8 @@ describe('privacy audit: what the default tracker sends', () => {
     const tab = browser.page
     const origin = `http://127.0.0.1:${server.port}`
     await tab.goto(origin + '/relative?email=SECRET-REL-EMAIL&token=SECRET-REL-TOKEN#state=SECRET-REL-STATE')
-    await tab.evaluate(() => {
-      const tracker = (window as any).ServiceTracker.init('sl_dev_audit', { ingestionUrl: location.origin + '/_sl' })
-      ;(window as any).tracker = tracker
-      tracker.start()
-    })
-    await tab.waitForTimeout(500)
-    await tab.waitForTimeout(500)
-    await tab.evaluate(() => (window as any).tracker.logout())
-    await tab.waitForTimeout(500)
-    await tab.goto('about:blank')
-    for (let i = 0; i < 100 && !sent.some((s) => s.url.includes('/events')); i++) await Bun.sleep(25)
-    await Bun.sleep(500)
+    await startTracker()
+    await leave()
     expect(markersSent()).toEqual([])
   }, 120_000)
 })
