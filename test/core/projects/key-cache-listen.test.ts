@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, test } from 'bun:test'
+import { afterAll, afterEach, describe, expect, setSystemTime, test } from 'bun:test'
 import { eq, sql } from 'drizzle-orm'
 import { apiKeys } from '@sightline/schema'
 import { postgresDatabase } from '@sightline/core/db'
@@ -60,7 +60,11 @@ postgresOnly('the key cache when its LISTEN connection is lost', () => {
 })
 
 postgresOnly('the key cache when its LISTEN connection goes silent', () => {
-  test('a revocation made while the LISTEN connection is silently dead stops the key within seconds, not the TTL', async () => {
+  afterEach(() => setSystemTime())
+  // Also with the system clock set back an hour meanwhile (NTP, a resumed virtual machine): how long
+  // heartbeats go unheard is a duration, which must not grow by the hour.
+  for (const clock of ['as it is', 'set back an hour'] as const)
+  test(`a revocation made while the LISTEN connection is silently dead stops the key within seconds, not the TTL (the clock ${clock})`, async () => {
     const { database, proxy, url } = await proxiedTestDatabase()
     const listening = postgresDatabase(url)
     // Lookups reach the database directly; only the LISTEN connection goes through the proxy.
@@ -71,6 +75,7 @@ postgresOnly('the key cache when its LISTEN connection goes silent', () => {
       const project = await createProject(database.db.orm, { name: 'silent' })
       const key = project.keys.production
       expect(await cache.resolve(key)).not.toBeNull()
+      if (clock === 'set back an hour') setSystemTime(new Date(Date.now() - 3_600_000))
       proxy.freeze()
       await revokeKey(database.db, project.projectId, key)
       // Cached keys are trusted while the cache hears its own heartbeats (every second): not for the TTL.
