@@ -86,9 +86,8 @@ export interface WriterOptions {
   retryAfterSeconds?: number
   gate?: Gate
   /**
-   * Milliseconds on a clock that only goes forward (the default: `performance.now`): on the wall clock,
-   * one set back an hour (NTP, a resumed virtual machine) right after a failed commit answered every
-   * request 503 for that hour, the database long back.
+   * Milliseconds on a clock that only goes forward (`performance.now`): on the wall clock, one set
+   * back an hour after a failed commit failed every request fast for the hour.
    */
   now?: () => number
 }
