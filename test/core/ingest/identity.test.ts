@@ -370,10 +370,14 @@ describe('POST /api/ingestion/user/auth', () => {
       select ${core.project.projectId}, 'bulk-' || i, jsonb_build_object('email', 'bulk' || i || '@shop.test', 'plan', 'free')
       from generate_series(1, 5000) i`)
     await core.database.db.rows(sql`analyze end_users`)
-    const plan = await core.database.db.rows(sql`explain (format json) ${personLookup(core.project.projectId, { email: 'bulk77@shop.test' })}`)
-    const indexes = [...JSON.stringify(plan).matchAll(/"Index Name":"(\w+)"/g)].map((m) => m[1])
-    expect(indexes).toContain('end_users_attributes_idx')
+    // In the spelling stored and in another (compared trimmed and in lowercase), both through the index.
+    for (const email of ['bulk77@shop.test', ' Bulk77@SHOP.test']) {
+      const plan = await core.database.db.rows(sql`explain (format json) ${personLookup(core.project.projectId, { email })}`)
+      const indexes = [...JSON.stringify(plan).matchAll(/"Index Name":"(\w+)"/g)].map((m) => m[1])
+      expect(indexes).toContain('end_users_auth_values_idx')
+    }
     expect(await auth('bulk-device', { email: 'bulk77@shop.test' })).toEqual({ success: true, endUserId: 'bulk-77' })
+    expect(await auth('bulk-phone', { email: 'BULK77@shop.test' })).toEqual({ success: true, endUserId: 'bulk-77' })
   })
 })
 

@@ -45,7 +45,8 @@ export const isIdentify = (row: IdentifyRow | ReadsAliases): row is IdentifyRow 
  * fields the client named, never by a subset of them. Own members only, read and written: `constructor`
  * read through the prototype (a function, which JSON drops) or `__proto__` assigned as a key (which sets
  * the prototype instead) would leave `{}`, which every person's attributes contain. Texts are taken as
- * they are stored, without NUL (see stripNul): one of only NUL is stored empty, and is no value either.
+ * they are stored, without NUL (see stripNul): one of only NUL is stored empty, and is no value either;
+ * nor is one of only whitespace (a form left blank), which would make every such visitor one person.
  * An empty list or object is no value as an empty text is none: `emails: []` from every signed-out
  * visitor would otherwise make them all one person. Fields are named as stored, as the attributes are
  * (see storedNames): several identifies of one end user in a commit are merged in memory.
@@ -64,7 +65,7 @@ export function authValues(attributes: Record<string, unknown>, authFields: read
 }
 
 function isEmptyValue(value: unknown): boolean {
-  if (value === undefined || value === null || value === '') return true
+  if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) return true
   return typeof value === 'object' && Object.keys(value).length === 0
 }
 

@@ -178,19 +178,21 @@ async function aliasesOf(tx: Orm, rows: IdentifyRow[]): Promise<Map<string, stri
 }
 
 /**
- * The first-seen person of the project (not an alias) with the same value for every one of `auth`:
- * equal JSON (jsonb equality: `1` is not `"1"`, a list or an object is equal only whole, the order of
- * an object's keys is no part of it). Containment alone takes a list or object that holds more for
- * the same, and would merge different people; it stays as the first test, the one the index on
- * attributes (end_users_attributes_idx) serves. People are taken as the commit will leave them:
- * stored, with `pending` (what the commit writes to them, in order) merged in, or only pending (also
- * when pending replaces what is stored: see clearedAttributes). First seen as the end-user sink
- * leaves it too: a stored first-seen that is only a receipt (`times_are_receipt`) is replaced by the
- * commit's first activity, not kept as the earlier one; with none, it is no time at all and comes
- * after every real one, so a stand-in never wins "first seen".
+ * The first-seen person of the project (not an alias) with the same value for every one of `auth`,
+ * compared as `sightline_auth_values` folds them (migration 0009: an email address trimmed and in
+ * lowercase, whatever its field is called): otherwise equal JSON (jsonb equality: `1` is not `"1"`,
+ * a list or an object is equal only whole, the order of an object's keys is no part of it).
+ * Containment alone takes a list or object that holds more for the same, and would merge different
+ * people; it stays as the first test, the one the index on the folded attributes
+ * (end_users_auth_values_idx) serves. People are taken as the commit will leave them: stored, with
+ * `pending` (what the commit writes to them, in order) merged in, or only pending (also when pending
+ * replaces what is stored: see clearedAttributes). First seen as the end-user sink leaves it too: a
+ * stored first-seen that is only a receipt (`times_are_receipt`) is replaced by the commit's first
+ * activity, not kept as the earlier one; with none, it is no time at all and comes after every real
+ * one, so a stand-in never wins "first seen".
  */
 export function personLookup(projectId: string, auth: Record<string, unknown>, pending: readonly EndUserTouch[] = []): SQL {
-  const values = jsonParam(auth)
+  const wanted = authValuesFolded(sql`${jsonParam(auth)}::jsonb`)
   return sql`
     with pending as (
       select p."endUserId" as end_user_id, p.attributes, p."replacesAttributes" as replaces, to_timestamp(p."firstAt" / 1000.0) as first_seen_at
@@ -201,18 +203,20 @@ export function personLookup(projectId: string, auth: Record<string, unknown>, p
       select u.end_user_id, case when p.replaces then p.attributes else u.attributes || coalesce(p.attributes, '{}'::jsonb) end as attributes,
         ${FIRST_SEEN_AS_LEFT} as first_seen_at
       from end_users u left join pending p on p.end_user_id = u.end_user_id
-      where u.project_id = ${projectId} and u.attributes @> ${values}::jsonb
+      where u.project_id = ${projectId} and ${authValuesFolded(sql`u.attributes`)} @> ${wanted}
       union
       select p.end_user_id, case when p.replaces then p.attributes else coalesce(u.attributes, '{}'::jsonb) || p.attributes end, ${FIRST_SEEN_AS_LEFT}
       from pending p left join end_users u on u.project_id = ${projectId} and u.end_user_id = p.end_user_id
     )
     select c.end_user_id from candidates c
-    where c.attributes @> ${values}::jsonb
-      and not exists (select 1 from jsonb_each(${values}::jsonb) f where c.attributes -> f.key is distinct from f.value)
+    where not exists (select 1 from jsonb_each(${wanted}) w where ${authValuesFolded(sql`c.attributes`)} -> w.key is distinct from w.value)
       and not exists (select 1 from end_user_aliases a where a.project_id = ${projectId} and a.alias_id = c.end_user_id)
     order by c.first_seen_at nulls last, c.end_user_id
     limit 1`
 }
+
+/** Attributes (a jsonb object) as auth values are compared: see personLookup. */
+const authValuesFolded = (attributes: SQL): SQL => sql`sightline_auth_values(${attributes})`
 
 /**
  * The first-seen time of stored end user `u` with pending `p` (either may be absent) as the end-user
@@ -242,15 +246,16 @@ async function findPerson(tx: Orm, projectId: string, auth: Record<string, unkno
 
 /**
  * Whether `person`, as the commit leaves it (see personLookup), has a value of its own for one of the
- * fields of `auth` other than the one there (a field it has no value for, as authValues sees none, is
- * no other value).
+ * fields of `auth` other than the one there, compared as personLookup compares them (an email in
+ * another case is the same); a field it has no value for, as authValues sees none, is no other value.
  */
 async function holdsOtherValues(tx: Orm, projectId: string, person: string, auth: Record<string, unknown>, pending: readonly EndUserTouch[]): Promise<boolean> {
   const [found] = rowsOf<{ other: boolean }>(
     await tx.execute(sql`
       select exists (
-        select 1 from jsonb_each(${jsonParam(auth)}::jsonb) f
-        where c.attributes -> f.key not in ('null'::jsonb, '""'::jsonb, '[]'::jsonb, '{}'::jsonb) and c.attributes -> f.key <> f.value
+        select 1 from jsonb_each(${authValuesFolded(sql`${jsonParam(auth)}::jsonb`)}) f
+        where c.attributes -> f.key not in ('null'::jsonb, '""'::jsonb, '[]'::jsonb, '{}'::jsonb)
+          and ${authValuesFolded(sql`c.attributes`)} -> f.key <> f.value
       ) as other
       from (select ${attributesAsLeft(projectId, person, pending)} as attributes) c`),
   )
