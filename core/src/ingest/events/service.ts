@@ -69,12 +69,23 @@ export function customEventRows(
   }
 }
 
+/** Names the project's namespace (see eventUuid) for ids with a lone surrogate. */
+const ILL_FORMED_IDS = 'sightline: event ids with a lone surrogate, as UTF-16 code units'
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
 /**
  * The key an event is stored under (the events table's is project and uuid) for the id its client
  * sent. A UUID is itself, lowercase with dashes. Any other string names one: the name-based UUID
  * (version 5) of that string in the project's namespace, the project id, so that a resend with the
- * same id is stored once, as with a UUID.
+ * same id is stored once, as with a UUID. The name is hashed as UTF-8, where a lone surrogate (an id
+ * cut inside an emoji) has no encoding and becomes U+FFFD: ids with one are hashed by their UTF-16
+ * code units instead, each as it came, in a namespace of their own (no UTF-8 name can then meet one),
+ * so that ids that differ are stored apart. Well-formed ids keep the key they always had: a resend
+ * from before this rule is still stored once. NUL is no special case: hashed as it came, never dropped.
  */
 export function eventUuid(projectId: string, id: string): string {
-  return canonicalUuid(id) ?? Bun.randomUUIDv5(id, projectId)
+  const uuid = canonicalUuid(id)
+  if (uuid) return uuid
+  if (!LONE_SURROGATE.test(id)) return Bun.randomUUIDv5(id, projectId)
+  return Bun.randomUUIDv5(Buffer.from(id, 'utf16le'), Bun.randomUUIDv5(ILL_FORMED_IDS, projectId))
 }
