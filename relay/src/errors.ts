@@ -10,6 +10,7 @@ export type RelayErrorCode =
   | 'payload_too_large'
   | 'upstream_unreachable'
   | 'upstream_timeout'
+  | 'overloaded'
   | 'client_closed_request'
 
 const STATUS: Record<RelayErrorCode, number> = {
@@ -25,6 +26,9 @@ const STATUS: Record<RelayErrorCode, number> = {
   client_closed_request: 499,
   upstream_unreachable: 502,
   upstream_timeout: 504,
+  // Every connection to core is busy and the queue for one full (or waited on past timeoutMs):
+  // WIRE.md's code for a full write queue, core never contacted.
+  overloaded: 503,
 }
 
 export function errorResponse(code: RelayErrorCode, message: string, headers: Record<string, string> = {}): Response {
@@ -37,7 +41,7 @@ export function errorResponse(code: RelayErrorCode, message: string, headers: Re
 /** Why an upstream exchange failed, as the transports report it. */
 export class UpstreamError extends Error {
   constructor(
-    readonly reason: 'refused' | 'timeout' | 'aborted' | 'too_large',
+    readonly reason: 'refused' | 'timeout' | 'aborted' | 'too_large' | 'overloaded',
     message: string,
     options?: { cause?: unknown },
   ) {

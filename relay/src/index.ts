@@ -29,6 +29,12 @@ export interface RelayOptions {
   script?: ScriptOptions
   /** How requests reach core (default: `fetch`). The Bun and Elysia adapters pass a pooled socket client. */
   client?: UpstreamClient
+  /**
+   * Connections open to core at most (default 256), and requests waiting for one at most (default
+   * 1024) before the relay answers 503 itself; on the socket client (Bun, Elysia, standalone).
+   */
+  maxConnections?: number
+  maxQueued?: number
 }
 
 export interface Relay {
@@ -147,6 +153,7 @@ export function createRelay(options: RelayOptions): Relay {
       // Only a streamed body needs watching: a read body is in core's hands once sent, and core
       // finishes it whether or not the client waits, so the connection is better kept for reuse.
       signal: isStream ? request.signal : undefined,
+      incoming: request,
       timeoutMs,
     }).catch((error) => (prepared.overLimit?.seen ? tooLarge() : gatewayError(error)))
   }
@@ -240,6 +247,7 @@ function checkOptions(mode: unknown, maxBodyBytes: unknown, timeoutMs: unknown):
 function gatewayError(error: unknown): Response {
   const reason = error instanceof UpstreamError ? error.reason : 'refused'
   if (reason === 'timeout') return errorResponse('upstream_timeout', 'core did not answer in time; retry later', { 'retry-after': '5' })
+  if (reason === 'overloaded') return errorResponse('overloaded', 'the relay has too many requests waiting for core; retry later', { 'retry-after': '1' })
   if (reason === 'aborted') return errorResponse('client_closed_request', 'the client went away')
   return errorResponse('upstream_unreachable', 'core could not be reached; retry later', { 'retry-after': '5' })
 }

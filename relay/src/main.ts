@@ -15,7 +15,8 @@ import { fetchClient } from './upstream/fetch.ts'
  */
 const USAGE = `usage: npm run relay -- --upstream URL [--prefix /_sl] [--port 8080] [--host 0.0.0.0]
        [--script FILE] [--script-name t.js] [--key-in-body auto|always|never]
-       [--max-body-bytes N] [--timeout-ms N] [--client socket|fetch]`
+       [--max-body-bytes N] [--timeout-ms N] [--max-connections N] [--max-queued N]
+       [--client socket|fetch]`
 
 /** How long a stop waits for the requests under way (a deploy, `docker stop`) before it cuts them. */
 const STOP_GRACE_MS = 10_000
@@ -38,6 +39,8 @@ const { values } = (() => {
         'key-in-body': { type: 'string', default: 'auto' },
         'max-body-bytes': { type: 'string' },
         'timeout-ms': { type: 'string' },
+        'max-connections': { type: 'string' },
+        'max-queued': { type: 'string' },
         // How to reach core: pooled sockets (default on Bun), or the runtime's fetch.
         client: { type: 'string', default: 'socket' },
         help: { type: 'boolean', short: 'h' },
@@ -88,6 +91,8 @@ try {
     keyInBody,
     maxBodyBytes: number('max-body-bytes', values['max-body-bytes']),
     timeoutMs: number('timeout-ms', values['timeout-ms']),
+    maxConnections: number('max-connections', values['max-connections']),
+    maxQueued: number('max-queued', values['max-queued']),
     script: scriptSource ? { source: scriptSource, name: values['script-name'] } : undefined,
     ...(values.client === 'fetch' && { client: fetchClient() }),
   })

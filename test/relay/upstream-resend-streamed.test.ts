@@ -157,9 +157,10 @@ describe('socket client: a streamed body on a reused connection core closes as t
     })
   }
 
-  test('a chunked body (undeclared size) with 16 KB read and held: resent whole, each piece framed once', async () => {
-    // Through the client itself: the relay reads past 64 KB of a body of undeclared size before it
-    // contacts core, more than it holds, so only a direct caller streams one chunked from its start.
+  test('a chunked body (undeclared size) never takes the kept-alive connection: sent whole on a fresh one, each piece framed once', async () => {
+    // Through the client itself, a body streamed chunked from its start. Through the relay one has
+    // been read past 64 KB before core is contacted, more than is held: on a kept-alive connection
+    // core closed as it arrived it was 502 (see the test below).
     const upstream = startClosingReused('end')
     try {
       const send = socketClient()
@@ -169,7 +170,7 @@ describe('socket client: a streamed body on a reused connection core closes as t
       const { stream, state } = clientBody(bytes, PIECE, 100)
       const res = await send(request(stream))
       expect({ status: res.status, text: await res.text() }).toEqual({ status: 200, text: 'ok' })
-      expect(upstream.heads).toEqual([0, 0, 1])
+      expect(upstream.heads).toEqual([0, 1])
       expect(upstream.received[1].head).toContain('transfer-encoding: chunked')
       expect(Buffer.compare(upstream.received[1].body, bytes)).toBe(0)
       expect(state.cancelled).toBe(false)
@@ -177,6 +178,27 @@ describe('socket client: a streamed body on a reused connection core closes as t
       upstream.close()
     }
   })
+
+  for (const how of ['end', 'terminate'] as const) {
+    test(`(${how}) through the relay, a 1 MB body of undeclared size goes on a fresh connection, never the kept-alive one core closes: 200, core gets it whole once`, async () => {
+      const upstream = startClosingReused(how)
+      try {
+        const relay = relayTo(upstream.url)
+        expect(await (await get(relay)).text()).toBe('ok')
+        const bytes = bodyBytes()
+        // 128 KB at once (the relay reads past 64 KB to learn the body is large), the rest 50 ms later.
+        const { stream, state } = clientBody(bytes, 128 * 1024, 50)
+        const res = await relay(new Request('http://shop.test/_sl/api/ingestion/replay', { method: 'POST', body: stream, duplex: 'half', headers: { 'content-type': 'application/octet-stream' } } as RequestInit))
+        expect({ status: res.status, text: await res.text() }).toEqual({ status: 200, text: 'ok' })
+        expect(upstream.heads).toEqual([0, 1])
+        expect(upstream.received[1].head).toContain('transfer-encoding: chunked')
+        expect(Buffer.compare(upstream.received[1].body, bytes)).toBe(0)
+        expect(state.cancelled).toBe(false)
+      } finally {
+        upstream.close()
+      }
+    })
+  }
 
   test('the client going away while its resent body waits: 499, the body is cancelled and core gets no whole request', async () => {
     const upstream = startClosingReused('end')

@@ -14,7 +14,7 @@ export const idleSeconds = (timeoutMs: number): number => Math.ceil(timeoutMs / 
 
 /** The relay for `Bun.serve`: upstream connections pooled on Bun's sockets (see `upstream/socket.ts`). */
 export function bunRelay(options: RelayOptions) {
-  const relay = createRelay({ client: socketClient(), ...options })
+  const relay = createRelay({ client: socketClient({ maxConnections: options.maxConnections, maxQueued: options.maxQueued }), ...options })
   const seconds = idleSeconds(relay.timeoutMs)
   const handle = (request: Request, server: Server<unknown>) => {
     server.timeout(request, seconds)

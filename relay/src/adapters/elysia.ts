@@ -13,7 +13,7 @@ import { idleSeconds } from './bun.ts'
  * `new Elysia({ prefix: '/site' })` answered nothing at all.
  */
 export function elysiaRelay(options: RelayOptions) {
-  const relay = createRelay({ client: socketClient(), ...options })
+  const relay = createRelay({ client: socketClient({ maxConnections: options.maxConnections, maxQueued: options.maxQueued }), ...options })
   const seconds = idleSeconds(relay.timeoutMs)
   // Without a server (`app.handle`, no socket) there is no peer to name, nor an idle timeout to lift.
   // An app compiled without aot (`new Elysia({ aot: false })`) leaves `server` out of the context

@@ -5,17 +5,18 @@ import type { UpstreamClient, UpstreamRequest } from './types.ts'
 import { ResponseParser, type ParsedHead } from './parser.ts'
 import { exchangeClock, type TimedExchange } from './timing.ts'
 import { chunkOf, LAST_CHUNK, requestHead, UNSAFE_TARGET } from './head.ts'
-import { hold, streamedBody, type StreamedBody } from './streamed-body.ts'
+import { hold, streamedBody, undeclaredStream, type StreamedBody } from './streamed-body.ts'
+import { checkLimits, Slots, type SlotLimits } from './slots.ts'
 
 /**
  * A pooled HTTP/1.1 client on Bun's sockets, for the Bun and Elysia adapters. `fetch` works
  * everywhere, but on Bun each call crosses to its HTTP thread and back and allocates a Request; this
  * client writes the head and a small body in one `write`, parses the answer on the socket's own
  * callback and keeps the connection for the next request. Requests are not pipelined: one exchange
- * per connection at a time, as many connections as there are requests in flight.
+ * per connection at a time, at most `maxConnections` of them per upstream (see slots.ts).
  */
 
-export interface SocketClientOptions {
+export interface SocketClientOptions extends SlotLimits {
   /** Idle connections kept per upstream (default 256). */
   maxIdle?: number
   /**
@@ -40,6 +41,10 @@ interface Exchange extends TimedExchange {
   body: ReadableStreamDefaultController<Uint8Array> | null
   /** The client's body, when it streams: made once, it outlives a connection closed under it. */
   streamed: StreamedBody<Connection> | null
+  /** Waiting for a connection (slots.ts). */
+  queued: boolean
+  /** The signal `onAbort` listens on. */
+  watched: AbortSignal | null
 }
 
 interface Connection {
@@ -56,6 +61,8 @@ interface Connection {
   /** Paused for backpressure: the client is behind on the answer's body. */
   paused: boolean
   closed: boolean
+  /** Counted in its pool's slots until it closes, or hands its slot on (a resend's connection). */
+  holdsSlot: boolean
 }
 
 interface Pool {
@@ -64,9 +71,11 @@ interface Pool {
   tls: boolean
   host: string
   idle: Connection[]
+  slots: Slots<Exchange>
 }
 
-export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOptions = {}): UpstreamClient {
+export function socketClient({ maxIdle = 256, maxIdleMs = 4000, ...limits }: SocketClientOptions = {}): UpstreamClient {
+  const { maxConnections, maxQueued } = checkLimits(limits)
   const pools = new Map<string, Pool>()
   const clock = exchangeClock<Exchange>(giveUp)
 
@@ -104,17 +113,20 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
     if (!pool) {
       const url = new URL(origin)
       const tls = url.protocol === 'https:'
-      pool = { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (tls ? 443 : 80), tls, host: url.host, idle: [] }
+      pool = { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (tls ? 443 : 80), tls, host: url.host, idle: [], slots: new Slots<Exchange>(maxConnections, maxQueued) }
       pools.set(origin, pool)
     }
     return pool
   }
 
+  /** Opens a connection on a slot the caller has taken. */
   async function connect(pool: Pool): Promise<Connection> {
-    const conn: Connection = { pool, socket: null, parser: new ResponseParser(isDroppedResponseHeader), exchange: null, reused: false, idleSince: 0, backlog: null, drained: null, paused: false, closed: false }
+    const conn: Connection = { pool, socket: null, parser: new ResponseParser(isDroppedResponseHeader), exchange: null, reused: false, idleSince: 0, backlog: null, drained: null, paused: false, closed: false, holdsSlot: true }
     try {
       conn.socket = await Bun.connect<Connection>({ hostname: pool.hostname, port: pool.port, tls: pool.tls, data: conn, socket: handlers })
     } catch (error) {
+      conn.closed = true
+      leave(conn)
       throw new UpstreamError('refused', `core could not be reached: ${(error as Error)?.message ?? error}`, { cause: error })
     }
     return conn
@@ -134,7 +146,11 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
     conn.reused = true
     conn.idleSince = performance.now()
     if (conn.paused) resume(conn)
-    if (conn.closed || conn.pool.idle.length >= maxIdle) return destroy(conn)
+    if (conn.closed) return destroy(conn)
+    // A request waiting for a connection takes this one before it goes idle.
+    const waiter = conn.pool.slots.next()
+    if (waiter) return handTo(waiter, conn)
+    if (conn.pool.idle.length >= maxIdle) return destroy(conn)
     conn.pool.idle.push(conn)
   }
 
@@ -146,9 +162,19 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
     conn.backlog = null
     conn.drained = null
     drained?.()
-    if (conn.closed) return
-    conn.closed = true
-    conn.socket?.terminate()
+    if (!conn.closed) {
+      conn.closed = true
+      conn.socket?.terminate()
+    }
+    leave(conn)
+  }
+
+  /** A connection closed: its slot goes to the first waiter, on a connection of its own. */
+  function leave(conn: Connection): void {
+    if (!conn.holdsSlot) return
+    conn.holdsSlot = false
+    const waiter = conn.pool.slots.free()
+    if (waiter) connectFor(dequeued(waiter), conn.pool)
   }
 
   /** Writes what the socket takes now; the rest waits for `drain`. Resolves when all is written. */
@@ -258,14 +284,30 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
 
   /** The exchange is over: the client's going away no longer concerns it. */
   function unwatch(exchange: Exchange): void {
-    if (exchange.onAbort) exchange.request.signal?.removeEventListener('abort', exchange.onAbort)
+    if (exchange.onAbort) exchange.watched!.removeEventListener('abort', exchange.onAbort)
     exchange.onAbort = undefined
+    exchange.watched = null
+  }
+
+  function watch(exchange: Exchange, signal: AbortSignal): void {
+    exchange.onAbort = () => giveUp(exchange, new UpstreamError('aborted', 'the client went away'))
+    exchange.watched = signal
+    signal.addEventListener('abort', exchange.onAbort, { once: true })
   }
 
   function onClosed(conn: Connection, error: UpstreamError): void {
     conn.closed = true
-    destroy(conn)
     const exchange = conn.exchange
+    // Decided before the slot is let go: the resend's connection takes it over, ahead of any waiter.
+    if (exchange && !(exchange.answered && conn.parser.endsAtClose()) && mayResend(conn, exchange)) {
+      conn.holdsSlot = false
+      destroy(conn)
+      conn.exchange = null
+      if (exchange.streamed) exchange.streamed.conn = null
+      connectFor(exchange, conn.pool)
+      return
+    }
+    destroy(conn)
     if (!exchange) return
     // A body that runs until the connection closes (no length, no chunking) ends here.
     if (exchange.answered && conn.parser.endsAtClose()) {
@@ -273,12 +315,6 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
       clock.settle(exchange)
       unwatch(exchange)
       exchange.body?.close()
-      return
-    }
-    if (mayResend(conn, exchange)) {
-      conn.exchange = null
-      if (exchange.streamed) exchange.streamed.conn = null
-      start(exchange, null)
       return
     }
     fail(conn, error)
@@ -373,21 +409,79 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
     }
   }
 
-  function start(exchange: Exchange, idle: Connection | null): void {
-    const attach = (conn: Connection) => {
-      if (exchange.answered) return release(conn) // timed out or aborted while connecting
-      conn.exchange = exchange
-      exchange.conn = conn
-      exchange.sent = false // a resent request: written anew on this connection
-      conn.parser.reset()
-      sendRequest(conn, exchange)
-    }
-    if (idle) return attach(idle)
-    connect(poolFor(exchange.request.origin)).then(attach, (error) => giveUp(exchange, error))
+  function attach(exchange: Exchange, conn: Connection): void {
+    if (exchange.answered) return release(conn) // timed out or aborted while connecting
+    conn.exchange = exchange
+    exchange.conn = conn
+    exchange.sent = false // a resent request: written anew on this connection
+    conn.parser.reset()
+    sendRequest(conn, exchange)
   }
+
+  /** A fresh connection for the exchange, on a slot already taken for it. */
+  function connectFor(exchange: Exchange, pool: Pool): void {
+    connect(pool).then(
+      (conn) => attach(exchange, conn),
+      (error) => giveUp(exchange, error),
+    )
+  }
+
+  /**
+   * A connection for a new exchange: an idle one, else a new one while the pool has room, else a
+   * place in the queue, else 503. A body of undeclared size never takes an idle connection: core may
+   * be closing it, and such a body cannot be written again (see `undeclaredStream`); an idle one
+   * gives up its slot to it instead.
+   */
+  function acquire(exchange: Exchange, pool: Pool): void {
+    const fresh = undeclaredStream(exchange.request)
+    if (!fresh) {
+      const idle = takeIdle(pool, performance.now())
+      if (idle) return attach(exchange, idle)
+    }
+    if (pool.slots.take()) return connectFor(exchange, pool)
+    if (fresh && pool.idle.length > 0) {
+      const idle = pool.idle.pop()!
+      idle.holdsSlot = false
+      destroy(idle)
+      return connectFor(exchange, pool)
+    }
+    if (!pool.slots.wait(exchange)) return giveUp(exchange, overloaded(`more than ${maxQueued} requests are waiting for one of ${maxConnections} connections to core`))
+    exchange.queued = true
+    // A read body is not watched once sent (index.ts), but a client gone while it waits leaves the queue.
+    const signal = exchange.request.signal ?? exchange.request.incoming?.signal
+    if (!exchange.onAbort && signal) {
+      if (signal.aborted) return giveUp(exchange, new UpstreamError('aborted', 'the client went away'))
+      watch(exchange, signal)
+    }
+  }
+
+  /** Out of the queue, with a connection coming: core's whole `timeoutMs` starts now. */
+  function dequeued(exchange: Exchange): Exchange {
+    exchange.queued = false
+    if (!exchange.request.signal) unwatch(exchange)
+    clock.arm(exchange)
+    return exchange
+  }
+
+  /** A released connection for a waiter; one for a body of undeclared size is replaced by a fresh one. */
+  function handTo(waiter: Exchange, conn: Connection): void {
+    dequeued(waiter)
+    if (!undeclaredStream(waiter.request)) return attach(waiter, conn)
+    conn.holdsSlot = false
+    destroy(conn)
+    connectFor(waiter, conn.pool)
+  }
+
+  const overloaded = (message: string) => new UpstreamError('overloaded', message)
 
   /** Ends an exchange from outside (timeout, client gone, connect failure). */
   function giveUp(exchange: Exchange, error: UpstreamError): void {
+    if (exchange.queued) {
+      exchange.queued = false
+      poolFor(exchange.request.origin).slots.leave(exchange)
+      // Core was never asked: it is the relay that is full, not core that is slow.
+      if (error.reason === 'timeout') error = overloaded(`no connection to core came free within ${exchange.request.timeoutMs} ms`)
+    }
     if (exchange.conn && exchange.conn.exchange === exchange) return fail(exchange.conn, error)
     clock.settle(exchange)
     if (exchange.answered) return
@@ -400,17 +494,14 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000 }: SocketClientOp
 
   return (request) =>
     new Promise<Response>((resolve, reject) => {
-      const exchange: Exchange = { request, resolve, reject, conn: null, answered: false, sent: false, timer: undefined, idle: null, onAbort: undefined, body: null, streamed: null }
+      const exchange: Exchange = { request, resolve, reject, conn: null, answered: false, sent: false, timer: undefined, idle: null, onAbort: undefined, body: null, streamed: null, queued: false, watched: null }
       const { signal } = request
       if (signal?.aborted) return reject(new UpstreamError('aborted', 'the client went away'))
       // Refused before a connection is taken: the head is written once a connection is there, and a
       // throw from that callback (after a connect) would reach no one while the client waited.
       if (UNSAFE_TARGET.test(request.target)) return reject(new UpstreamError('refused', 'refusing a request target with whitespace or control characters'))
       clock.arm(exchange)
-      if (signal) {
-        exchange.onAbort = () => giveUp(exchange, new UpstreamError('aborted', 'the client went away'))
-        signal.addEventListener('abort', exchange.onAbort, { once: true })
-      }
-      start(exchange, takeIdle(poolFor(request.origin), performance.now()))
+      if (signal) watch(exchange, signal)
+      acquire(exchange, poolFor(request.origin))
     })
 }

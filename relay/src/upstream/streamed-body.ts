@@ -38,6 +38,14 @@ export const streamedBody = <Writer>(stream: ReadableStream<Uint8Array>, left: n
   left,
 })
 
+/**
+ * A streamed body of undeclared size. Through the relay it is one already read past HELD_MAX_BYTES
+ * (index.ts reads that much to tell a small body from a large one), so its first writes are more than
+ * can be held: on a kept-alive connection core had just closed, it could be written neither whole
+ * nor again, and the client got 502 while core was up. Such a body goes on a fresh connection.
+ */
+export const undeclaredStream = (request: { body: unknown; contentLength: number | null }): boolean => request.contentLength === null && request.body instanceof ReadableStream
+
 /** Keeps a piece read to write again, while all that was read stays within the bound. */
 export function hold(body: StreamedBody<unknown>, value: Uint8Array): void {
   if (!body.held) return

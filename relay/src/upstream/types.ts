@@ -14,6 +14,11 @@ export interface UpstreamRequest {
   contentLength: number | null
   /** Aborts when the client goes away: the upstream exchange is torn down with it. */
   signal?: AbortSignal
+  /**
+   * The client's request, when `signal` is not given: its signal is read only while the exchange
+   * waits for a connection (a client gone leaves the queue), since Bun makes it on the first read.
+   */
+  incoming?: { readonly signal: AbortSignal | null }
   /** The longest core may stay silent: before its answer begins, and while the client reads its body. */
   timeoutMs: number
 }
