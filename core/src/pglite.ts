@@ -66,23 +66,19 @@ export function preparingClient(pg: PGlite, tx: Transaction, cache: StatementCac
   const plain = plainClient(tx)
   return {
     async query(text, params = [], options) {
-      let statement = cache.prepared.get(text)
-      if (!statement) {
-        if (!cache.seen.has(text) || cache.prepared.size >= MAX_PREPARED) {
-          if (cache.seen.size < MAX_PREPARED * 4) cache.seen.add(text)
-          return plain.query(text, params, options)
-        }
-        statement = await prepare(pg, text, `sightline_${++cache.count}`)
-        cache.prepared.set(text, statement)
-        cache.seen.delete(text)
+      if (!cache.prepared.has(text) && (!cache.seen.has(text) || cache.prepared.size >= MAX_PREPARED)) {
+        if (cache.seen.size < MAX_PREPARED * 4) cache.seen.add(text)
+        return plain.query(text, params, options)
       }
-      const { paramTypes } = statement
-      const values = params.map((value, i) => (value == null ? null : (pg.serializers[paramTypes[i]]?.(value) ?? String(value))))
-      const { messages } = await pg.runExclusive(() =>
-        pg.execProtocol(joined([serialize.bind({ statement: statement.name, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]), {
+      // Prepared and run in one hold of PGlite, taken when the statement is issued: the writer issues
+      // a commit's statements together, and those after this one must not run while it is prepared.
+      const { messages } = await pg.runExclusive(async () => {
+        const statement = cache.prepared.get(text) ?? (await prepare(pg, text, cache))
+        const values = params.map((value, i) => (value == null ? null : (pg.serializers[statement.paramTypes[i]]?.(value) ?? String(value))))
+        return pg.execProtocol(joined([serialize.bind({ statement: statement.name, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]), {
           syncToFs: false,
-        }),
-      )
+        })
+      })
       return parse.parseResults(messages, pg.parsers, withoutDrizzleParsers(options))[0]
     },
   }
@@ -90,11 +86,16 @@ export function preparingClient(pg: PGlite, tx: Transaction, cache: StatementCac
 
 const { serialize } = protocol
 
-async function prepare(pg: PGlite, text: string, name: string): Promise<Statement> {
-  const { messages } = await pg.runExclusive(() =>
-    pg.execProtocol(joined([serialize.parse({ name, text, types: [] }), serialize.describe({ type: 'S', name }), serialize.sync()]), { syncToFs: false }),
-  )
-  return { name, paramTypes: parse.parseDescribeStatementResults(messages) }
+/** Prepares `text` on PGlite, already held, under a name of its own, and keeps it in the cache. */
+async function prepare(pg: PGlite, text: string, cache: StatementCache): Promise<Statement> {
+  const name = `sightline_${++cache.count}`
+  const { messages } = await pg.execProtocol(joined([serialize.parse({ name, text, types: [] }), serialize.describe({ type: 'S', name }), serialize.sync()]), {
+    syncToFs: false,
+  })
+  const statement = { name, paramTypes: parse.parseDescribeStatementResults(messages) }
+  cache.prepared.set(text, statement)
+  cache.seen.delete(text)
+  return statement
 }
 
 /**

@@ -78,6 +78,16 @@ describe('embedded database clients', () => {
   })
 })
 
+  test('statements issued together run in the order issued, also the one being prepared then', async () => {
+    // The writer issues a commit's statements together: a sink's statement seen a second time is
+    // prepared first, and a later sink's statement, seen anew, must still see what it wrote.
+    const insert = (id: number) => sql`insert into things (name, id) values (${'in order'}, ${id})`
+    const count = sql`select count(*)::int as n from things where name = 'in order'`
+    await db.transaction((tx) => db.rows(insert(30), tx))
+    const counted = await db.transaction(async (tx) => (await Promise.all([db.rows(insert(31), tx), db.rows(count, tx)]))[1])
+    expect(counted).toEqual([{ n: 2 }])
+  })
+
 // The writer's COPY (CopyIn) on PGlite, which reads the rows from a blob (core/src/pglite.ts, copyInto).
 describe('embedded transactions ending with a COPY', () => {
   const ids = async () => (await db.rows<{ id: number }>(sql`select id from copied order by id`)).map((r) => r.id)
