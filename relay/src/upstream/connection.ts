@@ -1,0 +1,119 @@
+import { UpstreamError } from '../errors.ts'
+import { isDroppedResponseHeader } from '../headers.ts'
+import { ResponseParser } from './parser.ts'
+import { Slots } from './slots.ts'
+import type { ClientState, Connection, Exchange, Pool } from './state.ts'
+import { connectFor, dequeued, handTo } from './exchange.ts'
+
+/**
+ * A connection's life in the socket client, apart from the exchange it carries: its pool, opening
+ * it on a slot, writing with backpressure, pausing and resuming its reads, going back to the pool
+ * or closing, and handing its slot on when it closes. Where a request waits for a connection, a
+ * released one or its slot goes to that request (exchange.ts) before anything else.
+ */
+
+export function poolFor(client: ClientState, origin: string): Pool {
+  let pool = client.pools.get(origin)
+  if (!pool) {
+    const url = new URL(origin)
+    const tls = url.protocol === 'https:'
+    pool = { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (tls ? 443 : 80), tls, host: url.host, idle: [], slots: new Slots<Exchange>(client.maxConnections, client.maxQueued) }
+    client.pools.set(origin, pool)
+  }
+  return pool
+}
+
+/** Opens a connection on a slot the caller has taken. */
+export async function connect(client: ClientState, pool: Pool): Promise<Connection> {
+  const conn: Connection = { pool, socket: null, parser: new ResponseParser(isDroppedResponseHeader), exchange: null, reused: false, idleSince: 0, backlog: null, drained: null, paused: false, closed: false, holdsSlot: true }
+  try {
+    conn.socket = await Bun.connect<Connection>({ hostname: pool.hostname, port: pool.port, tls: pool.tls, data: conn, socket: client.handlers })
+  } catch (error) {
+    conn.closed = true
+    leave(client, conn)
+    throw new UpstreamError('refused', `core could not be reached: ${(error as Error)?.message ?? error}`, { cause: error })
+  }
+  return conn
+}
+
+export function takeIdle(client: ClientState, pool: Pool, now: number): Connection | null {
+  while (pool.idle.length > 0) {
+    const conn = pool.idle.pop()!
+    if (!conn.closed && now - conn.idleSince <= client.maxIdleMs) return conn
+    destroy(client, conn)
+  }
+  return null
+}
+
+export function release(client: ClientState, conn: Connection): void {
+  conn.exchange = null
+  conn.reused = true
+  conn.idleSince = performance.now()
+  if (conn.paused) resume(conn)
+  if (conn.closed) return destroy(client, conn)
+  // A request waiting for a connection takes this one before it goes idle.
+  const waiter = conn.pool.slots.next()
+  if (waiter) return handTo(client, waiter, conn)
+  if (conn.pool.idle.length >= client.maxIdle) return destroy(client, conn)
+  conn.pool.idle.push(conn)
+}
+
+export function destroy(client: ClientState, conn: Connection): void {
+  const idleAt = conn.pool.idle.indexOf(conn)
+  if (idleAt !== -1) conn.pool.idle.splice(idleAt, 1)
+  // A body writer waiting for `drain` learns the connection is gone.
+  const drained = conn.drained
+  conn.backlog = null
+  conn.drained = null
+  drained?.()
+  if (!conn.closed) {
+    conn.closed = true
+    conn.socket?.terminate()
+  }
+  leave(client, conn)
+}
+
+/** A connection closed: its slot goes to the first waiter, on a connection of its own. */
+function leave(client: ClientState, conn: Connection): void {
+  if (!conn.holdsSlot) return
+  conn.holdsSlot = false
+  const waiter = conn.pool.slots.free()
+  if (waiter) connectFor(client, dequeued(client, waiter), conn.pool)
+}
+
+/** Writes what the socket takes now; the rest waits for `drain`. Calls `drained` once all is written. */
+export function writeOrQueue(conn: Connection, bytes: Uint8Array): void {
+  const written = conn.closed ? bytes.byteLength : conn.socket!.write(bytes)
+  if (written < bytes.byteLength) {
+    conn.backlog = bytes.subarray(Math.max(written, 0))
+    return
+  }
+  const drained = conn.drained
+  conn.drained = null
+  drained?.()
+}
+
+/** The socket took the rest of a write: the backlog goes next. */
+export function drain(conn: Connection): void {
+  if (!conn.backlog) return
+  const rest = conn.backlog
+  conn.backlog = null
+  writeOrQueue(conn, rest)
+}
+
+export function write(conn: Connection, bytes: Uint8Array): Promise<void> | undefined {
+  writeOrQueue(conn, bytes)
+  if (!conn.backlog) return undefined
+  return new Promise<void>((resolve) => (conn.drained = resolve))
+}
+
+/** The client is behind on the answer's body: core's bytes wait in the socket until it catches up. */
+export function pause(conn: Connection): void {
+  conn.paused = true
+  conn.socket?.pause()
+}
+
+export function resume(conn: Connection): void {
+  conn.paused = false
+  conn.socket?.resume()
+}
