@@ -18,26 +18,50 @@ const root = import.meta.dir
 export const DIST = join(root, 'dist')
 
 /**
- * Canvas recording is off (`recordCanvas: false` in src/record.ts), so rrweb's canvas code (its 2D and
- * WebGL observers, base64 encoder and inlined worker, about 2 KB gzipped) never runs: it is cut from
- * the bundle and a manager that does nothing takes its place. The cut is checked against the pinned
- * rrweb version's text and fails the build if that text moves.
+ * rrweb code the recorder never runs, given the options src/record.ts passes, is cut from the bundle:
+ * each cut takes the text from `from` up to `to` (not included) and puts `kept` in its place. A cut is
+ * checked against the pinned rrweb version's text (the first `from`, a `to` after it) and fails the build
+ * if that text moves.
+ * - Canvas recording is off (`recordCanvas: false`, rrweb's default), so rrweb's canvas code (its 2D and
+ *   WebGL observers, base64 encoder and inlined worker, about 2 KB gzipped) never runs: a manager that
+ *   does nothing takes its place.
  */
-const CANVAS_START = 'var chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";'
-const CANVAS_END = 'class StylesheetManager {'
-const IDLE_CANVAS_MANAGER = 'class CanvasManager { reset() {} freeze() {} unfreeze() {} lock() {} unlock() {} }\n'
-const withoutCanvasRecording: BunPlugin = {
-  name: 'rrweb-without-canvas-recording',
+const RRWEB_CUTS: { from: string; to: string; kept: string; within?: string; unpassed?: string }[] = [
+  {
+    from: 'var chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";',
+    to: 'class StylesheetManager {',
+    kept: 'class CanvasManager { reset() {} freeze() {} unfreeze() {} lock() {} unlock() {} }\n',
+    within: 'class CanvasManager {',
+    unpassed: 'recordCanvas',
+  },
+  // No hooks are passed: rrweb's wrapping of every observer's callback in one that calls a hook first
+  // (about 290 B gzipped) goes.
+  { from: 'function mergeHooks(o, hooks) {', to: 'function initObservers(', kept: 'function mergeHooks() {}\n', unpassed: 'hooks' },
+  // Cross-origin frames are not recorded by the page around them (`recordCrossOriginIframes`, off by
+  // default; a frame's own tracker records it): the handling of the events they post, and the mirrors
+  // of their ids, go (about 900 B gzipped).
+  { from: '  handleMessage(message) {', to: 'class ShadowDomManager {', kept: '}\n', within: 'transformCrossOriginEvent(', unpassed: 'recordCrossOriginIframes' },
+  { from: '    if (this.recordCrossOriginIframes) {\n      window.addEventListener(', to: '  addIframe(iframeEl) {', kept: '  }\n' },
+  { from: '    if (this.recordCrossOriginIframes)\n      (_a2 = iframeEl.contentWindow)', to: '    (_b = this.loadListener)', kept: '' },
+  { from: 'class CrossOriginIframeMirror {', to: 'class IframeManager {', kept: 'class CrossOriginIframeMirror {}\n' },
+]
+/** The recorder's options, as src/record.ts passes them: an option a cut relies on being unpassed must stay so. */
+const RECORD_SOURCE = await Bun.file(join(root, 'src/record.ts')).text()
+const withoutUnusedRrweb: BunPlugin = {
+  name: 'rrweb-without-unused-code',
   setup(build) {
     build.onLoad({ filter: /@rrweb[\\/]record[\\/]dist[\\/]record\.js$/ }, async ({ path }) => {
-      const source = await Bun.file(path).text()
-      const start = source.indexOf(CANVAS_START)
-      const end = source.indexOf(CANVAS_END)
-      const kept = source.slice(0, start) + source.slice(end)
-      if (start < 0 || end < start || !source.slice(start, end).includes('class CanvasManager {') || !kept.includes('new CanvasManager(')) {
-        throw new Error(`${path}: rrweb's canvas code is not where this build expects it; check the rrweb version`)
+      let source = await Bun.file(path).text()
+      for (const { from, to, kept, within, unpassed } of RRWEB_CUTS) {
+        if (unpassed && new RegExp(`\\b${unpassed}\\s*:`).test(RECORD_SOURCE)) throw new Error(`src/record.ts passes rrweb's ${unpassed}: its code is cut from the bundle (build.ts)`)
+        const start = source.indexOf(from)
+        const end = source.indexOf(to, start)
+        if (start < 0 || end < 0 || (within && !source.slice(start, end).includes(within))) {
+          throw new Error(`${path}: rrweb's code is not where this build expects it (${from}); check the rrweb version`)
+        }
+        source = source.slice(0, start) + kept + source.slice(end)
       }
-      return { contents: source.slice(0, start) + IDLE_CANVAS_MANAGER + source.slice(end), loader: 'js' }
+      return { contents: source, loader: 'js' }
     })
   },
 }
@@ -137,7 +161,8 @@ async function browserBundle(options: Parameters<typeof Bun.build>[0] & { source
     const map = output.path + '.map'
     const minified = await minify(await Bun.file(output.path).text(), {
       module: options.format === 'esm',
-      compress: { passes: 2 },
+      ecma: 2020,
+      compress: { passes: 3 },
       mangle: { properties: { regex: internalName, builtins: true } },
       nameCache,
       sourceMap: { content: await Bun.file(map).text(), url: options.sourcemap === 'linked' ? basename(map) : undefined },
@@ -149,7 +174,7 @@ async function browserBundle(options: Parameters<typeof Bun.build>[0] & { source
 
 export async function buildTracker(outdir = DIST) {
   await rm(outdir, { recursive: true, force: true })
-  const browser = { target: 'browser', format: 'esm', minify: true, sourcemap: 'linked', plugins: [withoutCanvasRecording] } satisfies Partial<Bun.BuildConfig>
+  const browser = { target: 'browser', format: 'esm', minify: true, sourcemap: 'linked', plugins: [withoutUnusedRrweb] } satisfies Partial<Bun.BuildConfig>
   const esm = join(outdir, 'esm')
   const names = {}
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/index.ts')], outdir: esm, plugins: [startedApart] }, names)
@@ -160,7 +185,7 @@ export async function buildTracker(outdir = DIST) {
   // `@sightline/tracker/user-auth`: imported by an app where it signs users in, apart from the tracker.
   await browserBundle({ ...browser, entrypoints: [join(root, 'src/user-auth.ts')], outdir: esm }, names)
   // The relay serves t.js alone: no sourceMappingURL comment pointing at a file it does not serve.
-  await browserBundle({ ...browser, entrypoints: [join(root, 'src/browser.ts')], outdir, format: 'iife', naming: 't.js', sourcemap: 'external', plugins: [withoutCanvasRecording, laterInside] })
+  await browserBundle({ ...browser, entrypoints: [join(root, 'src/browser.ts')], outdir, format: 'iife', naming: 't.js', sourcemap: 'external', plugins: [withoutUnusedRrweb, laterInside] })
   await bundle({
     entrypoints: [join(root, 'bin/upload-sourcemaps.ts')],
     outdir: join(outdir, 'bin'),
