@@ -70,6 +70,25 @@ describe('redaction in Chromium', () => {
     }, 60_000)
   }
 
+  test('visibility-first: a one-time code (autocomplete one-time-code, in any case) and the name of a file chosen in a file input are masked, as passwords are', async () => {
+    const { sent, everything } = await secretsSent(
+      `<input id="otp" autocomplete="One-Time-Code" inputmode="numeric"><input id="file" type="file">`,
+      { mode: 'visibility-first' },
+      async (tab) => {
+        await tab.locator('#otp').pressSequentially('SECRET-OTP-BEFORE')
+        await tab.setInputFiles('#file', { name: 'SECRET-FILE-BEFORE.pdf', mimeType: 'application/pdf', buffer: Buffer.from('%PDF') })
+      },
+      async (tab) => {
+        await tab.locator('#otp').pressSequentially('SECRET-OTP-AFTER')
+        await tab.setInputFiles('#file', { name: 'SECRET-FILE-AFTER.pdf', mimeType: 'application/pdf', buffer: Buffer.from('%PDF') })
+      },
+    )
+    expect(sent).toEqual([])
+    // Recorded, as stars: the code typed before recording began, in the snapshot, then all of it.
+    expect(everything).toContain('"' + '*'.repeat('SECRET-OTP-BEFORE'.length) + '"')
+    expect(everything).toContain('"' + '*'.repeat('SECRET-OTP-BEFORESECRET-OTP-AFTER'.length) + '"')
+  }, 60_000)
+
   test("privacy-first: an SVG link's xlink:title, its tooltip, is masked like a title", async () => {
     const { sent, everything } = await secretsSent(
       `<svg width="100" height="20"><a id="link" xlink:title="SECRET-TOOLTIP" href="#x"><text x="0" y="15">x</text></a></svg>`,

@@ -27,10 +27,11 @@ const CHOSEN = /^(aria-)?(pressed|checked|selected)$/
 
 /**
  * Values a page keeps out of sight, often a CSRF token or a record's id: a hidden input's value and
- * the content of a token's `<meta>`. A replay shows nothing of them, so they are masked in every mode.
+ * the content of a token's `<meta>`; and a file input's value (`C:\fakepath\` and the chosen file's
+ * name), which no player can set. A replay shows nothing of them, so they are masked in every mode.
  */
 const outOfSight = (el: Element | null, name: string) =>
-  (name === 'value' && el?.localName === 'input' && (el as HTMLInputElement).type === 'hidden') ||
+  (name === 'value' && el?.localName === 'input' && /hidden|file/.test((el as HTMLInputElement).type)) ||
   (name === 'content' && el?.localName === 'meta' && /csrf|xsrf|token|nonce|secret/i.test(el.getAttribute('name') ?? el.getAttribute('property') ?? ''))
 
 /**
@@ -42,12 +43,15 @@ const leadsAway = (tag: string | undefined, name: string) => name === 'formactio
 
 /**
  * Whether attribute `name` holds the URL of a page, not of something the player loads: a link's but a
- * style sheet's (canonical, alternate, prev, next), a meta's (og:url, twitter:url). A page's URL holds
+ * style sheet's (canonical, alternate, prev, next), a meta's (og:url, twitter:url), and any that names
+ * the page itself (`<img src="#">`, a placeholder; `<iframe src="#">`), which rrweb writes absolute, as
+ * the page's URL, fragment aside (the base URL: a srcdoc frame's is its page's). A page's URL holds
  * what a form sent by GET put there, so in privacy-first mode these go as page URLs do.
  */
 const namesPage = (el: Element | null, name: string, value: string) =>
   (name === 'href' && el?.localName === 'link' && !/stylesheet/i.test(el.getAttribute('rel') as string) /* none: "null" */) ||
-  (name === 'content' && el?.localName === 'meta' && /^(https?:|\/)/.test(value))
+  (name === 'content' && el?.localName === 'meta' && /^(https?:|\/)/.test(value)) ||
+  value.split('#')[0] == el?.baseURI.split('#')[0]
 
 /**
  * A URL in a string of the recording lies between spaces, quotes and parentheses (CSS quotes URLs or

@@ -5,11 +5,12 @@ import { withoutCredentials, withoutParameterValues } from './urls'
 /**
  * Masked in every mode, whatever the selectors say: passwords, also a field whose autocomplete says it
  * holds one ("current-password") when a "show password" button made it a text field before recording
- * began, and card fields, whose autocomplete may name a section or billing/shipping before the cc-
- * token ("billing cc-exp-month": a select's options). Autocomplete's tokens are in any case
- * ("CC-NUMBER"), between any spaces; a section named like one ("section-acc-1") masks too.
+ * began, one-time codes (a sign-in's second factor, "one-time-code"), and card fields, whose
+ * autocomplete may name a section or billing/shipping before the cc- token ("billing cc-exp-month": a
+ * select's options). Autocomplete's tokens are in any case ("CC-NUMBER"), between any spaces; a
+ * section named like one ("section-acc-1") masks too. (A file input's value the recorder masks.)
  */
-export const ALWAYS_MASKED = 'input[type=password],[autocomplete*="password" i],[autocomplete*="cc-" i]'
+export const ALWAYS_MASKED = 'input[type=password],[autocomplete*="password" i],[autocomplete*="cc-" i],[autocomplete*="one-time" i]'
 
 export type Redaction = ReturnType<typeof createRedaction>
 
