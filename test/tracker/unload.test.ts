@@ -78,6 +78,30 @@ describe('leaving the page', () => {
     expect(after.map((r) => [r.via, r.body.events.map((e: { eventName: string }) => e.eventName)])).toEqual([['fetch', ['back', 'again']]])
   })
 
+  test("a page that stops the tracker in its own pagehide listener, after the tracker's and presence's: one session-end (stop() sends one too, unless the page hide did)", async () => {
+    const { tracker, service, win } = tracked({ enableAutomaticTracking: false })
+    tracker.start()
+    await settle()
+    win.addEventListener('pagehide', () => tracker.stop())
+    pageHide(win)
+    await service.beaconsRead()
+    expect(service.to('/session-end')).toHaveLength(1)
+  })
+
+  test('sending stopped by the service (the monthly limit) stops the tracker, presence with it: no session-end then, nor at page hide', async () => {
+    const { tracker, service, win, clock } = tracked({ enableAutomaticTracking: false })
+    tracker.start()
+    await settle()
+    service.reply(() => ({ status: 429, body: { success: false, monthlyLimitReached: true } }))
+    tracker.customEvent('over the limit')
+    await clock.advance(100)
+    await settle()
+    expect(tracker.getConnectionStatus().stopped).toBe('monthly_limit')
+    pageHide(win)
+    await service.beaconsRead()
+    expect(service.to('/session-end')).toEqual([])
+  })
+
   test("left, in Chromium's order (pagehide, visibilitychange, unload): what the page records in its own visibilitychange and unload listeners goes by beacon at once too", async () => {
     const { tracker, service, win } = tracked({ enableAutomaticTracking: false })
     tracker.start()
@@ -142,6 +166,21 @@ describe('leaving the page', () => {
     expect(kept.map((parcel) => parcel.path)).toEqual(['/api/ingestion/customEvent/batch'])
     expect(kept[0].body.events.map((event) => event.eventName)).toEqual(['kept'])
     expect(service.to('/session-end')).toEqual([])
+  })
+
+  test('a sendBeacon the page wrapped in one that answers nothing (undefined): each send goes by fetch too, since a refusal cannot be told (the service stores it once)', async () => {
+    const { tracker, service, win } = tracked({ enableAutomaticTracking: false })
+    const original = win.navigator.sendBeacon
+    win.navigator.sendBeacon = function (this: Navigator, ...args: Parameters<Navigator['sendBeacon']>) {
+      original.apply(this, args)
+    } as Navigator['sendBeacon']
+    tracker.start()
+    await settle()
+    tracker.customEvent('once')
+    pageHide(win)
+    await service.beaconsRead()
+    await settle()
+    expect(service.to('/customEvent/batch').map((r) => r.via).sort()).toEqual(['beacon', 'keepalive'])
   })
 
   test('without sendBeacon: fetch with keepalive, key in the body', async () => {

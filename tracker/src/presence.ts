@@ -16,6 +16,8 @@ import type { Clock, PageWindow } from './types'
  * Its page hide listener is added after the tracker's own (added at `init`, again at `start()` after
  * a `stop()`, before this module loads), and a target's listeners run in the order they were added:
  * what is queued goes by beacon first, then the session-end, in the browser's quota for beacons.
+ * `stop()` ends it too, as leaving does: a page that stops the tracker in a pagehide listener of its
+ * own, run before these, removes them before they run. One end for one page hide.
  */
 export function startPresence(win: PageWindow, clock: Clock, identity: Identity, transport: Transport, delivery: Delivery, messages: Messages): Undo {
   let heartbeat: unknown
@@ -37,20 +39,25 @@ export function startPresence(win: PageWindow, clock: Clock, identity: Identity,
     heartbeat = clock.setTimeout(beat, HEARTBEAT_MS)
   }
 
+  // Sending stopped (a 429, the monthly limit, a refused key) stops the tracker, and this with it:
+  // nothing more is sent, no session-end either. None for a session that ended for want of activity
+  // (no beat went since): the service would take the goodbye for activity in it, and extend it to now.
+  let ended = false
+  const end = () => {
+    const sessionId = identity.current()
+    if (!ended && sessionId && delivery.canSend && !delivery.halted) void transport.send(API + '/session-end', presence(sessionId), true)
+    ended = true
+  }
+
   const listeners = [
-    // Sending stopped (a 429, the monthly limit, a refused key) stops the tracker, and this with it.
-    // None for a session that ended for want of activity (no beat went since): the service would take
-    // the goodbye for activity in it, and extend it to now.
-    listen(win, 'pagehide', () => {
-      const sessionId = identity.current()
-      if (sessionId && delivery.canSend) void transport.send(API + '/session-end', presence(sessionId), true)
-    }),
+    listen(win, 'pagehide', end),
     // Back from the back/forward cache: page hide ended this window's presence.
-    listen<PageTransitionEvent>(win, 'pageshow', (event) => event.persisted && beat()),
+    listen<PageTransitionEvent>(win, 'pageshow', (event) => event.persisted && ((ended = false), beat())),
   ]
   beat()
   return () => {
     clock.clearTimeout(heartbeat)
     for (const undo of listeners) undo()
+    end()
   }
 }
