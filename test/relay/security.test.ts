@@ -147,7 +147,7 @@ describe('a peer the runtime no longer knows', () => {
           new Request('http://shop.test/_sl/api/ingestion/ip-info', {
             method: 'POST',
             headers: { authorization: `Bearer ${trusting.key}`, 'x-forwarded-for': '8.8.8.8' },
-            body: JSON.stringify({ sessionId: 'gone' }),
+            body: JSON.stringify({ sessionId: 'gone', endUserId: 'gone-user' }),
           }),
           server,
         ).then((r) => r.json())
@@ -173,7 +173,7 @@ describe("the client's own X-Forwarded-For", () => {
           new Request('http://shop.test/_sl/api/ingestion/ip-info', {
             method: 'POST',
             headers: { authorization: `Bearer ${trusting.key}`, 'x-forwarded-for': '8.8.8.8', forwarded: 'for=8.8.8.8', 'x-real-ip': '8.8.8.8' },
-            body: JSON.stringify({ sessionId: 'spoof' }),
+            body: JSON.stringify({ sessionId: 'spoof', endUserId: 'spoof-user' }),
           }),
           from(peer),
         ).then((r) => r.json())

@@ -50,7 +50,7 @@ describe('GeoIP database', () => {
     await expect(startCore({ env: { GEOIP_DB: '/nonexistent/city.mmdb' } })).rejects.toThrow(ConfigError)
     const core = await startCore({ env: { GEOIP_DB: BUNDLED_GEOIP_DB[0] } })
     try {
-      expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'g', ip: '2001:4860:4860::8888' })).json()).toEqual({ success: true, geo: null })
+      expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'g', endUserId: 'g-user', ip: '2001:4860:4860::8888' })).json()).toEqual({ success: true, geo: null })
     } finally {
       await core.close()
     }
@@ -80,8 +80,8 @@ describe('GeoIP database', () => {
 
       const core = await startCore({ env: { GEOIP_DB: `${path},${BUNDLED_GEOIP_DB[1]}`, TRUSTED_PROXIES: '127.0.0.1' } })
       try {
-        expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'damaged', ip: '8.8.8.8' })).json()).toEqual({ success: true, geo: null })
-        expect((await (await core.post('/api/ingestion/ip-info', { sessionId: 'damaged', ip: '1.1.1.1' })).json()).geo.country).toBe('AU')
+        expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'damaged', endUserId: 'damaged-user', ip: '8.8.8.8' })).json()).toEqual({ success: true, geo: null })
+        expect((await (await core.post('/api/ingestion/ip-info', { sessionId: 'damaged', endUserId: 'damaged-user', ip: '1.1.1.1' })).json()).geo.country).toBe('AU')
         const base = await core.listen()
         const replay = await fetch(`${base}/api/ingestion/events`, {
           method: 'POST',
@@ -133,38 +133,46 @@ describe('POST /api/ingestion/ip-info', () => {
     expect(user.geo).toEqual(US)
   })
 
-  test("without endUserId the session's end user is located too; a session without one makes none", async () => {
+  // WIRE.md (Ids): a body naming no end user gets its session's, made when the session has none, and
+  // the answer returns it (session-end-user-observability.test.ts); here: that end user is located too.
+  test("without endUserId the session's end user is located too; a session without one gets one made, located", async () => {
+    const endUserGeo = async (endUserId: string) => (await core.database.db.rows<{ geo: unknown }>(sql`select geo from end_users where end_user_id = ${endUserId}`))[0]?.geo
     await core.post('/api/ingestion/events', { sessionId: 'geo-known', endUserId: 'geo-known-user', events: [{ type: 4, timestamp: Date.now(), data: { href: 'https://shop.test/' } }] })
-    expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-known', ip: '8.8.8.8' })).json()).toEqual({ success: true, geo: US })
-    const [user] = await core.database.db.rows<{ geo: unknown }>(sql`select geo from end_users where end_user_id = 'geo-known-user'`)
-    expect(user.geo).toEqual(US)
+    expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-known', ip: '8.8.8.8' })).json()).toEqual({ success: true, geo: US, endUserId: 'geo-known-user' })
+    expect(await endUserGeo('geo-known-user')).toEqual(US)
     const users = async () => (await core.database.db.rows<{ n: number }>(sql`select count(*)::int as n from end_users`))[0].n
     const before = await users()
-    expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-anonymous', ip: '8.8.8.8' })).json()).toEqual({ success: true, geo: US })
-    expect(await users()).toBe(before)
+    const made = await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-anonymous', ip: '8.8.8.8' })).json()
+    expect(made).toEqual({ success: true, geo: US, endUserId: expect.any(String) })
+    expect(await users()).toBe(before + 1)
+    expect(await endUserGeo(made.endUserId)).toEqual(US)
+    const [session] = await core.database.db.rows<{ end_user_id: string; geo: unknown }>(sql`select end_user_id, geo from sessions where session_id = 'geo-anonymous'`)
+    expect(session).toEqual({ end_user_id: made.endUserId, geo: US })
   })
 
   test('an IPv4 address written as IPv6, dotted or in hex, is located as that IPv4 address', async () => {
     for (const ip of ['::ffff:8.8.8.8', '::ffff:808:808', '0::ffff:8.8.8.8', '0:0::ffff:808:808']) {
-      expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-mapped', ip })).json()).toEqual({ success: true, geo: US })
+      expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-mapped', endUserId: 'geo-mapped-user', ip })).json()).toEqual({ success: true, geo: US })
     }
   })
 
   test('a private or invalid ip in the body is not taken; with no socket address the answer is null and nothing is erased', async () => {
     for (const ip of ['10.0.0.1', '127.0.0.1', 'garbage', null]) {
-      expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-1', ip })).json()).toEqual({ success: true, geo: null })
+      expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-1', endUserId: 'geo-user', ip })).json()).toEqual({ success: true, geo: null })
     }
     const [session] = await core.database.db.rows<{ geo: unknown }>(sql`select geo from sessions where session_id = 'geo-1'`)
+    const [user] = await core.database.db.rows<{ geo: unknown }>(sql`select geo from end_users where end_user_id = 'geo-user'`)
     expect(session.geo).toEqual(US)
+    expect(user.geo).toEqual(US)
   })
 
   test('a 6to4 ip carrying a private IPv4 address is not taken', async () => {
-    expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-6to4', ip: '2002:c0a8:101::1' })).json()).toEqual({ success: true, geo: null })
+    expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-6to4', endUserId: 'geo-6to4-user', ip: '2002:c0a8:101::1' })).json()).toEqual({ success: true, geo: null })
   })
 })
 
 describe('client address over a real socket', () => {
-  const overSocket = async (trustedProxies: string, forwardedFor?: string, path = '/api/ingestion/ip-info', body: object = { sessionId: 'sock' }) => {
+  const overSocket = async (trustedProxies: string, forwardedFor?: string, path = '/api/ingestion/ip-info', body: object = { sessionId: 'sock', endUserId: 'sock-user' }) => {
     const core = await startCore({ env: trustedProxies ? { TRUSTED_PROXIES: trustedProxies } : {} })
     try {
       const base = await core.listen()

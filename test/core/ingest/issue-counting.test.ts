@@ -17,7 +17,7 @@ const issue = async (issueId: string) =>
 const send = async (body: object, through: TestCore = core) => {
   const res = await through.post('/api/ingestion/errors', body, { key: core.key })
   expect(res.status).toBe(200)
-  return (await res.json()) as { success: true; accepted: number; issues: string[] }
+  return (await res.json()) as { success: true; accepted: number; issues: string[]; endUserId?: string }
 }
 const report = (fn: string, extra: object = {}) => ({
   sessionId: `s-${fn}`,
@@ -41,24 +41,30 @@ describe('what an Issue row counts', () => {
     expect(extended).not.toBe(plain)
   })
 
-  test("a report naming no end user is its session's end user's: stored with it and counted among the affected", async () => {
+  test("a report naming no end user is its session's end user's (made when it has none): stored with it and counted among the affected", async () => {
     const sessionId = 's-anonymous-report'
     const events = [{ type: 4, timestamp: Date.now() - 5_000, data: { href: 'https://shop.example/', width: 1, height: 1 } }]
     expect((await core.post('/api/ingestion/events', { sessionId, endUserId: 'known-user', windowId: 'w', events })).status).toBe(200)
     const { endUserId: _, ...anonymous } = report('renderAnonymous', { sessionId })
-    const [issueId] = (await send(anonymous)).issues
+    const answer = await send(anonymous)
+    expect(answer).toMatchObject({ endUserId: 'known-user' })
+    const [issueId] = answer.issues
     expect(await issue(issueId)).toMatchObject({ occurrences: 1, affected_users: 1 })
     expect(await rows(sql`select end_user_id from error_events where issue_id = ${issueId}`)).toEqual([{ end_user_id: 'known-user' }])
 
     // Another report of the batch names the new session's end user: the one naming none is that user's too.
     const both = await send({ sessionId: 's-new-session', errors: [{ ...anonymous, sessionId: undefined, message: 'a' }, { ...report('renderAnonymous'), sessionId: undefined, endUserId: 'new-user' }] })
     expect(await rows(sql`select end_user_id from error_events where session_id = 's-new-session' order by end_user_id`)).toEqual([{ end_user_id: 'new-user' }, { end_user_id: 'new-user' }])
+    expect(both).toMatchObject({ endUserId: 'new-user' })
     expect(await issue(both.issues[0])).toMatchObject({ occurrences: 3, affected_users: 2 })
 
-    // A session without an end user: none, and none counted.
+    // A session without an end user gets one made (WIRE.md, Ids): answered, stored with the report and counted.
     const { endUserId: __, ...nobody } = report('renderNobody')
-    const [lone] = (await send(nobody)).issues
-    expect(await issue(lone)).toMatchObject({ occurrences: 1, affected_users: 0 })
+    const made = await send(nobody)
+    expect(made).toMatchObject({ endUserId: expect.any(String) })
+    const [lone] = made.issues
+    expect(await rows(sql`select end_user_id from error_events where issue_id = ${lone}`)).toEqual([{ end_user_id: made.endUserId }])
+    expect(await issue(lone)).toMatchObject({ occurrences: 1, affected_users: 1 })
   })
 
   test('first and last release are those of the earliest and latest occurrence that has one, in whatever order they come', async () => {

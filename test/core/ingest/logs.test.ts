@@ -48,11 +48,11 @@ describe('POST /api/ingestion/logs', () => {
 
   test('one entry carrying a field of its own named `logs` (beyond WIRE.md) is that entry, the field ignored, not a batch refused', async () => {
     const timestampMs = Date.now() - 1000
-    const res = await core.post('/api/ingestion/logs', { level: 'info', message: 'replayed', url: 'https://shop.example/', timestampMs, sessionId: 'log-own', endUserId: null, logs: ['a', 'b'] })
+    const res = await core.post('/api/ingestion/logs', { level: 'info', message: 'replayed', url: 'https://shop.example/', timestampMs, sessionId: 'log-own', endUserId: 'user-own', logs: ['a', 'b'] })
     expect(await res.json()).toEqual({ success: true, accepted: 1 })
     expect((await logsOf('log-own')).map((l) => l.message)).toEqual(['replayed'])
     // A batch is still a batch.
-    const batch = await core.post('/api/ingestion/logs', { sessionId: 'log-own', logs: [{ level: 'info', message: 'second', url: null, timestampMs, sessionId: 'log-own', endUserId: null }] })
+    const batch = await core.post('/api/ingestion/logs', { sessionId: 'log-own', logs: [{ level: 'info', message: 'second', url: null, timestampMs, sessionId: 'log-own', endUserId: 'user-own' }] })
     expect(await batch.json()).toEqual({ success: true, accepted: 1 })
   })
 
@@ -60,6 +60,7 @@ describe('POST /api/ingestion/logs', () => {
     const timestampMs = Date.now() - 1000
     const res = await core.post('/api/ingestion/logs', {
       sessionId: 'log-both',
+      endUserId: 'user-both',
       level: 'info',
       message: 'defaults of a client',
       timestampMs,
@@ -99,7 +100,7 @@ describe('POST /api/ingestion/logs', () => {
   test('the same line twice in one millisecond (a loop that warns) is two lines; a resend of the batch adds none', async () => {
     const timestampMs = Date.now()
     const line = { level: 'warn', message: 'price missing', url: 'https://shop.example/cart', timestampMs }
-    const batch = { sessionId: 'log-twice', logs: [line, line, { ...line, message: 'other' }, line] }
+    const batch = { sessionId: 'log-twice', endUserId: 'user-twice', logs: [line, line, { ...line, message: 'other' }, line] }
     for (let i = 0; i < 2; i++) expect(await (await core.post('/api/ingestion/logs', batch)).json()).toEqual({ success: true, accepted: 4 })
     expect((await logsOf('log-twice')).map((l) => l.message)).toEqual(['other', 'price missing', 'price missing', 'price missing'])
   })

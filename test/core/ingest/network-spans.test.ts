@@ -168,7 +168,7 @@ describe('POST /api/ingestion/spans/batch', () => {
 
   test('a span event is stored as its name, time and attributes: other keys are dropped, those named like members of every object too', async () => {
     const events = [JSON.parse('{"name":"retry","timeMs":1700000000050,"extra":1,"constructor":"c","toString":"t","valueOf":{"v":1},"hasOwnProperty":2}')]
-    const res = await core.post('/api/ingestion/spans/batch', { sessionId: 'span-keys', spans: [span('6666666666666601', { traceId: '7'.repeat(32), events })] })
+    const res = await core.post('/api/ingestion/spans/batch', { sessionId: 'span-keys', endUserId: 'user-span-keys', spans: [span('6666666666666601', { traceId: '7'.repeat(32), events })] })
     expect(await res.json()).toEqual({ success: true, accepted: 1 })
     const [row] = await rows<{ events: unknown }>(sql`select events from spans where trace_id = ${'7'.repeat(32)}`)
     expect(row.events).toEqual([{ name: 'retry', timeMs: 1_700_000_000_050 }])

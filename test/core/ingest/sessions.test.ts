@@ -84,12 +84,15 @@ describe('session activity as stored', () => {
     expect(t0 + 400 - (await lastActivity('act'))).toBeLessThanOrEqual(ACTIVITY_RESOLUTION_MS)
     await send(t0 + 2_500)
     expect(await lastActivity('act')).toBe(t0 + 2_500)
-    // An end user named for a session that has none, at a time known already, is new: a log line
-    // without one opens a session without one (custom events without one make it one).
-    await core.post('/api/ingestion/logs', { sessionId: 'act-late', logs: [{ level: 'info', message: 'm', timestampMs: t0 }] })
-    await send(t0, { sessionId: 'act-late', endUserId: 'late-user' })
-    const [row] = await core.database.db.rows<{ end_user_id: string }>(sql`select end_user_id from sessions where session_id = 'act-late'`)
-    expect(row.end_user_id).toBe('late-user')
+    // An end user named for a session that has none, at a time known already, is new: a heartbeat
+    // naming none opens a session without one (log lines, errors and the like naming none get one
+    // made, see session-end-user-observability.test.ts); a custom event at the beat's time names it.
+    const endUserOf = async (sessionId: string) =>
+      (await core.database.db.rows<{ end_user_id: string | null }>(sql`select end_user_id from sessions where session_id = ${sessionId}`))[0].end_user_id
+    await core.post('/api/ingestion/heartbeat', { sessionId: 'act-late' })
+    expect(await endUserOf('act-late')).toBeNull()
+    await send(await lastActivity('act-late'), { sessionId: 'act-late', endUserId: 'late-user' })
+    expect(await endUserOf('act-late')).toBe('late-user')
     // An earlier event moves the start back at once.
     await send(t0 - 10)
     const [start] = await core.database.db.rows<{ started: string }>(sql`select (extract(epoch from started_at) * 1000)::bigint::text as started from sessions where session_id = 'act'`)

@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto'
 import type { Caller } from '../../http/auth'
 import { requestContentHasher } from '../shared/rows'
 import { MESSAGE_LIMIT_BYTES, NAME_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES, truncateUtf8, URL_LIMIT_BYTES } from '../shared/text'
-import { sessionTouches, type SessionTouches } from '../sessions/touch'
+import { ofSessionRows, sessionTouches, type OfSessionRow, type SessionTouches } from '../sessions/touch'
 import { canonicalUuid, clampTimestamp } from '../shared/values'
 import { normalizeDebugId } from '../sourcemaps/service'
 import { errorNameOf, fingerprintOf, fingerprintParts, isInApp, issueIdOf, looksMinifiedFunction, topFrame, type GroupingFrame } from './fingerprint'
@@ -15,7 +16,7 @@ export interface StoredFrame extends Frame {
 }
 
 /** One occurrence, with what its Issue needs. */
-export interface OccurrenceRow {
+export interface OccurrenceRow extends OfSessionRow {
   projectId: string
   contentHash: string
   issueId: string
@@ -95,9 +96,11 @@ const firstLine = (text: string) => text.split('\n', 1)[0]
 
 /**
  * Reports as occurrence rows, each with its Issue's fingerprint and id. `frames` holds each report's
- * frames, symbolicated where a map was found; a single report comes here as a batch of one.
+ * frames, symbolicated where a map was found; a single report comes here as a batch of one. A report
+ * naming no end user is its session's end user's (stored with it and counted among the Issue's
+ * affected users), made (newEndUserId) when the session has none.
  */
-export function errorRows(body: ErrorBatchBody, frames: readonly Frame[][], caller: Caller, receivedAt: number): ErrorRows {
+export function errorRows(body: ErrorBatchBody, frames: readonly Frame[][], caller: Caller, receivedAt: number, newEndUserId: () => string = randomUUID): ErrorRows {
   const contentHash = requestContentHasher()
   const occurrences = body.errors.map((report, i): OccurrenceRow => {
     const sessionId = report.sessionId ?? body.sessionId
@@ -132,5 +135,6 @@ export function errorRows(body: ErrorBatchBody, frames: readonly Frame[][], call
       receivedAt,
     }
   })
-  return { occurrences, ...sessionTouches(caller, occurrences.map((o) => ({ sessionId: o.sessionId, endUserId: o.endUserId, at: o.timestamp }))) }
+  const touches = sessionTouches(caller, occurrences.map((o) => ({ sessionId: o.sessionId, endUserId: o.endUserId, at: o.timestamp })), { newEndUserId, answered: body.sessionId })
+  return { occurrences: ofSessionRows(occurrences, touches), ...touches }
 }

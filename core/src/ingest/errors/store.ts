@@ -2,8 +2,7 @@ import { sql } from 'drizzle-orm'
 import { rowsOf, type Database, type Orm } from '../../db'
 import type { Sink } from '../../sink'
 import { alreadyStoredOf } from '../shared/insert'
-import { sessionKey } from '../sessions/service'
-import { sessionEndUsers } from '../sessions/store'
+import { storedRow } from '../sessions/touch'
 import { sortedBy } from '../shared/rows'
 import { jsonParam } from '../shared/values'
 import { issueDeltas, issueUsers, type IssueDelta } from './issues'
@@ -18,7 +17,7 @@ import type { OccurrenceRow } from './service'
 export const errorEventsSink: Sink<OccurrenceRow> = {
   name: 'error_events',
   async write(tx, rows) {
-    const unique = await withSessionEndUsers(tx, sortedBy(rows, (r) => `${r.projectId}\n${r.contentHash}`, { lastWins: true }))
+    const unique = sortedBy(rows.map(storedRow), (r) => `${r.projectId}\n${r.contentHash}`, { lastWins: true })
     const inserted = await tx.execute(sql`
       insert into error_events (project_id, content_hash, issue_id, session_id, end_user_id, name, message, stack, frames, url, level,
         handled, release, context, timestamp)
@@ -117,19 +116,6 @@ async function withReleasesInTime(tx: Orm, deltas: readonly IssueDelta[]): Promi
     from jsonb_to_recordset(${jsonParam(named)}::jsonb) as d(
       "projectId" uuid, "issueId" uuid, "firstRelease" text, "lastRelease" text, "firstReleaseAt" float8, "lastReleaseAt" float8)
     where i.project_id = d."projectId" and i.issue_id = d."issueId"`)
-}
-
-/**
- * A report naming no end user is its session's end user's, when the session has one: it is stored
- * with it and counts it among the Issue's affected end users, as when the tracker names it. Read
- * after the sessions sink (an earlier phase) wrote this commit's sessions, so another report of the
- * same session in the commit that names its end user gives it to those that do not.
- */
-async function withSessionEndUsers(tx: Orm, rows: OccurrenceRow[]): Promise<OccurrenceRow[]> {
-  const anonymous = rows.filter((r) => r.endUserId === null)
-  if (anonymous.length === 0) return rows
-  const ofSessions = await sessionEndUsers(tx, anonymous)
-  return rows.map((r) => (r.endUserId === null ? { ...r, endUserId: ofSessions.get(sessionKey(r))?.endUserId ?? null } : r))
 }
 
 /**

@@ -1,7 +1,6 @@
 import type { Caller } from '../../http/auth'
 import { sessionTouches, type SessionTouches } from '../sessions/touch'
 import type { IpInfoBody } from './model'
-import type { SessionGeo } from './store'
 
 /** Where an address is, as stored on sessions and end users and answered by `/ip-info`. */
 export interface Geo {
@@ -52,13 +51,10 @@ export const addressToLocate = (claimed: string | null | undefined, requestAddre
 
 /**
  * What `/ip-info` stores: where the client is, on its session and on its end user: the one named, else
- * the session's (sessionEndUserGeoSink), located when the address was.
+ * the session's, made (newEndUserId) when the session has none (see sessionTouches).
  */
-export function ipInfoRows(body: IpInfoBody, caller: Caller, geo: Geo | null, now: number): SessionTouches & { sessionEndUsers: SessionGeo[] } {
-  const { sessions, endUsers } = sessionTouches(caller, [{ sessionId: body.sessionId, endUserId: body.endUserId ?? null, at: now }])
-  return {
-    sessions: sessions.map((s) => ({ ...s, geo })),
-    endUsers: endUsers.map((u) => ({ ...u, geo })),
-    sessionEndUsers: body.endUserId || !geo ? [] : [{ projectId: caller.projectId, sessionId: body.sessionId, geo, at: now }],
-  }
+export function ipInfoRows(body: IpInfoBody, caller: Caller, geo: Geo | null, now: number, newEndUserId: () => string): SessionTouches {
+  const touches = sessionTouches(caller, [{ sessionId: body.sessionId, endUserId: body.endUserId ?? null, at: now }], { newEndUserId, answered: body.sessionId })
+  for (const of of touches.ofSessions ?? []) of.made.geo = geo
+  return { ...touches, sessions: touches.sessions.map((s) => ({ ...s, geo })), endUsers: touches.endUsers.map((u) => ({ ...u, geo })) }
 }

@@ -1,11 +1,11 @@
 import type { Caller } from '../../http/auth'
 import { clampTimestamp } from '../shared/values'
-import { sessionTouches, type SessionTouches } from '../sessions/touch'
+import { ofSessionRows, sessionTouches, type OfSessionRow, type SessionTouches } from '../sessions/touch'
 import type { LogBatchBody } from './model'
 import { requestContentHasher } from '../shared/rows'
 import { LOG_URL_LIMIT_BYTES, MESSAGE_LIMIT_BYTES, optionalText, SHORT_LIMIT_BYTES, STACK_LIMIT_BYTES, truncateUtf8 } from '../shared/text'
 
-export interface LogRow {
+export interface LogRow extends OfSessionRow {
   projectId: string
   contentHash: string
   sessionId: string
@@ -22,8 +22,11 @@ export interface LogRows extends SessionTouches {
   logs: LogRow[]
 }
 
-/** A batch of log lines as rows; a single entry comes here as a batch of one. */
-export function logRows(body: LogBatchBody, caller: Caller, receivedAt: number): LogRows {
+/**
+ * A batch of log lines as rows; a single entry comes here as a batch of one. Lines naming no end user
+ * are their session's end user's, made (newEndUserId) when the session has none.
+ */
+export function logRows(body: LogBatchBody, caller: Caller, receivedAt: number, newEndUserId: () => string): LogRows {
   const contentHash = requestContentHasher()
   const logs = body.logs.map((entry): LogRow => {
     const sessionId = entry.sessionId ?? body.sessionId
@@ -44,5 +47,6 @@ export function logRows(body: LogBatchBody, caller: Caller, receivedAt: number):
       timestamp: clampTimestamp(entry.timestampMs, receivedAt),
     }
   })
-  return { logs, ...sessionTouches(caller, logs.map((l) => ({ sessionId: l.sessionId, endUserId: l.endUserId, at: l.timestamp }))) }
+  const touches = sessionTouches(caller, logs.map((l) => ({ sessionId: l.sessionId, endUserId: l.endUserId, at: l.timestamp })), { newEndUserId, answered: body.sessionId })
+  return { logs: ofSessionRows(logs, touches), ...touches }
 }

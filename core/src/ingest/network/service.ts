@@ -1,10 +1,10 @@
 import type { Caller } from '../../http/auth'
 import { MESSAGE_LIMIT_BYTES, optionalText, SHORT_LIMIT_BYTES, truncateUtf8, URL_LIMIT_BYTES } from '../shared/text'
-import { sessionTouches, type SessionTouches } from '../sessions/touch'
+import { ofSessionRows, sessionTouches, type OfSessionRow, type SessionTouches } from '../sessions/touch'
 import { clampTimestamp } from '../shared/values'
 import type { NetworkBatchBody } from './model'
 
-export interface NetworkErrorRow {
+export interface NetworkErrorRow extends OfSessionRow {
   projectId: string
   sessionId: string
   requestId: string
@@ -28,8 +28,11 @@ export interface NetworkRows extends SessionTouches {
   errors: NetworkErrorRow[]
 }
 
-/** Failed or slow requests as rows; a single entry comes here as a batch of one. */
-export function networkRows(body: NetworkBatchBody, caller: Caller, receivedAt: number): NetworkRows {
+/**
+ * Failed or slow requests as rows; a single entry comes here as a batch of one. Entries naming no end
+ * user are their session's end user's, made (newEndUserId) when the session has none.
+ */
+export function networkRows(body: NetworkBatchBody, caller: Caller, receivedAt: number, newEndUserId: () => string): NetworkRows {
   const errors = body.errors.map(
     (entry): NetworkErrorRow => ({
       projectId: caller.projectId,
@@ -51,5 +54,6 @@ export function networkRows(body: NetworkBatchBody, caller: Caller, receivedAt: 
       timestamp: clampTimestamp(entry.timestampMs, receivedAt),
     }),
   )
-  return { errors, ...sessionTouches(caller, errors.map((e) => ({ sessionId: e.sessionId, endUserId: e.endUserId, at: e.timestamp }))) }
+  const touches = sessionTouches(caller, errors.map((e) => ({ sessionId: e.sessionId, endUserId: e.endUserId, at: e.timestamp })), { newEndUserId, answered: body.sessionId })
+  return { errors: ofSessionRows(errors, touches), ...touches }
 }

@@ -4,13 +4,14 @@ import { sortedBy } from '../shared/rows'
 import { insertCounted } from '../shared/insert'
 import { jsonParam } from '../shared/values'
 import type { NetworkErrorRow } from './service'
+import { storedRow } from '../sessions/touch'
 
 /** Network errors; (session, requestId) already stored makes the row a no-op, so a resend is stored once. */
 export const networkErrorsSink: Sink<NetworkErrorRow> = {
   name: 'network_errors',
   singleStatement: true,
   async write(tx, rows) {
-    const sorted = sortedBy(rows, (r) => `${r.projectId}\n${r.sessionId}\n${r.requestId}`)
+    const sorted = sortedBy(rows.map(storedRow), (r) => `${r.projectId}\n${r.sessionId}\n${r.requestId}`)
     return insertCounted(tx, rows, sql`
       insert into network_errors (project_id, session_id, request_id, end_user_id, url, method, status, status_text, duration_ms,
         error_type, error_message, error_name, span_name, span_status, attributes, start_time, timestamp)

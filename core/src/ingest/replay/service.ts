@@ -203,6 +203,8 @@ export function replayRows(
     referrer: sessionText(properties?.referrer),
     ...client.userAgent,
     automaticProperties: properties,
+    // The chunk's own time: a chunk resent after newer ones must not set the session's values back.
+    ...(kept && { propertiesAt: Math.max(firstAt, lastAt) }),
     windowIds: body.windowId ? [body.windowId] : [],
     geo: client.geo,
     sdkVersion: sessionText(body.sdkVersion),

@@ -34,6 +34,13 @@ export interface SessionTouch {
   deviceVendor?: string | null
   deviceModel?: string | null
   automaticProperties?: Record<string, unknown> | null
+  /**
+   * The client time `automaticProperties` and `sdkVersion` are of (a replay chunk's last event), epoch
+   * ms; absent when unknown (a chunk without a valid event, /init). A session keeps the values of
+   * the newest: an old chunk resent after newer ones only fills names the session lacks. Undated
+   * values count as the oldest.
+   */
+  propertiesAt?: number
   windowIds?: string[]
   geo?: Geo | null
   sdkVersion?: string | null
@@ -89,12 +96,9 @@ export function mergeSessionTouches(touches: readonly SessionTouch[]): SessionTo
       ...earliestEntry(seen, touch),
       ...activityOf(seen, touch),
       endUserId: seen.endUserId ?? touch.endUserId,
-      automaticProperties: seen.automaticProperties || touch.automaticProperties ? { ...seen.automaticProperties, ...touch.automaticProperties } : null,
       windowIds: firstWindows(seen.windowIds, touch.windowIds),
       geo: touch.geo ?? seen.geo,
-      // The latest sent, as the sessions sink takes it across commits (not the earlier touch's, which
-      // `definedOnly(early)` would give): a commit's grouping of requests must not change the answer.
-      sdkVersion: touch.sdkVersion ?? seen.sdkVersion,
+      ...newestProperties(seen, touch),
     })
   }
   return [...merged.values()].sort((a, b) => (sessionKey(a) < sessionKey(b) ? -1 : 1))
@@ -179,6 +183,21 @@ function earliestEntry(a: SessionTouch, b: SessionTouch): Pick<SessionTouch, 'en
   if (!a.entryUrl && !b.entryUrl) return undefined // the spread of the earlier touch decided
   const first = !b.entryUrl ? a : !a.entryUrl ? b : (b.entryAt ?? b.firstAt) < (a.entryAt ?? a.firstAt) ? b : a
   return { entryUrl: first.entryUrl, entryAt: first.entryAt, referrer: first.referrer }
+}
+
+/**
+ * The properties and SDK version of two touches of a session, the newer's (by `propertiesAt`, the
+ * client's time, not the order they came in) winning name by name, as the sessions sink takes them
+ * across commits: a commit's grouping of requests must not change the answer.
+ */
+function newestProperties(a: SessionTouch, b: SessionTouch): Pick<SessionTouch, 'automaticProperties' | 'sdkVersion' | 'propertiesAt'> {
+  const [old, young] = (b.propertiesAt ?? -Infinity) >= (a.propertiesAt ?? -Infinity) ? [a, b] : [b, a]
+  const dated = [a.propertiesAt, b.propertiesAt].filter((at) => at !== undefined)
+  return {
+    automaticProperties: old.automaticProperties || young.automaticProperties ? { ...old.automaticProperties, ...young.automaticProperties } : null,
+    sdkVersion: young.sdkVersion ?? old.sdkVersion,
+    propertiesAt: dated.length === 0 ? undefined : Math.max(...dated),
+  }
 }
 
 type UserAgentFields = Pick<SessionTouch, 'userAgent' | 'browser' | 'browserVersion' | 'os' | 'osVersion' | 'deviceType' | 'deviceVendor' | 'deviceModel'>

@@ -111,6 +111,11 @@ export const sessionsSink: Sink<SessionTouch> = {
     if (touches.length === 0) return
     const quiet = isOneOf(touches.filter((t) => t.noActivity).map((t) => ({ projectId: t.projectId, id: t.sessionId })), 'session_id')
     const sent = touches.map((t) => ({ ...t, fittingProperties: fittingIfOver(t.automaticProperties, SESSION_PROPERTIES) }))
+    const datedAt = propertiesAtOf(touches)
+    // The touch's properties are the newest the session has seen: nothing stored shows later activity
+    // (read on the row this statement holds locked, so whatever commit came first). Else a newer chunk
+    // may be stored, and sessionPropertiesSink decides, in a statement of its own.
+    const newest = sql`(s.times_are_receipt or to_timestamp(${datedAt} / 1000.0) >= s.last_activity_at)`
     await tx.execute(sql`
       insert into sessions as s (project_id, session_id, environment, end_user_id, started_at, last_activity_at, times_are_receipt,
         entry_url, entry_at, referrer, user_agent, browser, browser_version, os, os_version, device_type, device_vendor, device_model,
@@ -145,14 +150,64 @@ export const sessionsSink: Sink<SessionTouch> = {
         device_vendor = case when ${USER_AGENT_UNKNOWN} then excluded.device_vendor else s.device_vendor end,
         device_model = case when ${USER_AGENT_UNKNOWN} then excluded.device_model else s.device_model end,
         automatic_properties = case when excluded.automatic_properties is null then s.automatic_properties
-                                    else ${boundedMerge(sql`coalesce(s.automatic_properties, '{}'::jsonb)`, sql`excluded.automatic_properties`, SESSION_PROPERTIES)} end,
+                                    when ${datedAt} is null then ${fillMerge(STORED_PROPERTIES, sql`excluded.automatic_properties`)}
+                                    when ${newest} then ${boundedMerge(STORED_PROPERTIES, sql`excluded.automatic_properties`, SESSION_PROPERTIES)}
+                                    else s.automatic_properties end,
         window_ids = case when cardinality(excluded.window_ids) = 0 or cardinality(s.window_ids) >= ${MAX_WINDOWS} then s.window_ids
                           else s.window_ids || array(select w from unnest(excluded.window_ids) with ordinality as e(w, n)
                                                      where w <> all(s.window_ids) order by n limit ${MAX_WINDOWS} - cardinality(s.window_ids)) end,
         geo = coalesce(excluded.geo, s.geo),
-        sdk_version = coalesce(excluded.sdk_version, s.sdk_version)`)
+        sdk_version = case when excluded.sdk_version is null then s.sdk_version when ${datedAt} is null then coalesce(s.sdk_version, excluded.sdk_version)
+                           when ${newest} then excluded.sdk_version else s.sdk_version end`)
   },
   committed: (rows) => knownSessions.committed(rows, sessionKey, (t, before) => knownAfter(before, t)),
+}
+
+const STORED_PROPERTIES = sql`coalesce(s.automatic_properties, '{}'::jsonb)`
+
+/** `incoming`'s names that `stored` lacks, added to it (bounded): what properties older than the stored ones bring. */
+const fillMerge = (stored: SQL, incoming: SQL) =>
+  boundedMerge(stored, sql`(${incoming} - array(select jsonb_object_keys(${stored})))`, SESSION_PROPERTIES)
+
+/**
+ * The `propertiesAt` of the conflicting row's touch (null when undated). An insert's `excluded` holds
+ * only columns: a jsonb object keyed by project and session, looked up in the statement's constant.
+ */
+function propertiesAtOf(touches: readonly SessionTouch[]): SQL {
+  // One text whether or not a touch is dated: one statement to prepare (see preparingClient).
+  const dated = touches.filter((t) => t.propertiesAt !== undefined)
+  const at = Object.fromEntries(dated.map((t) => [`${t.projectId.toLowerCase()}/${t.sessionId}`, t.propertiesAt]))
+  return sql`(${jsonParam(at)}::jsonb ->> (excluded.project_id::text || '/' || excluded.session_id))::float8`
+}
+
+/**
+ * The properties and SDK version of replay chunks whose session showed later activity than they when
+ * the sessions sink wrote it (see its `newest`): kept as the newest unless a chunk with a later last
+ * event is stored, else only filling names the session lacks, so that a chunk resent after newer ones
+ * sets nothing back. A statement after the sessions sink's (its phase, and named after it), in the
+ * same commit, which holds the session rows locked: it sees every chunk of the commits that wrote
+ * them before (their locks, then their chunks, are taken and written before they commit), whichever
+ * core process made them; in a phase before replay_chunks, it does not see this commit's own chunks,
+ * whose properties it brings.
+ */
+export const sessionPropertiesSink: Sink<SessionTouch> = {
+  name: 'sessions_properties',
+  phase: 'sessions',
+  async write(tx, rows) {
+    const touches = mergeSessionTouches(rows).filter((t) => t.propertiesAt !== undefined && (t.automaticProperties || t.sdkVersion))
+    if (touches.length === 0) return
+    const sent = touches.map(({ projectId, sessionId, propertiesAt, automaticProperties, sdkVersion }) => ({ projectId, sessionId, propertiesAt, automaticProperties, sdkVersion }))
+    const at = sql`to_timestamp(t."propertiesAt" / 1000.0)`
+    const newer = sql`exists (select from replay_chunks c where c.project_id = t."projectId" and c.session_id = t."sessionId" and c.last_timestamp > ${at})`
+    await tx.execute(sql`
+      update sessions s set
+        automatic_properties = case when t."automaticProperties" is null then s.automatic_properties
+                                    when ${newer} then ${fillMerge(STORED_PROPERTIES, sql`t."automaticProperties"`)}
+                                    else ${boundedMerge(STORED_PROPERTIES, sql`t."automaticProperties"`, SESSION_PROPERTIES)} end,
+        sdk_version = case when t."sdkVersion" is null then s.sdk_version when ${newer} then coalesce(s.sdk_version, t."sdkVersion") else t."sdkVersion" end
+      from jsonb_to_recordset(${jsonParam(sent)}::jsonb) as t("projectId" uuid, "sessionId" text, "propertiesAt" float8, "automaticProperties" jsonb, "sdkVersion" text)
+      where s.project_id = t."projectId" and s.session_id = t."sessionId" and ${at} < s.last_activity_at`)
+  },
 }
 
 /** A session's end user, and the person that end user is an alias of (null when it is none). */
@@ -249,6 +304,9 @@ export function touchWrites(touches: SessionTouches): SinkRows[] {
     { sink: sessionsSink, rows: touches.sessions },
     { sink: endUsersSink, rows: touches.endUsers },
   ]
-  if (touches.ofSession) writes.push({ sink: sessionEndUserSink, rows: [touches.ofSession] })
+  const dated = touches.sessions.filter((t) => t.propertiesAt !== undefined)
+  if (dated.length > 0) writes.push({ sink: sessionPropertiesSink, rows: dated })
+  const ofSessions = touches.ofSessions ?? (touches.ofSession ? [touches.ofSession] : [])
+  if (ofSessions.length > 0) writes.push({ sink: sessionEndUserSink, rows: ofSessions })
   return writes
 }

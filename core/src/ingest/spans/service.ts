@@ -1,11 +1,11 @@
 import type { Caller } from '../../http/auth'
 import { ApiError } from '../../errors'
 import { MESSAGE_LIMIT_BYTES, NAME_LIMIT_BYTES, optionalText, truncateUtf8 } from '../shared/text'
-import { sessionTouches, type SessionTouches } from '../sessions/touch'
+import { ofSessionRows, sessionTouches, type OfSessionRow, type SessionTouches } from '../sessions/touch'
 import { clampTimestamp } from '../shared/values'
 import { NO_SPAN_ID, type SpanBatchBody } from './model'
 
-export interface SpanRow {
+export interface SpanRow extends OfSessionRow {
   projectId: string
   traceId: string
   spanId: string
@@ -31,7 +31,7 @@ export interface SpanRows extends SessionTouches {
  * starts. Its times are stored as spanTimes says; its duration is the stored end less the stored
  * start, which the store takes from the stored times (spansSink).
  */
-export function spanRows(body: SpanBatchBody, caller: Caller, receivedAt: number): SpanRows {
+export function spanRows(body: SpanBatchBody, caller: Caller, receivedAt: number, newEndUserId: () => string): SpanRows {
   const sessionId = body.sessionId ?? null
   const endUserId = body.endUserId ?? null
   const spans = body.spans.map((span, i): SpanRow => {
@@ -65,9 +65,12 @@ export function spanRows(body: SpanBatchBody, caller: Caller, receivedAt: number
     }
   })
   // Without a session the spans still name their end user, who is created like on every other route
-  // (sessionTouches then touches the end user only).
+  // (sessionTouches then touches the end user only). Naming neither, they stay without one: an end
+  // user made for them would belong to no session, and a server sending its spans would get a new
+  // one with every batch. With a session and no end user, they are the session's end user's.
   const sightings = spans.map((s) => ({ sessionId, endUserId, at: s.startTime }))
-  return { spans, ...sessionTouches(caller, sightings) }
+  const touches = sessionTouches(caller, sightings, { newEndUserId, answered: sessionId })
+  return { spans: ofSessionRows(spans, touches), ...touches }
 }
 
 type Span = SpanBatchBody['spans'][number]

@@ -4,6 +4,7 @@ import { sortedBy } from '../shared/rows'
 import { insertCounted } from '../shared/insert'
 import { jsonParam } from '../shared/values'
 import type { SpanRow } from './service'
+import { storedRow } from '../sessions/touch'
 
 /**
  * Spans; (traceId, spanId) already stored makes the row a no-op, so a resend is stored once.
@@ -15,7 +16,7 @@ export const spansSink: Sink<SpanRow> = {
   name: 'spans',
   singleStatement: true,
   async write(tx, rows) {
-    const sorted = sortedBy(rows, (r) => `${r.projectId}\n${r.traceId}\n${r.spanId}`)
+    const sorted = sortedBy(rows.map(storedRow), (r) => `${r.projectId}\n${r.traceId}\n${r.spanId}`)
     return insertCounted(tx, rows, sql`
       insert into spans (project_id, trace_id, span_id, parent_span_id, session_id, end_user_id, name, kind,
         start_time, end_time, duration_ms, status_code, status_message, attributes, events)
