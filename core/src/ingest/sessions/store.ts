@@ -193,6 +193,7 @@ function propertiesAtOf(touches: readonly SessionTouch[]): SQL {
 export const sessionPropertiesSink: Sink<SessionTouch> = {
   name: 'sessions_properties',
   phase: 'sessions',
+  singleStatement: true,
   async write(tx, rows) {
     const touches = mergeSessionTouches(rows).filter((t) => t.propertiesAt !== undefined && (t.automaticProperties || t.sdkVersion))
     if (touches.length === 0) return
