@@ -103,6 +103,14 @@ function clientBody(bytes: Buffer, first: number, waitMs: number) {
   return { stream, state }
 }
 
+/** Core got the body once, whole and chunked, on the second connection (the first being the kept-alive one); the client's body was not cancelled. */
+function expectSentWholeOnFresh(upstream: ReturnType<typeof startClosingReused>, bytes: Buffer, state: { cancelled: boolean }) {
+  expect(upstream.heads).toEqual([0, 1])
+  expect(upstream.received[1].head).toContain('transfer-encoding: chunked')
+  expect(Buffer.compare(upstream.received[1].body, bytes)).toBe(0)
+  expect(state.cancelled).toBe(false)
+}
+
 const postStream = (relay: ReturnType<typeof relayTo>, stream: ReadableStream<Uint8Array>, signal?: AbortSignal) =>
   relay(new Request('http://shop.test/_sl/api/ingestion/replay', { method: 'POST', body: stream, duplex: 'half', headers: { 'content-type': 'application/octet-stream', 'content-length': String(SIZE) }, signal } as RequestInit))
 
@@ -170,10 +178,7 @@ describe('socket client: a streamed body on a reused connection core closes as t
       const { stream, state } = clientBody(bytes, PIECE, 100)
       const res = await send(request(stream))
       expect({ status: res.status, text: await res.text() }).toEqual({ status: 200, text: 'ok' })
-      expect(upstream.heads).toEqual([0, 1])
-      expect(upstream.received[1].head).toContain('transfer-encoding: chunked')
-      expect(Buffer.compare(upstream.received[1].body, bytes)).toBe(0)
-      expect(state.cancelled).toBe(false)
+      expectSentWholeOnFresh(upstream, bytes, state)
     } finally {
       upstream.close()
     }
@@ -190,10 +195,7 @@ describe('socket client: a streamed body on a reused connection core closes as t
         const { stream, state } = clientBody(bytes, 128 * 1024, 50)
         const res = await relay(new Request('http://shop.test/_sl/api/ingestion/replay', { method: 'POST', body: stream, duplex: 'half', headers: { 'content-type': 'application/octet-stream' } } as RequestInit))
         expect({ status: res.status, text: await res.text() }).toEqual({ status: 200, text: 'ok' })
-        expect(upstream.heads).toEqual([0, 1])
-        expect(upstream.received[1].head).toContain('transfer-encoding: chunked')
-        expect(Buffer.compare(upstream.received[1].body, bytes)).toBe(0)
-        expect(state.cancelled).toBe(false)
+        expectSentWholeOnFresh(upstream, bytes, state)
       } finally {
         upstream.close()
       }

@@ -2,8 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { authValues } from '@sightline/core/ingest/identity/service'
 import { identitySink } from '@sightline/core/ingest/identity/store'
-import { startCore, startCoreBeside, type TestCore } from '../../helpers/core'
-import { engine } from '../../helpers/database'
+import { startCore, type TestCore } from '../../helpers/core'
 import { identifyRow } from '../../helpers/identity'
 
 // One person signs in as `Ana@Example.com` on a laptop and `ana@example.com` on a phone: an email
@@ -121,25 +120,6 @@ describe('auth-aware identify of an email in another spelling, at once', () => {
       expect(await aliases(core)).toHaveLength(19)
     } finally {
       await core.close()
-    }
-  })
-
-  test.skipIf(engine !== 'postgres')('two cores sharing one database, each sent other spellings, agree on the person', async () => {
-    const first = await startCore({ writer: { lingerMs: 1 } })
-    const second = await startCoreBeside(first)
-    try {
-      const answers = await Promise.all(
-        Array.from({ length: 40 }, (_, i) =>
-          (i % 2 ? first : second)
-            .post('/api/ingestion/user/auth', { userId: `two-${i}`, userAttributes: { email: i % 4 < 2 ? 'Shared@Shop.test' : 'shared@shop.test ' }, authFields: ['email'] }, { key: first.key })
-            .then((r) => r.json()),
-        ),
-      )
-      expect(new Set(answers.map((a) => a.endUserId)).size).toBe(1)
-      expect(await aliases(first)).toHaveLength(39)
-    } finally {
-      await second.close()
-      await first.close()
     }
   })
 })

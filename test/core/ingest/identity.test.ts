@@ -607,14 +607,14 @@ describe('auth-aware identify under concurrency', () => {
     }
   })
 
-  test.skipIf(engine !== 'postgres')('two cores sharing one database agree on the person', async () => {
+  test.skipIf(engine !== 'postgres')('two cores sharing one database agree on the person, each sent the email in other spellings', async () => {
     const first = await startCore({ writer: { lingerMs: 1 } })
     const second = await startCoreBeside(first)
     try {
       const answers = await Promise.all(
         Array.from({ length: 40 }, (_, i) =>
           (i % 2 ? first : second)
-            .post('/api/ingestion/user/auth', { userId: `two-${i}`, userAttributes: { email: 'shared@shop.test' }, authFields: ['email'] }, { key: first.key })
+            .post('/api/ingestion/user/auth', { userId: `two-${i}`, userAttributes: { email: i % 4 < 2 ? 'Shared@Shop.test' : 'shared@shop.test ' }, authFields: ['email'] }, { key: first.key })
             .then((r) => r.json()),
         ),
       )
