@@ -27,8 +27,9 @@ const issueKey = (r: { projectId: string; fingerprint: string }) => `${r.project
 /**
  * One delta per Issue, in fingerprint order (the order commits lock Issues in). `addedUsers` counts
  * the end users newly recorded per Issue, by `projectId \n issueId`. The first and last release are
- * those of the earliest and latest occurrence that has one, whatever order the batch lists them in,
- * with the times those were made: the sink weighs them against the occurrences stored before.
+ * those of the earliest and latest occurrence that has one (see releaseOrder for a tie), whatever
+ * order the batch lists them in, with the times those were made: the sink weighs them against the
+ * occurrences stored before.
  */
 export function issueDeltas(occurrences: readonly OccurrenceRow[], addedUsers: ReadonlyMap<string, number> = new Map()): IssueDelta[] {
   const deltas = new Map<string, IssueDelta>()
@@ -58,10 +59,24 @@ export function issueDeltas(occurrences: readonly OccurrenceRow[], addedUsers: R
     seen.firstAt = Math.min(seen.firstAt, o.timestamp)
     if (o.timestamp >= seen.lastAt) Object.assign(seen, { lastAt: o.timestamp, title: o.title, culprit: o.culprit ?? seen.culprit, level: o.level })
     if (o.release === null) continue
-    if (seen.firstReleaseAt === null || o.timestamp < seen.firstReleaseAt) Object.assign(seen, { firstRelease: o.release, firstReleaseAt: o.timestamp })
-    if (seen.lastReleaseAt === null || o.timestamp >= seen.lastReleaseAt) Object.assign(seen, { lastRelease: o.release, lastReleaseAt: o.timestamp })
+    if (seen.firstReleaseAt === null || releaseOrder(o.timestamp, o.release, seen.firstReleaseAt, seen.firstRelease!) < 0) {
+      Object.assign(seen, { firstRelease: o.release, firstReleaseAt: o.timestamp })
+    }
+    if (seen.lastReleaseAt === null || releaseOrder(o.timestamp, o.release, seen.lastReleaseAt, seen.lastRelease!) > 0) {
+      Object.assign(seen, { lastRelease: o.release, lastReleaseAt: o.timestamp })
+    }
   }
   return sortedBy([...deltas.values()], issueKey)
+}
+
+/**
+ * Orders occurrences that name a release by time, then, made in the same millisecond, by release as
+ * UTF-8 bytes (Postgres's `collate "C"`, which the sink compares stored ones with): without the
+ * second key the first release of a tie was whichever commit or batch position came last, so two
+ * cores could store different ones for the same reports.
+ */
+export function releaseOrder(at: number, release: string, otherAt: number, otherRelease: string): number {
+  return at - otherAt || Buffer.compare(Buffer.from(release), Buffer.from(otherRelease))
 }
 
 /** The (Issue, end user) pairs of the occurrences, each once with its earliest time, in key order. */

@@ -92,7 +92,8 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
 
 /**
  * The first and last release of Issues to which this commit brings occurrences naming one: those of
- * the earliest and latest occurrence that names one, whichever commit brought it. The Issue's own
+ * the earliest and latest occurrence that names one, whichever commit brought it (at a tie of times,
+ * the lower and the higher release, see releaseOrder). The Issue's own
  * first and last seen do not tell, being those of any occurrence, with a release or not: a release
  * is compared with the stored occurrences that name one, made before it (after it), which the
  * Issue's index finds walking back (forth) from its time. Run after the upsert, which holds the
@@ -103,15 +104,23 @@ async function withReleasesInTime(tx: Orm, deltas: readonly IssueDelta[]): Promi
   if (named.length === 0) return
   // Scalar subqueries, not `exists`: Postgres drops the order and limit of an `exists`, and walked
   // the Issue's occurrences from its first, all of them when its early ones name no release.
+  // A stored occurrence made in the same millisecond comes first (last) when its release is the lower
+  // (higher) as bytes, as releaseOrder orders them: else the commit that came last would decide.
   await tx.execute(sql`
     update issues i set
       first_release = case when (
           select e.timestamp from error_events e where e.project_id = i.project_id and e.issue_id = i.issue_id
             and e.timestamp < to_timestamp(d."firstReleaseAt" / 1000.0) and e.release is not null order by e.timestamp desc limit 1) is null
+        and (
+          select e.timestamp from error_events e where e.project_id = i.project_id and e.issue_id = i.issue_id
+            and e.timestamp = to_timestamp(d."firstReleaseAt" / 1000.0) and e.release collate "C" < d."firstRelease" collate "C" limit 1) is null
         then d."firstRelease" else i.first_release end,
       last_release = case when (
           select e.timestamp from error_events e where e.project_id = i.project_id and e.issue_id = i.issue_id
             and e.timestamp > to_timestamp(d."lastReleaseAt" / 1000.0) and e.release is not null order by e.timestamp limit 1) is null
+        and (
+          select e.timestamp from error_events e where e.project_id = i.project_id and e.issue_id = i.issue_id
+            and e.timestamp = to_timestamp(d."lastReleaseAt" / 1000.0) and e.release collate "C" > d."lastRelease" collate "C" limit 1) is null
         then d."lastRelease" else i.last_release end
     from jsonb_to_recordset(${jsonParam(named)}::jsonb) as d(
       "projectId" uuid, "issueId" uuid, "firstRelease" text, "lastRelease" text, "firstReleaseAt" float8, "lastReleaseAt" float8)
