@@ -58,3 +58,13 @@ export function lastChangePerWindow(changes: readonly PresenceChange[]): Presenc
   }
   return [...last.values()].sort((a, b) => (windowKey(a) < windowKey(b) ? -1 : 1))
 }
+
+/**
+ * How many quiet windows each of `projects` projects may have forgotten by one statement that may
+ * forget `budget` in all: an even share, and at least one each, so that every project covered moves
+ * on however many there are. Bounds a statement's work (and so how long it holds the session rows it
+ * ends) by the budget, or by the number of projects where they outnumber it.
+ */
+export function quietWindowsPerProject(budget: number, projects: number): number {
+  return Math.max(1, Math.floor(budget / Math.max(1, projects)))
+}

@@ -3,7 +3,7 @@ import { rowsOf, type Database, type Orm } from '../../db'
 import type { Sink } from '../../sink'
 import { sortedBy } from '../shared/rows'
 import { jsonParam } from '../shared/values'
-import { LIVE_VIEWER_TTL_SECONDS, LIVE_WINDOW_SECONDS, lastChangePerWindow, type PresenceChange } from './service'
+import { LIVE_VIEWER_TTL_SECONDS, LIVE_WINDOW_SECONDS, lastChangePerWindow, quietWindowsPerProject, type PresenceChange } from './service'
 
 /*
  * Presence lives in the database, on the database's clock, so that every core process sharing it
@@ -66,7 +66,7 @@ export const presenceSink: Sink<PresenceChange> = {
     }
     if (ends.length > 0) await endWindows(tx, ends)
     // Last, after every other lock of presence and sessions this commit takes: see forgetQuietWindows.
-    await forgetQuietWindows(tx, [...new Set(last.map((c) => c.projectId))].sort())
+    await forgetQuietWindows(tx, [...new Set(last.map((c) => c.projectId))].sort(), QUIET_WINDOWS_PER_COMMIT)
   },
 }
 
@@ -110,16 +110,27 @@ async function endWindows(tx: Orm, ends: PresenceChange[]) {
       ) s))`)
 }
 
-/** At most this many quiet windows are forgotten per project and commit (or sweep): a backlog goes over several. */
-const QUIET_WINDOWS_PER_COMMIT = 100
+/**
+ * At most this many quiet windows are forgotten by a commit of heartbeats and goodbyes, shared among
+ * its projects (see quietWindowsPerProject): that commit is what its callers wait for. A backlog goes
+ * over several commits, and the sweep (sweepQuietWindows) takes what they leave.
+ */
+export const QUIET_WINDOWS_PER_COMMIT = 100
+/**
+ * At most this many quiet windows are forgotten by one transaction of the sweep, shared among the
+ * projects it covers: a few milliseconds of holding the session rows it ends on Postgres, and of the
+ * embedded database, which runs one transaction at a time, between two of the writer's commits.
+ */
+export const QUIET_WINDOWS_PER_SWEEP_BATCH = 1_000
 
 /**
  * Forgets the windows of `projects` (sorted) that no longer count as live and said no goodbye (a
  * crash, a killed tab, a session expired while idle, whose tracker sends none, a beat that reached
- * core after the goodbye and revived the session), and ends the sessions left without a window:
- * nothing else would ever remove those windows, nor end those sessions. Run by every commit of
- * presence for its projects, and by sweepQuietWindows for projects that get no such commit. Nobody
- * reads the windows: a window that beats again is inserted anew, and revives its session.
+ * core after the goodbye and revived the session), at most `budget` of them, oldest quiet first, and
+ * ends the sessions left without a window: nothing else would ever remove those windows, nor end
+ * those sessions. Run by every commit of presence for its projects, and by sweepQuietWindows for
+ * every project. Nobody reads the windows: a window that beats again is inserted anew, and revives
+ * its session. Says how many windows it forgot.
  *
  * Never waits: run last of the sessions phase, so that a commit waiting for a row held here does not
  * hold a lock this one still needs, and taking only rows nobody else holds (`skip locked`). Like the
@@ -127,17 +138,18 @@ const QUIET_WINDOWS_PER_COMMIT = 100
  * beats a window, or forgets them itself) keeps its quiet windows for a later commit, which ends it.
  * A window whose session row no longer exists is forgotten all the same.
  */
-async function forgetQuietWindows(tx: Orm, projects: readonly string[]) {
+async function forgetQuietWindows(tx: Orm, projects: readonly string[], budget: number): Promise<number> {
+  const perProject = quietWindowsPerProject(budget, projects.length)
   // The quiet windows are read without a lock; each is taken only when its session row is (the
   // lateral `s` runs before `p`, which reads its result) and only if it is still quiet by then.
-  const [{ forgotten }] = rowsOf<{ forgotten: string | null }>(
+  const [{ forgotten, windows }] = rowsOf<{ forgotten: string | null; windows: number }>(
     await tx.execute(sql`
       with gone as (
         delete from presence where ctid = any(array(
           select p.ctid from jsonb_array_elements_text(${jsonParam(projects)}::jsonb) as t("projectId")
           cross join lateral (
             select project_id, session_id, window_id from presence where project_id = t."projectId"::uuid and last_seen_at < ${liveSince}
-            order by last_seen_at limit ${QUIET_WINDOWS_PER_COMMIT}
+            order by last_seen_at limit ${perProject}
           ) q
           cross join lateral (
             select q.session_id
@@ -151,28 +163,57 @@ async function forgetQuietWindows(tx: Orm, projects: readonly string[]) {
           ) p))
         returning project_id, session_id, last_seen_at
       )
-      select (jsonb_agg(jsonb_build_object('projectId', project_id, 'sessionId', session_id, 'lastSeenAt', last_seen_at)))::text as forgotten
-      from (select project_id, session_id, max(last_seen_at) as last_seen_at from gone group by project_id, session_id) w`),
+      select (jsonb_agg(jsonb_build_object('projectId', project_id, 'sessionId', session_id, 'lastSeenAt', last_seen_at)))::text as forgotten,
+        coalesce(sum(windows), 0)::int as windows
+      from (select project_id, session_id, max(last_seen_at) as last_seen_at, count(*) as windows from gone group by project_id, session_id) w`),
   )
   if (forgotten) await endSessionsLeftWithoutWindows(tx, forgotten)
+  return Number(windows)
 }
 
-/** At most this many projects are swept at once: a backlog goes over several sweeps, oldest quiet first. */
-const PROJECTS_PER_SWEEP = 100
+/** At most this many projects are covered by one transaction of the sweep; the next takes the others. */
+const PROJECTS_PER_SWEEP_BATCH = 100
+
+export interface PresenceSweepResult {
+  /** Quiet windows forgotten (their sessions ended where they left none). */
+  windows: number
+  /** Transactions it took, each forgetting at most QUIET_WINDOWS_PER_SWEEP_BATCH windows. */
+  batches: number
+}
 
 /**
- * What the commits of a project do to its quiet windows (forgetQuietWindows), for the projects that
- * have some and may get no further commit to do it: no heartbeat nor goodbye any more (night time, a
- * site taken down). Without it their last sessions stayed open, and their windows stored, until then.
- * Runs in a transaction of its own, which never waits for a row another holds: several core
- * processes sweep the same database at once, each taking what the others do not hold. Says how many
- * projects had quiet windows.
+ * What the commits of a project do to its quiet windows (forgetQuietWindows), for every project, and
+ * above all those that may get no further commit to do it: no heartbeat nor goodbye any more (night
+ * time, a site taken down or deployed, a spike of traffic over). Without it their last sessions stayed
+ * open, and their windows stored, until then. It forgets every window quiet when it runs, whatever
+ * their number, in transactions of a bounded share each (QUIET_WINDOWS_PER_SWEEP_BATCH), until one
+ * forgets nothing, or `keepGoing` says to stop (a stop of core; a sweep that has run its interval).
+ * One transaction per sweep, of at most a hundred windows per project, let a project gone quiet all at
+ * once (10,000 windows) read as live for 100 minutes.
  *
- * The projects are found by index probes (presence_last_seen_idx): the next project that has windows
- * after each one found, then its oldest window. That is two probes per project with windows, not a
- * scan of presence, which holds a row per window live across all projects, nor of every project.
+ * No transaction waits for a row another holds: several core processes sweep the same database at
+ * once, each taking what the others do not hold. A transaction that forgets nothing found nothing
+ * quiet, or only windows whose rows others hold: another process sweeping them, which goes on, or a
+ * commit of their sessions, a moment, after which the next sweep of any process takes them.
  */
-export function sweepQuietWindows(db: Database): Promise<number> {
+export async function sweepQuietWindows(db: Database, keepGoing: () => boolean = () => true): Promise<PresenceSweepResult> {
+  const result: PresenceSweepResult = { windows: 0, batches: 0 }
+  do {
+    const windows = await sweepBatch(db)
+    result.batches += 1
+    result.windows += windows
+    if (windows === 0) break
+  } while (keepGoing())
+  return result
+}
+
+/**
+ * One transaction of the sweep: the projects whose oldest window is quiet, oldest quiet first, found by
+ * index probes (presence_last_seen_idx): the next project that has windows after each one found, then
+ * its oldest window. That is two probes per project with windows, not a scan of presence, which holds
+ * a row per window live across all projects, nor of every project.
+ */
+function sweepBatch(db: Database): Promise<number> {
   return db.transaction(async (tx) => {
     const quiet = rowsOf<{ projectId: string }>(
       await tx.execute(sql`
@@ -185,11 +226,11 @@ export function sweepQuietWindows(db: Database): Promise<number> {
         select p.project_id::text as "projectId" from present p
         cross join lateral (select last_seen_at from presence where project_id = p.project_id order by last_seen_at limit 1) q
         where q.last_seen_at < ${liveSince}
-        order by q.last_seen_at limit ${PROJECTS_PER_SWEEP}`),
+        order by q.last_seen_at limit ${PROJECTS_PER_SWEEP_BATCH}`),
     )
     // Sorted as a commit sorts them: rows are taken in the order they are looked up.
-    if (quiet.length > 0) await forgetQuietWindows(tx, quiet.map((p) => p.projectId).sort())
-    return quiet.length
+    if (quiet.length === 0) return 0
+    return forgetQuietWindows(tx, quiet.map((p) => p.projectId).sort(), QUIET_WINDOWS_PER_SWEEP_BATCH)
   })
 }
 

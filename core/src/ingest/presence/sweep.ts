@@ -8,7 +8,9 @@ import { sweepQuietWindows } from './store'
  * the sweep comes, so the interval only decides how long such a session still reads as open: a
  * minute keeps that under three minutes of its last beat, as autovacuum's naptime looks once a
  * minute. Each sweep costs every process a transaction of a probe per project, and writes nothing
- * when nothing is quiet.
+ * when nothing is quiet; it forgets every window quiet by then, over as many short transactions as
+ * they take (see sweepQuietWindows), so that even a project whose thousands of windows went quiet at
+ * once reads as closed a minute or so later.
  */
 export const PRESENCE_SWEEP_INTERVAL_MS = 60_000
 
@@ -34,11 +36,14 @@ export function startPresenceSweep(db: Database, log: Logger, { intervalMs = PRE
   let sweeping: Promise<void> | undefined
 
   async function sweep() {
+    // A backlog bigger than one interval's worth of transactions yields to the next tick, which goes
+    // on with it; a stop waits for the transaction under way only.
+    const until = performance.now() + intervalMs
     try {
-      const projects = await sweepQuietWindows(db)
+      const { windows, batches } = await sweepQuietWindows(db, () => !stopped && performance.now() < until)
       if (failing) log.info('presence sweep works again')
       failing = false
-      if (projects > 0) log.debug('presence sweep', { projects })
+      if (windows > 0) log.debug('presence sweep', { windows, batches })
     } catch (error) {
       // A sweep a stop went on without (see services.ts) fails as the database closes under it: that
       // is the stop, not trouble to report.
