@@ -7,6 +7,7 @@ import { withoutCredentials, withoutQuery } from './urls'
 const enum Rrweb {
   Incremental = 3,
   Mutation = 0, // IncrementalSource.Mutation
+  Interaction = 2, // IncrementalSource.MouseInteraction
   Input = 5, // IncrementalSource.Input
   Text = 3, // NodeType.Text
 }
@@ -22,8 +23,20 @@ const USER_SOURCES = [1, 2, 3, 5, 6, 7, 12, 14]
  */
 const TEXT_ATTRIBUTES = /^(value|placeholder|(xlink:)?title|alt(text)?|label|abbr|datetime|download|srcdoc|aria-((braille)?(label|roledescription)|description|placeholder|value(text|now)))$/
 
-/** Attributes that say which choice a control shows (checked, selected, pressed): of a masked control, none is recorded. */
-const CHOSEN = /^(aria-)?(pressed|checked|selected)$/
+/**
+ * Attributes that say which choice a control shows (checked, selected, pressed), or which option a
+ * list's focus is on (`aria-activedescendant`, the chosen one as a person moves through a listbox or a
+ * combobox's list): of a masked control, none is recorded.
+ */
+const CHOSEN = /^(aria-)?(pressed|checked|selected|activedescendant)$/
+
+/**
+ * Controls a choice is made with, where the keyboard moves the choice and the focus (and a custom
+ * widget's `tabindex` 0) together: arrow keys in a radio group, a listbox, a tablist; and clicks them
+ * with no pointer there (the radio the arrows check, the box Space toggles). Of a masked one, the
+ * focus, the tabindex and such a click would say which is chosen.
+ */
+const CHOICE = '[type=radio],[type=checkbox],[role=radio],[role=menuitemradio],[role=option],[role=tab]'
 
 /**
  * Values a page keeps out of sight, often a CSRF token or a record's id: a hidden input's value and
@@ -112,12 +125,15 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
   // which it is (the options' values are recorded, masked, each as long as it is).
   const mask = (text: string, el: HTMLElement | null) => (redaction.masked(el) || el?.hasAttribute('data-rr-is-password') ? (el?.localName == 'select' ? '' : hide(text)) : text)
   const element = (id: number) => record.mirror.getNode(id) as HTMLElement | null
+  /** The element a mouse, pen or finger was last lifted from, until the click that follows it. */
+  let released: number | undefined
   const maskAttributes = (attributes: Record<string, unknown> | undefined, id: number, el = element(id), tag = el?.localName) => {
     for (const name in attributes) {
       // Which choice of a masked control is made: an option's `selected` (rrweb leaves it out of
       // snapshots, not out of a change the page's script makes, nor its removal, null), a checkbox's or
-      // radio's `checked` (rrweb records the state in snapshots), and a custom widget's ARIA state.
-      if (CHOSEN.test(name) && redaction.masked(el)) delete attributes[name]
+      // radio's `checked` (rrweb records the state in snapshots), and a custom widget's ARIA state; and
+      // of a choice, its `tabindex`, which a custom radio group or tablist makes 0 on the chosen one only.
+      if ((CHOSEN.test(name) || (name == 'tabindex' && el?.matches?.(CHOICE))) && redaction.masked(el)) delete attributes[name]
       const value = attributes[name]
       if (typeof value !== 'string') continue
       if (outOfSight(el, name)) attributes[name] = hide(value)
@@ -139,7 +155,7 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
   const stop = record({
     emit(event: RecordedEvent) {
       // The same rules for text in attributes, and URLs, on the serialized copy (the page is not touched).
-      const data = event.data as { href?: string; source?: number; node?: Serialized; adds?: { node: Serialized }[]; attributes?: Serialized[]; texts?: { id: number; value: string }[]; id: number; text?: string }
+      const data = event.data as { href?: string; source?: number; type?: number; node?: Serialized; adds?: { node: Serialized }[]; attributes?: Serialized[]; texts?: { id: number; value: string }[]; id: number; text?: string }
       scrub(data as Record<string, unknown>)
       if (event.type === META) {
         // The page's URL, which the service keeps as the session's entry URL, too.
@@ -157,6 +173,15 @@ export function startRecording(redaction: Redaction, emit: (event: RecordedEvent
           // Which box or radio button of a masked group is checked: the event's element itself tells.
           if (/checkbox|radio/.test((el as HTMLInputElement)?.type) && redaction.masked(el)) return
           data.text = outOfSight(el, 'value') ? hide(data.text!) : mask(data.text!, el)
+        } else if (data.source === Rrweb.Interaction) {
+          // rrweb's types: 0 MouseUp (a pen's too), 9 TouchEnd, 2 Click, 5 Focus, 6 Blur. Of a masked
+          // choice, its focus is not recorded, nor a click no press released there made (the keyboard's,
+          // a label's passed on); a person's press and release are, so where they click still shows.
+          const type = data.type
+          const pressed = released === data.id
+          if (!type || type == 9) released = data.id
+          else if (type == 2) released = undefined
+          if (((type == 2 && !pressed) || type == 5 || type == 6) && element(data.id)?.matches?.(CHOICE) && redaction.masked(element(data.id))) return
         }
       // A person did this (DOM mutations and style changes happen on their own): it keeps the session alive.
       emit(event, event.type === Rrweb.Incremental && USER_SOURCES.includes(data.source!))

@@ -72,6 +72,9 @@ export function trackClicks(context: AutoContext, clicks: boolean, rageClicks: b
       passedTo = (target.closest('label') as HTMLLabelElement | null)?.control
       setTimeout(() => (passedTo = undefined))
       const el = target.closest('a,button,input,select,textarea,label,[role=button],[onclick]') ?? target
+      // A click no pointer made (detail 0: the arrow key that checks the next radio of a group, Space on
+      // a box, a script's) on a masked radio or checkbox says which is chosen, not where a person clicked.
+      if (!event.detail && el.matches('[type=radio],[type=checkbox]') && context.redaction.masked(el)) return
       const properties = describeElement(el, context)
       if (clicks) context.customEvent('$click', properties)
       // Only a person rages: a click made by script (`el.click()`, a dispatched event; isTrusted false)
