@@ -48,4 +48,12 @@ describe('rage clicks in Chromium', () => {
     })
     expect(sent).toEqual(Array.from({ length: 9 }, () => ['$click', 'pay']))
   }, 60_000)
+
+  test('three clicks of the keyboard within a second (Enter on a focused button, as a held key repeats it) are clicks, never a rage click', async () => {
+    const sent = await clicksAfter(async (tab) => {
+      await tab.focus('#pay')
+      for (let i = 0; i < 3; i++) await tab.keyboard.press('Enter')
+    })
+    expect(sent).toEqual(Array.from({ length: 3 }, () => ['$click', 'pay']))
+  }, 60_000)
 })

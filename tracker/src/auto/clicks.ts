@@ -77,10 +77,11 @@ export function trackClicks(context: AutoContext, clicks: boolean, rageClicks: b
       if (!event.detail && el.matches('[type=radio],[type=checkbox]') && context.redaction.masked(el)) return
       const properties = describeElement(el, context)
       if (clicks) context.customEvent('$click', properties)
-      // Only a person rages: a click made by script (`el.click()`, a dispatched event; isTrusted false)
-      // is no part of a burst, nor makes a person's two clicks three. It is a $click still: it does
-      // what a click does (opens, submits), as a test driving the page or an app's own button does.
-      if (!rageClicks || !event.isTrusted) return
+      // Only a person's pointer rages: a click made by script (`el.click()`, a dispatched event;
+      // isTrusted false) or by the keyboard (Enter or Space on a button, repeated as a key is held;
+      // detail 0) is no part of a burst, nor makes a person's two clicks three. It is a $click still: it
+      // does what a click does (opens, submits), as a test driving the page or an app's own button does.
+      if (!rageClicks || !event.isTrusted || !event.detail) return
       const at = context.now()
       const { clientX: x, clientY: y } = event
       recent = recent.filter(([cx, cy, cat]) => at - cat < RAGE_WINDOW_MS && Math.hypot(cx - x, cy - y) <= RAGE_RADIUS_PX)
