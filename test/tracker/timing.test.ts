@@ -284,8 +284,8 @@ describe('automatic tracking timings', () => {
     win.document.body.innerHTML = '<button id="pay">Pay</button>'
     tracker.start()
     await settle()
-    // A person's (happy-dom's events have no isTrusted: what a browser's input would say).
-    const click = () => win.document.getElementById('pay')!.dispatchEvent(Object.defineProperty(new win.MouseEvent('click', { bubbles: true, clientX: 10, clientY: 10 }), 'isTrusted', { value: true }))
+    // A person's pointer (happy-dom's events have no isTrusted: what a browser's input would say; a click's count in detail).
+    const click = () => win.document.getElementById('pay')!.dispatchEvent(Object.defineProperty(new win.MouseEvent('click', { bubbles: true, clientX: 10, clientY: 10, detail: 1 }), 'isTrusted', { value: true }))
     for (let i = 0; i < RAGE_CLICKS; i++) {
       click()
       await clock.advance(RAGE_WINDOW_MS / RAGE_CLICKS + 1)
