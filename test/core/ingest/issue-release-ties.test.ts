@@ -73,3 +73,28 @@ describe('first and last release at a tie of times', () => {
     }
   })
 })
+
+describe("title and level, the latest occurrence's, at a tie of times", () => {
+  const described = async (issueId: string) =>
+    (await core.database.db.rows<{ title: string; level: string }>(sql`select title, level from issues where issue_id = ${issueId}`))[0]
+  const tied = (fn: string, message: string, level: string, at: number) => ({ ...report(fn, '1.0.0', at), sessionId: `tie-${fn}-${message.split(' ')[0]}`, message, level })
+
+  test('two commits, in either order: the higher by text', async () => {
+    const at = Date.now() - 20_000
+    const ascending = await send(tied('renderTieF', 'a is undefined', 'error', at))
+    await send(tied('renderTieF', 'b is undefined', 'warning', at))
+    const descending = await send(tied('renderTieG', 'b is undefined', 'warning', at))
+    await send(tied('renderTieG', 'a is undefined', 'error', at))
+    for (const issueId of [ascending, descending]) expect(await described(issueId)).toEqual({ title: 'TypeError: b is undefined', level: 'warning' })
+  })
+
+  test('one batch, in either order; a later occurrence still wins whatever its text', async () => {
+    const at = Date.now() - 10_000
+    const batch = (fn: string, messages: string[]) => ({ sessionId: `tie-batch-${fn}`, errors: messages.map((m) => ({ ...tied(fn, m, 'error', at), sessionId: undefined })) })
+    const ascending = await send(batch('renderTieH', ['a is undefined', 'b is undefined']))
+    const descending = await send(batch('renderTieI', ['b is undefined', 'a is undefined']))
+    for (const issueId of [ascending, descending]) expect((await described(issueId)).title).toBe('TypeError: b is undefined')
+    await send(tied('renderTieH', 'a is undefined', 'error', at + 1))
+    expect((await described(ascending)).title).toBe('TypeError: a is undefined')
+  })
+})

@@ -57,7 +57,9 @@ export function issueDeltas(occurrences: readonly OccurrenceRow[], addedUsers: R
     }
     seen.count++
     seen.firstAt = Math.min(seen.firstAt, o.timestamp)
-    if (o.timestamp >= seen.lastAt) Object.assign(seen, { lastAt: o.timestamp, title: o.title, culprit: o.culprit ?? seen.culprit, level: o.level })
+    if (o.timestamp > seen.lastAt || (o.timestamp === seen.lastAt && latestOrder(o, seen) >= 0)) {
+      Object.assign(seen, { lastAt: o.timestamp, title: o.title, culprit: o.culprit ?? seen.culprit, level: o.level })
+    }
     if (o.release === null) continue
     if (seen.firstReleaseAt === null || releaseOrder(o.timestamp, o.release, seen.firstReleaseAt, seen.firstRelease!) < 0) {
       Object.assign(seen, { firstRelease: o.release, firstReleaseAt: o.timestamp })
@@ -78,6 +80,18 @@ export function issueDeltas(occurrences: readonly OccurrenceRow[], addedUsers: R
 export function releaseOrder(at: number, release: string, otherAt: number, otherRelease: string): number {
   return at - otherAt || Buffer.compare(Buffer.from(release), Buffer.from(otherRelease))
 }
+
+/**
+ * Orders occurrences made in the same millisecond for the Issue's title, level and culprit, which are
+ * the latest's: by those, as UTF-8 bytes, the higher the later (as the sink's LATEST compares stored
+ * ones), so that which commit, core or batch position came last never decides.
+ */
+function latestOrder(a: Described, b: Described): number {
+  const bytes = ({ title, level, culprit }: Described) => Buffer.from(`${title}\0${level}\0${culprit ?? ''}`)
+  return Buffer.compare(bytes(a), bytes(b))
+}
+
+type Described = Pick<OccurrenceRow, 'title' | 'level' | 'culprit'>
 
 /** The (Issue, end user) pairs of the occurrences, each once with its earliest time, in key order. */
 export function issueUsers(occurrences: readonly OccurrenceRow[]): { projectId: string; issueId: string; endUserId: string; at: number }[] {

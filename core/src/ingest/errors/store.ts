@@ -74,9 +74,9 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
         last_seen_at = greatest(i.last_seen_at, excluded.last_seen_at),
         occurrences = i.occurrences + excluded.occurrences,
         affected_users = i.affected_users + excluded.affected_users,
-        title = case when excluded.last_seen_at >= i.last_seen_at then excluded.title else i.title end,
-        culprit = case when excluded.last_seen_at >= i.last_seen_at then coalesce(excluded.culprit, i.culprit) else i.culprit end,
-        level = case when excluded.last_seen_at >= i.last_seen_at then excluded.level else i.level end,
+        title = case when ${LATEST} then excluded.title else i.title end,
+        culprit = case when ${LATEST} then coalesce(excluded.culprit, i.culprit) else i.culprit end,
+        level = case when ${LATEST} then excluded.level else i.level end,
         first_release = coalesce(i.first_release, excluded.first_release),
         last_release = coalesce(i.last_release, excluded.last_release)
       returning project_id::text as "projectId", issue_id::text as "issueId", status`)
@@ -126,6 +126,15 @@ async function withReleasesInTime(tx: Orm, deltas: readonly IssueDelta[]): Promi
       "projectId" uuid, "issueId" uuid, "firstRelease" text, "lastRelease" text, "firstReleaseAt" float8, "lastReleaseAt" float8)
     where i.project_id = d."projectId" and i.issue_id = d."issueId"`)
 }
+
+/**
+ * Whether the commit's latest occurrence of an Issue is later than the stored Issue's (whose title,
+ * level and culprit are its latest's): by time, then, made in the same millisecond, by title, level
+ * and culprit as bytes (`collate "C"`), as latestOrder orders a batch's.
+ */
+const LATEST = sql.raw(`(excluded.last_seen_at > i.last_seen_at or (excluded.last_seen_at = i.last_seen_at and
+  (excluded.title collate "C", excluded.level collate "C", coalesce(excluded.culprit, '') collate "C")
+    >= (i.title collate "C", i.level collate "C", coalesce(i.culprit, '') collate "C")))`)
 
 /**
  * An occurrence of a resolved Issue made at or after the resolution reopens it as a regression; one
