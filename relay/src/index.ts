@@ -31,7 +31,9 @@ export interface RelayOptions {
   client?: UpstreamClient
   /**
    * Connections open to core at most (default 256), and requests waiting for one at most (default
-   * 1024) before the relay answers 503 itself; on the socket client (Bun, Elysia, standalone).
+   * 1024) before the relay answers 503 itself, on the client the relay makes: the socket client
+   * (Bun, Elysia, standalone) or `fetch` (Node, Deno, and `createRelay` left to its default), where
+   * they bound exchanges in flight, each of which holds a connection. A `client` passed in has its own.
    */
   maxConnections?: number
   maxQueued?: number
@@ -102,7 +104,7 @@ export function createRelay(options: RelayOptions): Relay {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
   const timeoutMs = options.timeoutMs ?? 30_000
   checkOptions(mode, maxBodyBytes, timeoutMs)
-  const send = options.client ?? fetchClient()
+  const send = options.client ?? fetchClient({ maxConnections: options.maxConnections, maxQueued: options.maxQueued })
   const script = options.script ? serveScript(options.script, prefix) : null
 
   /**

@@ -83,6 +83,7 @@ const scriptSource = (() => {
 })()
 
 try {
+  const limits = { maxConnections: number('max-connections', values['max-connections']), maxQueued: number('max-queued', values['max-queued']) }
   const server = serveRelay({
     upstream: values.upstream,
     prefix: values.prefix!,
@@ -91,10 +92,9 @@ try {
     keyInBody,
     maxBodyBytes: number('max-body-bytes', values['max-body-bytes']),
     timeoutMs: number('timeout-ms', values['timeout-ms']),
-    maxConnections: number('max-connections', values['max-connections']),
-    maxQueued: number('max-queued', values['max-queued']),
+    ...limits,
     script: scriptSource ? { source: scriptSource, name: values['script-name'] } : undefined,
-    ...(values.client === 'fetch' && { client: fetchClient() }),
+    ...(values.client === 'fetch' && { client: fetchClient(limits) }),
   })
   // Said as the relay serves it: `--prefix _sl/` is /_sl, and printed as given it named the script
   // `_sl//t.js`, a src that page would have copied and that the relay answers 404.

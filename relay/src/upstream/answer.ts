@@ -63,8 +63,6 @@ function answer(client: ClientState, conn: Connection, exchange: Exchange, head:
   }
   client.clock.settle(exchange)
   exchange.answered = true
-  // An answer begun is never resent: what was held of the body need not be kept.
-  if (exchange.streamed) exchange.streamed.held = null
   exchange.resolve(response)
 }
 

@@ -1,5 +1,5 @@
 import { UpstreamError } from '../errors.ts'
-import { undeclaredStream } from './streamed-body.ts'
+import { unreplayable } from './streamed-body.ts'
 import type { ClientState, Connection, Exchange, Pool } from './state.ts'
 import { connect, destroy, poolFor, release, takeIdle } from './connection.ts'
 import { sendRequest } from './request-writer.ts'
@@ -13,12 +13,11 @@ import { sendRequest } from './request-writer.ts'
 
 /**
  * A connection for a new exchange: an idle one, else a new one while the pool has room, else a
- * place in the queue, else 503. A body of undeclared size never takes an idle connection: core may
- * be closing it, and such a body cannot be written again (see `undeclaredStream`); an idle one
- * gives up its slot to it instead.
+ * place in the queue, else 503. A body that cannot be written again never takes an idle connection:
+ * core may be closing it (see `unreplayable`); an idle one gives up its slot to it instead.
  */
 export function acquire(client: ClientState, exchange: Exchange, pool: Pool): void {
-  const fresh = undeclaredStream(exchange.request)
+  const fresh = unreplayable(exchange.request)
   if (!fresh) {
     const idle = takeIdle(client, pool, performance.now())
     if (idle) return attach(client, exchange, idle)
@@ -65,10 +64,10 @@ export function dequeued(client: ClientState, exchange: Exchange): Exchange {
   return exchange
 }
 
-/** A released connection for a waiter; one for a body of undeclared size is replaced by a fresh one. */
+/** A released connection for a waiter; one for a body that cannot be written again is replaced by a fresh one. */
 export function handTo(client: ClientState, waiter: Exchange, conn: Connection): void {
   dequeued(client, waiter)
-  if (!undeclaredStream(waiter.request)) return attach(client, waiter, conn)
+  if (!unreplayable(waiter.request)) return attach(client, waiter, conn)
   conn.holdsSlot = false
   destroy(client, conn)
   connectFor(client, waiter, conn.pool)
@@ -102,8 +101,6 @@ export function giveUp(client: ClientState, exchange: Exchange, error: UpstreamE
   if (exchange.answered) return
   exchange.answered = true
   unwatch(exchange)
-  // A resend given up while it connects: no writer is left to stop reading the client's body.
-  exchange.streamed?.reader.cancel().catch(() => {})
   exchange.reject(error)
 }
 

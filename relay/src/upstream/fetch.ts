@@ -1,16 +1,45 @@
 import { UpstreamError } from '../errors.ts'
 import { withoutDroppedHeaders } from '../headers.ts'
 import { deadlines, type IdleDeadline } from './deadlines.ts'
-import type { UpstreamClient } from './types.ts'
+import { fetchSlots } from './fetch-slots.ts'
+import type { SlotLimits } from './slots.ts'
+import type { UpstreamClient, UpstreamRequest } from './types.ts'
+
+export interface FetchClientOptions extends SlotLimits {
+  /** The `fetch` to send with (default: the runtime's). */
+  fetch?: typeof fetch
+}
 
 /**
  * The Web-standard client: `fetch`, which keeps upstream connections alive on every runtime that
  * has it (Bun, Deno, Node's undici, workers). Redirects are returned, never followed: the relay
- * talks to the configured upstream and nothing else.
+ * talks to the configured upstream and nothing else. At most `maxConnections` exchanges are in
+ * flight to one upstream, the rest wait in a queue of at most `maxQueued` (fetch-slots.ts).
  */
-export function fetchClient(fetchImpl: typeof fetch = fetch): UpstreamClient {
+export function fetchClient({ fetch: fetchImpl = fetch, ...limits }: FetchClientOptions = {}): UpstreamClient {
   const timeouts = deadlines()
-  return async (request) => {
+  const slots = fetchSlots(limits, timeouts)
+  // An exchange holds its slot until it ends: when it fails, at once for an answer without a body,
+  // else when that body ends (read to its end, failed or cancelled: boundedBody).
+  const send = async (request: UpstreamRequest): Promise<Response> => {
+    const waiting = slots.take(request)
+    if (waiting) await waiting
+    let holdsSlot = true
+    const free = () => {
+      if (holdsSlot) slots.free(request.origin)
+      holdsSlot = false
+    }
+    try {
+      const response = await exchange(request, free)
+      if (!response.body) free()
+      return response
+    } catch (error) {
+      free()
+      throw error
+    }
+  }
+
+  const exchange = async (request: UpstreamRequest, ended: () => void): Promise<Response> => {
     const controller = new AbortController()
     let timer: ReturnType<typeof setTimeout> | undefined
     let answered = false
@@ -54,7 +83,7 @@ export function fetchClient(fetchImpl: typeof fetch = fetch): UpstreamClient {
       // The wait for the head is over; what bounds the body is each silence of core's while the
       // client reads (an interim 1xx answer, which fetch keeps to itself, does not restart the wait).
       const stalled = timeouts.idle(request.timeoutMs, () => controller.abort(new UpstreamError('timeout', `core sent nothing for ${request.timeoutMs} ms in the middle of its answer`)))
-      return withoutDroppedHeaders(response, boundedBody(response.body, stalled))
+      return withoutDroppedHeaders(response, boundedBody(response.body, stalled, ended))
     } catch (error) {
       if (controller.signal.aborted) throw controller.signal.reason
       if (error instanceof UpstreamError) throw error
@@ -66,6 +95,7 @@ export function fetchClient(fetchImpl: typeof fetch = fetch): UpstreamClient {
       clearTimeout(timer)
     }
   }
+  return send
 }
 
 /**
@@ -73,9 +103,10 @@ export function fetchClient(fetchImpl: typeof fetch = fetch): UpstreamClient {
  * while a read of the client's waits on core, not while the client is behind (a slow reader is its
  * own pace). When it passes, the exchange is aborted: the body errors and fetch closes the connection
  * rather than pool it, as for any answer given up mid-body. A pull at a time (no high-water mark):
- * nothing is read from core but for the client.
+ * nothing is read from core but for the client. `ended` is called once, when the body is read to
+ * its end, fails or is cancelled (it may be called more than once): the exchange is over then.
  */
-function boundedBody(body: ReadableStream<Uint8Array>, stalled: IdleDeadline): ReadableStream<Uint8Array> {
+function boundedBody(body: ReadableStream<Uint8Array>, stalled: IdleDeadline, ended: () => void): ReadableStream<Uint8Array> {
   const reader = body.getReader()
   return new ReadableStream<Uint8Array>(
     {
@@ -83,14 +114,20 @@ function boundedBody(body: ReadableStream<Uint8Array>, stalled: IdleDeadline): R
         stalled.restart()
         try {
           const { done, value } = await reader.read()
-          if (done) out.close()
-          else out.enqueue(value)
+          if (done) {
+            ended()
+            out.close()
+          } else out.enqueue(value)
+        } catch (error) {
+          ended()
+          throw error
         } finally {
           stalled.stop()
         }
       },
       cancel(reason) {
         stalled.stop()
+        ended()
         return reader.cancel(reason)
       },
     },

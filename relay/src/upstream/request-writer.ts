@@ -1,14 +1,13 @@
 import { UpstreamError } from '../errors.ts'
 import { chunkOf, LAST_CHUNK, requestHead } from './head.ts'
-import { hold, streamedBody } from './streamed-body.ts'
+import { streamedBody } from './streamed-body.ts'
 import type { ClientState, Connection, Exchange } from './state.ts'
 import { write, writeOrQueue } from './connection.ts'
 import { fail } from './exchange.ts'
 
 /**
  * Writing a request on its connection: the head and a read body at once, or the head and then the
- * client's streamed body as it is read, framed to its length, and written again from what was held
- * when a resend takes it to a fresh connection (streamed-body.ts).
+ * client's streamed body as it is read, framed to its length (on a fresh connection: streamed-body.ts).
  */
 
 /** Writes the request: head and a read body in one write, or head then the streamed body. */
@@ -27,26 +26,14 @@ async function streamBody(client: ClientState, conn: Connection, exchange: Excha
   // by core as a request of their own, past the relay's path rules (smuggling, RFC 9112 §11.2), and
   // a body that ends short leaves core waiting. The runtime frames what it received, but a handler
   // may be given a Request whose header no longer fits its body (one rewritten on the way).
-  const body = (exchange.streamed ??= streamedBody(stream, chunked ? Infinity : request.contentLength!))
-  // What a connection closed under it left to write again (nothing on a first attempt). Only a
-  // reused connection may be closed under it and resent from: on a fresh one nothing is held.
-  const replay = body.held
-  body.conn = conn
-  if (!conn.reused) body.held = null
-  const writing = () => body.conn === conn && conn.exchange === exchange
+  const body = streamedBody(stream, chunked ? Infinity : request.contentLength!)
+  const writing = () => conn.exchange === exchange
   const frame = (value: Uint8Array) => (chunked ? chunkOf(value) : value)
   const mismatch = (how: string) => new UpstreamError('aborted', `the body is ${how} than its Content-Length of ${request.contentLength}`)
   try {
     await write(conn, head)
-    for (const value of replay ?? []) {
-      if (!writing()) break
-      if (value.byteLength > 0) await write(conn, frame(value))
-    }
     while (writing()) {
-      const { done, value } = await (body.reading ??= body.reader.read())
-      // Handed to a resend: the read is the next connection's to write, not this one's.
-      if (body.conn !== conn) return
-      body.reading = null
+      const { done, value } = await body.reader.read()
       if (!writing()) break
       if (done) {
         if (body.left > 0 && body.left !== Infinity) throw mismatch('shorter')
@@ -60,14 +47,12 @@ async function streamBody(client: ClientState, conn: Connection, exchange: Excha
         await body.reader.cancel().catch(() => {})
         throw mismatch('longer')
       }
-      hold(body, value)
       if (value.byteLength > 0) await write(conn, frame(value))
       if (!writing()) break
       if (!exchange.answered) client.clock.arm(exchange)
     }
     // Core answered or the exchange failed before the body was through: stop reading the client.
-    // A body handed to a resend is not this writer's to stop.
-    if (body.conn === conn) await body.reader.cancel().catch(() => {})
+    await body.reader.cancel().catch(() => {})
   } catch (error) {
     // The client's body failed (it went away, passed the limit, or did not fit its length): the
     // exchange cannot finish.

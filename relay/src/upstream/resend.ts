@@ -1,5 +1,6 @@
 import type { UpstreamError } from '../errors.ts'
 import type { ClientState, Connection, Exchange } from './state.ts'
+import { unreplayable } from './streamed-body.ts'
 import { destroy } from './connection.ts'
 import { connectFor, fail, unwatch } from './exchange.ts'
 
@@ -17,7 +18,6 @@ export function onClosed(client: ClientState, conn: Connection, error: UpstreamE
     conn.holdsSlot = false
     destroy(client, conn)
     conn.exchange = null
-    if (exchange.streamed) exchange.streamed.conn = null
     connectFor(client, exchange, conn.pool)
     return
   }
@@ -37,8 +37,8 @@ export function onClosed(client: ClientState, conn: Connection, error: UpstreamE
 /**
  * Whether a request whose connection closed under it goes out once more, on a fresh connection.
  * Only on a reused connection, before any byte of an answer, with a body the relay can write whole
- * again: none, the bytes it read, or a streamed body of which nothing was read yet or what was read
- * is still held (`held`, at most HELD_MAX_BYTES); the rest of it is then read as before, once.
+ * again: none, or the bytes it read. A streamed body never reaches a reused connection (it takes a
+ * fresh one, see `unreplayable`); the check below says so rather than relying on it.
  * That is the race of a kept-alive connection: core closes it between requests (its idle timeout,
  * a graceful stop; a server that has read a request answers it before it closes), and its FIN
  * crosses the request on the wire or lands just after an answer, too late for `end` to have taken
@@ -50,4 +50,4 @@ export function onClosed(client: ClientState, conn: Connection, error: UpstreamE
  * connection is never `reused`, so this is once; a connection that fails fresh is core down: 502.
  */
 const mayResend = (conn: Connection, exchange: Exchange): boolean =>
-  !exchange.answered && conn.reused && !conn.parser.receivedAny() && (!(exchange.request.body instanceof ReadableStream) || exchange.streamed?.held != null)
+  !exchange.answered && conn.reused && !conn.parser.receivedAny() && !unreplayable(exchange.request)

@@ -71,7 +71,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000, ...limits }: Soc
 
   return (request) =>
     new Promise<Response>((resolve, reject) => {
-      const exchange: Exchange = { request, resolve, reject, conn: null, answered: false, sent: false, timer: undefined, idle: null, onAbort: undefined, body: null, streamed: null, queued: false, watched: null }
+      const exchange: Exchange = { request, resolve, reject, conn: null, answered: false, sent: false, timer: undefined, idle: null, onAbort: undefined, body: null, queued: false, watched: null }
       const { signal } = request
       if (signal?.aborted) return reject(new UpstreamError('aborted', 'the client went away'))
       // Refused before a connection is taken: the head is written once a connection is there, and a

@@ -2,7 +2,6 @@ import type { Socket, SocketHandler } from 'bun'
 import type { UpstreamRequest } from './types.ts'
 import type { ResponseParser } from './parser.ts'
 import type { exchangeClock, TimedExchange } from './timing.ts'
-import type { StreamedBody } from './streamed-body.ts'
 import type { Slots } from './slots.ts'
 
 /**
@@ -38,8 +37,6 @@ export interface Exchange extends TimedExchange {
   onAbort: (() => void) | undefined
   /** The answer's body while it streams. */
   body: ReadableStreamDefaultController<Uint8Array> | null
-  /** The client's body, when it streams: made once, it outlives a connection closed under it. */
-  streamed: StreamedBody<Connection> | null
   /** Waiting for a connection (slots.ts). */
   queued: boolean
   /** The signal `onAbort` listens on. */
