@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Caller } from '../../http/auth'
-import { requestContentHasher } from '../shared/rows'
-import { MESSAGE_LIMIT_BYTES, NAME_LIMIT_BYTES, optionalText, STACK_LIMIT_BYTES, truncateUtf8, URL_LIMIT_BYTES } from '../shared/text'
+import { requestContentHashes } from '../shared/rows'
+import { MESSAGE_LIMIT_BYTES, NAME_LIMIT_BYTES, optionalText, sliceChars, STACK_LIMIT_BYTES, truncateUtf8, URL_LIMIT_BYTES } from '../shared/text'
 import { ofSessionRows, sessionTouches, type OfSessionRow, type SessionTouches } from '../sessions/touch'
 import { canonicalUuid, clampTimestamp } from '../shared/values'
 import { normalizeDebugId } from '../sourcemaps/service'
@@ -53,8 +53,8 @@ export function reportedFrames(report: ErrorReport): ReportedFrame[] {
   const debugIdOf = (filename: string, own?: unknown) => normalizeDebugId(own) ?? (Object.hasOwn(debugIds, filename) ? normalizeDebugId(debugIds[filename]) : null)
   if (report.frames?.length) {
     return report.frames.slice(0, MAX_FRAMES).map((f) => ({
-      filename: f.filename.slice(0, MAX_FILENAME_CHARS),
-      function: (f.function ?? '').slice(0, MAX_FUNCTION_CHARS),
+      filename: sliceChars(f.filename, 0, MAX_FILENAME_CHARS),
+      function: sliceChars(f.function ?? '', 0, MAX_FUNCTION_CHARS),
       lineno: f.lineno ?? null,
       colno: f.colno ?? null,
       debugId: debugIdOf(f.filename, f.debugId),
@@ -101,12 +101,16 @@ const firstLine = (text: string) => text.split('\n', 1)[0]
  * affected users), made (newEndUserId) when the session has none.
  */
 export function errorRows(body: ErrorBatchBody, frames: readonly Frame[][], caller: Caller, receivedAt: number, newEndUserId: () => string = randomUUID): ErrorRows {
-  const contentHash = requestContentHasher()
-  const occurrences = body.errors.map((report, i): OccurrenceRow => {
-    const sessionId = report.sessionId ?? body.sessionId
-    const name = errorNameOf(truncateUtf8(report.name, NAME_LIMIT_BYTES))
-    const message = truncateUtf8(report.message, MESSAGE_LIMIT_BYTES)
-    const stack = optionalText(report.stack, STACK_LIMIT_BYTES)
+  const reports = body.errors.map((report) => ({
+    report,
+    sessionId: report.sessionId ?? body.sessionId,
+    name: errorNameOf(truncateUtf8(report.name, NAME_LIMIT_BYTES)),
+    message: truncateUtf8(report.message, MESSAGE_LIMIT_BYTES),
+    stack: optionalText(report.stack, STACK_LIMIT_BYTES),
+  }))
+  // The client's own time, not the clamped one, so that a retry hashes the same.
+  const hashes = requestContentHashes(reports.map((r) => [r.sessionId, r.report.timestampMs, r.name, r.message, r.stack, r.report.frames ?? null, r.report.url ?? null]))
+  const occurrences = reports.map(({ report, sessionId, name, message, stack }, i): OccurrenceRow => {
     const stored = storedFrames(frames[i], report.frames?.length ? report.frames.map((f) => f.inApp) : [])
     const grouping = stored.map(groupingFrame)
     const fingerprint = fingerprintOf(fingerprintParts({ name, message, frames: grouping, clientFingerprint: report.fingerprint }))
@@ -114,8 +118,7 @@ export function errorRows(body: ErrorBatchBody, frames: readonly Frame[][], call
     const culprit = top ? (top.function ? `${top.function} (${top.file})` : top.file) : null
     return {
       projectId: caller.projectId,
-      // The client's own time, not the clamped one, so that a retry hashes the same.
-      contentHash: canonicalUuid(report.uuid) ?? contentHash([sessionId, report.timestampMs, name, message, stack, report.frames ?? null, report.url ?? null]),
+      contentHash: canonicalUuid(report.uuid) ?? hashes[i],
       issueId: issueIdOf(caller.projectId, fingerprint),
       fingerprint,
       title: truncateUtf8(message ? `${name}: ${firstLine(message)}` : name, 512),

@@ -12,6 +12,8 @@
  * Parsing is pure and never throws: a line that is not a frame is skipped.
  */
 
+import { sliceChars } from '../shared/text'
+
 export interface StackFrame {
   filename: string
   /** As the engine wrote it, '' when anonymous. */
@@ -34,7 +36,7 @@ export function parseStack(stack: string, maxFrames = MAX_FRAMES): StackFrame[] 
   for (const line of lines) {
     const frame = v8 ? parseV8Line(line) : parseAtSignLine(line)
     // A stack is whatever the client sent: one "frame" may be a megabyte long, and would be an Issue's culprit.
-    if (frame) frames.push({ ...frame, filename: frame.filename.slice(0, MAX_FILENAME_CHARS), function: frame.function.slice(0, MAX_FUNCTION_CHARS) })
+    if (frame) frames.push({ ...frame, filename: sliceChars(frame.filename, 0, MAX_FILENAME_CHARS), function: sliceChars(frame.function, 0, MAX_FUNCTION_CHARS) })
     if (frames.length >= maxFrames) break
   }
   return frames

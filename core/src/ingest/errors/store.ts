@@ -31,6 +31,7 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
     const stored = new Set(rowsOf<{ projectId: string; contentHash: string }>(inserted).map((r) => `${r.projectId}\n${r.contentHash}`))
     const fresh = unique.filter((r) => stored.has(`${r.projectId}\n${r.contentHash}`))
     const alreadyStored = alreadyStoredOf(rows, fresh.map(({ projectId }) => ({ projectId, n: 1 })))
+    await answerStoredIssues(tx, rows, unique, stored)
     if (fresh.length === 0) return alreadyStored
 
     // A person counts once per Issue: only the pairs this insert added (not one already stored, here or
@@ -88,6 +89,27 @@ export const errorEventsSink: Sink<OccurrenceRow> = {
     if (recurring.length > 0) await reopenRecurring(tx, recurring)
     return alreadyStored
   },
+}
+
+/**
+ * Sets each row's `issueId`, which the route answers, to the Issue of the occurrence stored under its
+ * key: a resend is stored once, as it first came, and may group elsewhere now (its release's maps
+ * were uploaded since, or the client kept the uuid and changed the words), so the Issue computed
+ * for it may not exist. Rows that lost to a later one of the same key in this commit take that one's
+ * Issue; the stored Issues of the others are read, which only a resend costs.
+ */
+async function answerStoredIssues(tx: Orm, rows: OccurrenceRow[], unique: readonly Omit<OccurrenceRow, 'ofSession'>[], stored: ReadonlySet<string>): Promise<void> {
+  const keyOf = (r: { projectId: string; contentHash: string }) => `${r.projectId}\n${r.contentHash}`
+  const issueOf = new Map(unique.filter((r) => stored.has(keyOf(r))).map((r) => [keyOf(r), r.issueId] as const))
+  const resent = unique.filter((r) => !stored.has(keyOf(r))).map(({ projectId, contentHash }) => ({ projectId, contentHash }))
+  if (resent.length > 0) {
+    const found = await tx.execute(sql`
+      select e.project_id::text as "projectId", e.content_hash as "contentHash", e.issue_id::text as "issueId"
+      from jsonb_to_recordset(${jsonParam(resent)}::jsonb) as r("projectId" uuid, "contentHash" text)
+      join error_events e on e.project_id = r."projectId" and e.content_hash = r."contentHash"`)
+    for (const r of rowsOf<{ projectId: string; contentHash: string; issueId: string }>(found)) issueOf.set(keyOf(r), r.issueId)
+  }
+  for (const row of rows) row.issueId = issueOf.get(keyOf(row)) ?? row.issueId
 }
 
 /**

@@ -6,6 +6,7 @@ import type { ErrorReport } from './model'
 import { functionScopes, type FunctionScopes } from './scope'
 import { reportedFrames } from './service'
 import { MAX_FILENAME_CHARS, MAX_FUNCTION_CHARS } from './stack'
+import { sliceChars } from '../shared/text'
 
 /** A frame as the client reported it (or as its stack said), innermost first. */
 export interface ReportedFrame {
@@ -101,8 +102,8 @@ export function symbolicate(frames: readonly ReportedFrame[], lookup: SourceMapL
     // Cut as a reported frame is: a map's source and names may be megabytes long, and a report of a
     // few kilobytes would otherwise store them once per frame. A build machine's folders are no part
     // of it (see withoutBuildRoot).
-    const source = at.loaded.sourceName(at.source).slice(0, MAX_FILENAME_CHARS)
-    const mapped = { source, line: at.line, column: at.column + 1, ...named, function: named.function.slice(0, MAX_FUNCTION_CHARS) }
+    const source = sliceChars(at.loaded.sourceName(at.source), 0, MAX_FILENAME_CHARS)
+    const mapped = { source, line: at.line, column: at.column + 1, ...named, function: sliceChars(named.function, 0, MAX_FUNCTION_CHARS) }
     return { ...frame, mapped: { ...mapped, sourcemap: at.loaded.name, ...(ignoreListed && { ignoreListed: true as const }), ...context(lines, at.line, at.column) } }
   })
 }
@@ -155,7 +156,7 @@ function context(lines: readonly string[] | null, line: number, column: number):
     if (text.length <= CONTEXT_LINE_CHARS) return text
     const start = Math.min(Math.max(column - CONTEXT_LINE_CHARS / 2, 0), text.length - CONTEXT_LINE_CHARS)
     const end = start + CONTEXT_LINE_CHARS
-    return `${start > 0 ? '…' : ''}${text.slice(start, end)}${end < text.length ? '…' : ''}`
+    return `${start > 0 ? '…' : ''}${sliceChars(text, start, end)}${end < text.length ? '…' : ''}`
   }
   return {
     preContext: lines.slice(Math.max(0, line - 1 - CONTEXT_LINES), line - 1).map(cut),

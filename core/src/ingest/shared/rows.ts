@@ -4,19 +4,27 @@ import { createHash } from 'node:crypto'
 export const contentHash = (parts: readonly unknown[]): string => createHash('sha256').update(JSON.stringify(parts)).digest('base64url')
 
 /**
- * `contentHash` for the items of one request, in order. Equal items of one request are not resends
- * of each other (a page may log the same line twice in one millisecond, and both were sent): the
- * second and later of them hash with their rank among their equals, so each is stored once, and a
- * resend of the request hashes the same again.
+ * `contentHash` for each item of one request, in order. Equal items of one request are not resends
+ * of each other (a page may log the same line twice in one millisecond, and both were sent), nor of
+ * the equal items of another request: a loop that warns 60 times in a millisecond is sent as a batch
+ * of 50 and one of 10 (the tracker's batch size), and those 10 are new lines. So an item that has
+ * equals in its request hashes with its rank among them and with the request's whole content: each
+ * is stored once, and a resend of the request (the same parcel) hashes the same again. An item
+ * without equals hashes by its content alone, as a resend of it in any batch does.
  */
-export function requestContentHasher(): (parts: readonly unknown[]) => string {
+export function requestContentHashes(items: readonly (readonly unknown[])[]): string[] {
+  const hashes = items.map(contentHash)
+  const equals = new Map<string, number>()
+  for (const hash of hashes) equals.set(hash, (equals.get(hash) ?? 0) + 1)
+  if (equals.size === hashes.length) return hashes
+  const request = contentHash(hashes)
   const seen = new Map<string, number>()
-  return (parts) => {
-    const hash = contentHash(parts)
+  return hashes.map((hash) => {
+    if (equals.get(hash) === 1) return hash
     const rank = seen.get(hash) ?? 0
     seen.set(hash, rank + 1)
-    return rank === 0 ? hash : contentHash([...parts, rank])
-  }
+    return contentHash([hash, rank, request])
+  })
 }
 
 /**

@@ -49,3 +49,16 @@ export function sessionText(value: unknown): string | null {
 }
 
 const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff
+
+const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff
+const splitsPair = (text: string, at: number) => at > 0 && at < text.length && isHighSurrogate(text.charCodeAt(at - 1)) && isLowSurrogate(text.charCodeAt(at))
+
+/**
+ * `text.slice(start, end)` in UTF-16 code units, without half of a character of two (an emoji) at
+ * either end: the half would be stored as U+FFFD. Such a character across a bound is left out whole.
+ */
+export function sliceChars(text: string, start: number, end = text.length): string {
+  const from = splitsPair(text, start) ? start + 1 : start
+  const to = splitsPair(text, end) ? end - 1 : end
+  return text.slice(from, Math.max(from, to))
+}
