@@ -166,6 +166,17 @@ describe('POST /api/ingestion/ip-info', () => {
     expect(user.geo).toEqual(US)
   })
 
+  // WIRE.md: `ip` "is used only when it is a valid public address"; a long text is no address either,
+  // so it is ignored like "garbage", not a 400 that loses the session and end user the request names.
+  test('an ip longer than any address (a forwarded-for list) is not taken, and the request is stored', async () => {
+    for (const ip of ['8.8.8.8, 203.0.113.7, 198.51.100.23, 192.0.2.44, 100.64.0.1', 'x'.repeat(100_000)]) {
+      const res = await core.post('/api/ingestion/ip-info', { sessionId: 'geo-long-ip', endUserId: 'geo-long-ip-user', ip })
+      expect(res.status).toBe(200)
+      expect(await res.json()).toEqual({ success: true, geo: null })
+    }
+    expect(await core.database.db.rows(sql`select 1 from sessions where session_id = 'geo-long-ip' and end_user_id = 'geo-long-ip-user'`)).toHaveLength(1)
+  })
+
   test('a 6to4 ip carrying a private IPv4 address is not taken', async () => {
     expect(await (await core.post('/api/ingestion/ip-info', { sessionId: 'geo-6to4', endUserId: 'geo-6to4-user', ip: '2002:c0a8:101::1' })).json()).toEqual({ success: true, geo: null })
   })

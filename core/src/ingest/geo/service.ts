@@ -45,9 +45,15 @@ export function geoFromRecord(record: GeoRecord | null | undefined): Geo | null 
   return Object.values(geo).every((v) => v === null) ? null : geo
 }
 
+/**
+ * Longer than any address written as text (a full IPv6 address with a dotted IPv4 tail, in brackets,
+ * with a port, is 55 characters): a longer `ip` is no address, and is not parsed as one.
+ */
+const MAX_ADDRESS_CHARS = 64
+
 /** The body's `ip` when it is a public address, else the address the request came from. */
 export const addressToLocate = (claimed: string | null | undefined, requestAddress: string | null, isPublic: (address: string) => boolean): string | null =>
-  claimed && isPublic(claimed) ? claimed : requestAddress
+  claimed && claimed.length <= MAX_ADDRESS_CHARS && isPublic(claimed) ? claimed : requestAddress
 
 /**
  * What `/ip-info` stores: where the client is, on its session and on its end user: the one named, else
