@@ -1,4 +1,5 @@
 import type { Caller } from '../../http/auth'
+import { storedNames } from '../sessions/service'
 import { sessionTouches, type SessionTouches } from '../sessions/touch'
 import { storedText } from '../shared/values'
 import type { GroupIdentifyBody } from './model'
@@ -36,8 +37,11 @@ export function groupIdentifyRows(body: GroupIdentifyBody, caller: Caller, now: 
   // WIRE.md: the end user is linked; a client that names only the session means the session's, as
   // an identify without a userId identifies the session's end user.
   const member = endUserId || sessionId ? { projectId, groupType, groupKey, endUserId, sessionId: endUserId ? null : sessionId } : undefined
+  // Named as stored (see storedNames): mergeGroups merges the identifies of a commit in memory, where
+  // `plan` and `plan\0` would stay two names and the database keep whichever the merge put last.
+  const properties = storedNames(body.groupProperties ?? {})
   return {
-    groups: [{ projectId, groupType, groupKey, properties: body.groupProperties ?? {}, at: now, ...(member && { member }) }],
+    groups: [{ projectId, groupType, groupKey, properties, at: now, ...(member && { member }) }],
     ...sessionTouches(caller, [{ sessionId, endUserId, at: now }]),
   }
 }
