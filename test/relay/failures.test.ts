@@ -5,7 +5,7 @@ import { socketClient } from '@sightline/relay/upstream/socket'
 import { bunRelay } from '@sightline/relay/adapters/bun'
 import { elysiaRelay } from '@sightline/relay/adapters/elysia'
 import { Elysia } from 'elysia'
-import { closedPortUrl, rawRequest, startEndlessUpstream, startRelay, startSilentUpstream, tappedCore, type AdapterName } from './helpers'
+import { closedPortUrl, rawRequest, startEndlessUpstream, startRelay, startSilentUpstream, startUnopenableUpstream, tappedCore, type AdapterName } from './helpers'
 
 const { core, coreUrl, tap } = await tappedCore()
 
@@ -61,6 +61,37 @@ for (const [clientName, makeClient] of Object.entries(CLIENTS)) {
         expect(await errorOf(res)).toMatchObject({ success: false, error: { code: 'upstream_timeout' } })
         // The stuck connection is given up, not left open.
         await until(() => silent.connections.every((c) => c.closed))
+      } finally {
+        silent.close()
+      }
+    })
+
+    test('a connection to core that never opens: 504 after the timeout, as for a core that never answers', async () => {
+      const unopenable = await startUnopenableUpstream()
+      if (!unopenable) return console.warn('skipped: no python3 to make a listener that accepts nothing')
+      try {
+        const relay = createRelay({ upstream: unopenable.url, prefix: '/_sl', client: makeClient(), timeoutMs: 300 })
+        const started = Date.now()
+        const res = await relay(new Request('http://shop.test/_sl/health'))
+        expect(res.status).toBe(504)
+        expect(Date.now() - started).toBeGreaterThanOrEqual(290)
+        expect(Date.now() - started).toBeLessThan(2000)
+        expect(await errorOf(res)).toMatchObject({ success: false, error: { code: 'upstream_timeout' } })
+      } finally {
+        unopenable.close()
+      }
+    })
+
+    test('a TLS handshake core never answers: 504 after the timeout', async () => {
+      // The TCP connection is accepted, the handshake never answered.
+      const silent = startSilentUpstream()
+      try {
+        const relay = createRelay({ upstream: silent.url.replace('http:', 'https:'), prefix: '/_sl', client: makeClient(), timeoutMs: 300 })
+        const started = Date.now()
+        const res = await relay(new Request('http://shop.test/_sl/health'))
+        expect(res.status).toBe(504)
+        expect(Date.now() - started).toBeLessThan(2000)
+        expect(await errorOf(res)).toMatchObject({ success: false, error: { code: 'upstream_timeout' } })
       } finally {
         silent.close()
       }

@@ -218,6 +218,33 @@ export async function closedPortUrl(): Promise<string> {
   return `http://127.0.0.1:${port}`
 }
 
+/**
+ * An address whose connections never open: a listener that accepts none, its queue of one already
+ * full, so the kernel leaves a new connection's SYN unanswered and the connect waits (as on a host
+ * that drops packets). A listen backlog cannot be set from Bun, so it is Python's; null without it.
+ */
+export async function startUnopenableUpstream(): Promise<{ url: string; close(): void } | null> {
+  if (!Bun.which('python3')) return null
+  const script = `
+import socket, sys, time
+s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(0)
+held = []
+for _ in range(3):
+    c = socket.socket(); c.setblocking(False)
+    try: c.connect(s.getsockname())
+    except BlockingIOError: pass
+    held.append(c)
+time.sleep(0.2)
+print(s.getsockname()[1], flush=True)
+sys.stdin.read()
+`
+  const proc = Bun.spawn(['python3', '-c', script], { stdin: 'pipe', stdout: 'pipe', stderr: 'inherit' })
+  const reader = proc.stdout.getReader()
+  const { value } = await reader.read()
+  const port = Number(new TextDecoder().decode(value).trim())
+  return { url: `http://127.0.0.1:${port}`, close: () => proc.kill() }
+}
+
 /** What a stalling upstream sends before it goes silent: the head and a tenth of a body, in either framing. */
 const STALLED = {
   length: `HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 1000\r\n\r\n${'x'.repeat(100)}`,

@@ -17,23 +17,47 @@ export function poolFor(client: ClientState, origin: string): Pool {
   if (!pool) {
     const url = new URL(origin)
     const tls = url.protocol === 'https:'
-    pool = { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (tls ? 443 : 80), tls, host: url.host, idle: [], slots: new Slots<Exchange>(client.maxConnections, client.maxQueued) }
+    pool = { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (tls ? 443 : 80), tls, host: url.host, idle: [], conns: [], slots: new Slots<Exchange>(client.maxConnections, client.maxQueued) }
     client.pools.set(origin, pool)
   }
   return pool
 }
 
-/** Opens a connection on a slot the caller has taken. */
-export async function connect(client: ClientState, pool: Pool): Promise<Connection> {
-  const conn: Connection = { pool, socket: null, parser: new ResponseParser(isDroppedResponseHeader), exchange: null, reused: false, idleSince: 0, backlog: null, drained: null, paused: false, closed: false, holdsSlot: true }
+/** Opens a connection for an exchange, on a slot the caller has taken. */
+export async function connect(client: ClientState, pool: Pool, exchange: Exchange): Promise<Connection> {
+  const conn: Connection = { pool, socket: null, parser: new ResponseParser(isDroppedResponseHeader), exchange: null, connectingFor: exchange, reused: false, idleSince: 0, backlog: null, drained: null, paused: false, closed: false, holdsSlot: true }
+  pool.conns.push(conn)
   try {
     conn.socket = await Bun.connect<Connection>({ hostname: pool.hostname, port: pool.port, tls: pool.tls, data: conn, socket: client.handlers })
   } catch (error) {
     conn.closed = true
+    forget(conn)
     leave(client, conn)
     throw new UpstreamError('refused', `core could not be reached: ${(error as Error)?.message ?? error}`, { cause: error })
+  } finally {
+    conn.connectingFor = null
   }
   return conn
+}
+
+/** Out of its pool's list of connections, once it is closed. */
+function forget(conn: Connection): void {
+  const at = conn.pool.conns.indexOf(conn)
+  if (at !== -1) conn.pool.conns.splice(at, 1)
+}
+
+/**
+ * Each exchange in flight on the client: on a connection, being connected for, or queued. The
+ * clock's view (timing.ts); an exchange may be visited twice.
+ */
+export function visitInFlight(client: ClientState, visit: (exchange: Exchange) => void): void {
+  for (const pool of client.pools.values()) {
+    for (const conn of pool.conns) {
+      const exchange = conn.exchange ?? conn.connectingFor
+      if (exchange) visit(exchange)
+    }
+    pool.slots.forEachWaiting(visit)
+  }
 }
 
 export function takeIdle(client: ClientState, pool: Pool, now: number): Connection | null {
@@ -70,6 +94,7 @@ export function destroy(client: ClientState, conn: Connection): void {
     conn.closed = true
     conn.socket?.terminate()
   }
+  forget(conn)
   leave(client, conn)
 }
 

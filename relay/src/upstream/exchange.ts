@@ -50,7 +50,7 @@ function attach(client: ClientState, exchange: Exchange, conn: Connection): void
 
 /** A fresh connection for the exchange, on a slot already taken for it. */
 export function connectFor(client: ClientState, exchange: Exchange, pool: Pool): void {
-  connect(client, pool).then(
+  connect(client, pool, exchange).then(
     (conn) => attach(client, exchange, conn),
     (error) => giveUp(client, exchange, error),
   )

@@ -52,6 +52,14 @@ export class Slots<Waiter> {
     return true
   }
 
+  /** Each waiter still in the queue, first come first. */
+  forEachWaiting(visit: (waiter: Waiter) => void): void {
+    for (let at = this.head; at < this.queue.length; at++) {
+      const waiter = this.queue[at]
+      if (waiter !== null) visit(waiter)
+    }
+  }
+
   /** A waiter given up (its client gone, its time up) leaves the queue. */
   leave(waiter: Waiter): void {
     const at = this.queue.indexOf(waiter, this.head)

@@ -5,7 +5,7 @@ import { exchangeClock } from './timing.ts'
 import { UNSAFE_TARGET } from './head.ts'
 import { checkLimits, type SlotLimits } from './slots.ts'
 import type { ClientState, Connection, Exchange } from './state.ts'
-import { drain, poolFor } from './connection.ts'
+import { drain, poolFor, visitInFlight } from './connection.ts'
 import { acquire, giveUp, watch } from './exchange.ts'
 import { onData } from './answer.ts'
 import { onClosed } from './resend.ts'
@@ -38,7 +38,10 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000, ...limits }: Soc
   const { maxConnections, maxQueued } = checkLimits(limits)
   const client: ClientState = {
     pools: new Map(),
-    clock: exchangeClock<Exchange>((exchange, error) => giveUp(client, exchange, error)),
+    clock: exchangeClock<Exchange>(
+      (exchange, error) => giveUp(client, exchange, error),
+      (visit) => visitInFlight(client, visit),
+    ),
     handlers: {
       open(socket: Socket<Connection>) {
         socket.setNoDelay(true)
@@ -71,7 +74,7 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000, ...limits }: Soc
 
   return (request) =>
     new Promise<Response>((resolve, reject) => {
-      const exchange: Exchange = { request, resolve, reject, conn: null, answered: false, sent: false, timer: undefined, idle: null, onAbort: undefined, body: null, queued: false, watched: null }
+      const exchange: Exchange = { request, resolve, reject, conn: null, answered: false, sent: false, deadline: Infinity, idle: null, onAbort: undefined, body: null, queued: false, watched: null }
       const { signal } = request
       if (signal?.aborted) return reject(new UpstreamError('aborted', 'the client went away'))
       // Refused before a connection is taken: the head is written once a connection is there, and a

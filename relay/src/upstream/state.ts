@@ -48,6 +48,8 @@ export interface Connection {
   socket: Socket<Connection> | null
   parser: ResponseParser
   exchange: Exchange | null
+  /** The exchange this connection is being opened for, until it is attached (or the connect fails). */
+  connectingFor: Exchange | null
   /** Set when the socket has been used before: a failure before any answer may then be retried. */
   reused: boolean
   idleSince: number
@@ -67,5 +69,7 @@ export interface Pool {
   tls: boolean
   host: string
   idle: Connection[]
+  /** Every connection of the pool from its connect to its close: busy, connecting or idle (the clock looks here). */
+  conns: Connection[]
   slots: Slots<Exchange>
 }
