@@ -360,6 +360,12 @@ describe('POST /api/ingestion/errors', () => {
     try {
       const stack = CHROME.replaceAll('renderTotal', 'renderCoupon')
       const users = ['u-1', 'u-2', 'u-3', 'u-4', 'u-5']
+      // Each session has its end user before the burst: a report naming none is then that one's.
+      // Without it, such a report committing before any naming its session's would make a person.
+      for (let k = 0; k < 7; k++) {
+        const res = await core.post('/api/ingestion/customEvent', { sessionId: `err-9-${k}`, endUserId: users[k % users.length], eventName: 'seen' }, { key: core.key })
+        expect(res.status).toBe(200)
+      }
       const bodies = Array.from({ length: 40 }, (_, i) =>
         report({ sessionId: `err-9-${i % 7}`, endUserId: i % 8 === 7 ? null : users[i % users.length], stack, timestampMs: 1_700_000_000_000 + i }),
       )
