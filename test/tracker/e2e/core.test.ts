@@ -199,8 +199,10 @@ describe('straight to core', () => {
       expect(await e2e.rows(sql`select event_name from events where session_id = ${sessionId} order by event_name`)).toEqual([{ event_name: 'one' }, { event_name: 'three' }, { event_name: 'two' }])
       const chunks = await e2e.rows<{ n: number }>(sql`select count(*)::int as n from replay_chunks where session_id = ${sessionId}`)
       expect(chunks[0].n).toBe(1)
+      // Core commits before its answer reaches the page: the rows can be read before the wrapper has
+      // seen the answer it drops.
+      expect(seen.size).toBeGreaterThanOrEqual(2)
     })
-    expect(seen.size).toBeGreaterThanOrEqual(2)
   })
 
   test('offline, a reload, then online: every event and chunk stored, none twice', async () => {
