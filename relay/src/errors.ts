@@ -4,6 +4,10 @@
  */
 export type RelayErrorCode =
   | 'bad_request'
+  | 'expectation_failed'
+  | 'headers_too_large'
+  | 'unsupported_transfer_coding'
+  | 'http_version_not_supported'
   | 'body_already_read'
   | 'not_found'
   | 'method_not_allowed'
@@ -16,6 +20,13 @@ export type RelayErrorCode =
 const STATUS: Record<RelayErrorCode, number> = {
   // A request target or Host that is no URL (the Node adapter parses them itself).
   bad_request: 400,
+  // The standalone server's own refusals of a request it cannot read (standalone/request-parser.ts):
+  // an Expect it cannot meet (RFC 9110 §10.1.1), a head past its limit (RFC 6585 §5), a transfer
+  // coding other than chunked (RFC 9112 §6.1), an HTTP version other than 1.0 and 1.1.
+  expectation_failed: 417,
+  headers_too_large: 431,
+  unsupported_transfer_coding: 501,
+  http_version_not_supported: 505,
   // The site read the request body before the relay could (a body parser mounted ahead of the Node
   // middleware): a fault of the site's set-up, not of the client nor of core.
   body_already_read: 500,

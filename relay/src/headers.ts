@@ -158,7 +158,12 @@ export function forwardingHeaders(incomingForwardedFor: string | null, clientAdd
  * fields. `dropAuthorization` when the key moved into the body. One pass over the incoming headers
  * (each step of which crosses into the runtime), no lookups by name.
  */
-export function upstreamHeaders(incoming: Headers, client: ClientInfo, url: { proto: string; host: string }, dropAuthorization: boolean): HeaderList {
+/** Request fields as `Headers` visits them (lower-case names, a repeated field joined): a Headers, or the standalone server's parsed list. */
+export interface FieldSource {
+  forEach(visit: (value: string, name: string) => void): void
+}
+
+export function upstreamHeaders(incoming: FieldSource, client: ClientInfo, url: { proto: string; host: string }, dropAuthorization: boolean): HeaderList {
   let list: HeaderList = []
   let connection: string | null = null
   let forwardedFor: string | null = null

@@ -75,7 +75,7 @@ const NO_BODY: PreparedBody = { body: null, keyMoved: false, overLimit: null }
  * too: taken for plain, a raw-deflate body that happens to start with "{" had the key written into
  * it and core could no longer inflate it. Such a body keeps the header, which core reads first anyway.
  */
-const QUERY_COMPRESSION = /[?&](?:compression=|[^&=]*%)/
+export const QUERY_COMPRESSION = /[?&](?:compression=|[^&=]*%)/
 
 /**
  * The body size the client declared. A field repeated with one value arrives as a list ("2, 2"),
@@ -94,16 +94,30 @@ function declaredLength(value: string | null): number | null {
 /** Bodies larger are refused with 413 before core is contacted, unless `maxBodyBytes` says otherwise. */
 export const DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024
 
-export function createRelay(options: RelayOptions): Relay {
+/** What a relay makes of its options: read and checked once, by `createRelay` and by the standalone server's own forwarding. */
+export interface RelaySettings {
+  prefix: string
+  /** Core's origin ("http://127.0.0.1:8000") and the path it is mounted under ("" or "/sightline"). */
+  origin: string
+  basePath: string
+  mode: KeyInBody
+  maxBodyBytes: number
+  timeoutMs: number
+}
+
+export function relaySettings(options: RelayOptions): RelaySettings {
   const prefix = normalizePrefix(options.prefix)
   const upstream = parseUpstream(options.upstream)
   if (upstream.search || upstream.hash || upstream.username || upstream.password) throw new TypeError('relay upstream is an origin with an optional path, nothing else')
-  const origin = upstream.origin
-  const basePath = upstream.pathname.replace(/\/+$/, '')
   const mode = options.keyInBody ?? 'auto'
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
   const timeoutMs = options.timeoutMs ?? 30_000
   checkOptions(mode, maxBodyBytes, timeoutMs)
+  return { prefix, origin: upstream.origin, basePath: upstream.pathname.replace(/\/+$/, ''), mode, maxBodyBytes, timeoutMs }
+}
+
+export function createRelay(options: RelayOptions): Relay {
+  const { prefix, origin, basePath, mode, maxBodyBytes, timeoutMs } = relaySettings(options)
   const send = options.client ?? fetchClient({ maxConnections: options.maxConnections, maxQueued: options.maxQueued })
   const script = options.script ? serveScript(options.script, prefix) : null
 
@@ -240,13 +254,13 @@ const MAX_TIMEOUT_MS = 2 ** 31 - 1
  * "none") acted as "auto", a `maxBodyBytes` of NaN refused every body, and a `timeoutMs` given as a
  * string (an environment variable passed on) never expired on the socket client.
  */
-function checkOptions(mode: unknown, maxBodyBytes: unknown, timeoutMs: unknown): void {
+function checkOptions(mode: unknown, maxBodyBytes: unknown, timeoutMs: unknown): asserts mode is KeyInBody {
   if (!KEY_IN_BODY_MODES.has(mode)) throw new TypeError(`relay keyInBody is "auto", "always" or "never", not ${JSON.stringify(mode)}`)
   if (!Number.isSafeInteger(maxBodyBytes) || (maxBodyBytes as number) < 0) throw new TypeError(`relay maxBodyBytes must be a whole number of bytes, not ${String(maxBodyBytes)}`)
   if (typeof timeoutMs !== 'number' || !(timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) throw new TypeError(`relay timeoutMs must be a number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, not ${String(timeoutMs)}`)
 }
 
-function gatewayError(error: unknown): Response {
+export function gatewayError(error: unknown): Response {
   const reason = error instanceof UpstreamError ? error.reason : 'refused'
   if (reason === 'timeout') return errorResponse('upstream_timeout', 'core did not answer in time; retry later', { 'retry-after': '5' })
   if (reason === 'overloaded') return errorResponse('overloaded', 'the relay has too many requests waiting for core; retry later', { 'retry-after': '1' })

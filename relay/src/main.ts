@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { serveRelay } from './adapters/bun.ts'
+import { serveStandalone } from './standalone/serve.ts'
 import type { KeyInBody } from './headers.ts'
 import { normalizePrefix } from './paths.ts'
 import { fetchClient } from './upstream/fetch.ts'
@@ -16,7 +17,7 @@ import { fetchClient } from './upstream/fetch.ts'
 const USAGE = `usage: npm run relay -- --upstream URL [--prefix /_sl] [--port 8080] [--host 0.0.0.0]
        [--script FILE] [--script-name t.js] [--key-in-body auto|always|never]
        [--max-body-bytes N] [--timeout-ms N] [--max-connections N] [--max-queued N]
-       [--client socket|fetch]`
+       [--server own|bun] [--client socket|fetch]`
 
 /** How long a stop waits for the requests under way (a deploy, `docker stop`) before it cuts them. */
 const STOP_GRACE_MS = 10_000
@@ -41,7 +42,10 @@ const { values } = (() => {
         'timeout-ms': { type: 'string' },
         'max-connections': { type: 'string' },
         'max-queued': { type: 'string' },
-        // How to reach core: pooled sockets (default on Bun), or the runtime's fetch.
+        // What serves the clients: the relay's own HTTP/1.1 server (default), or Bun.serve with the relay
+        // as its handler, as the Bun adapter mounts it (kept to compare against, and as a fallback).
+        server: { type: 'string', default: 'own' },
+        // How to reach core: pooled sockets (default), or the runtime's fetch (on Bun.serve only).
         client: { type: 'string', default: 'socket' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -59,6 +63,8 @@ if (!values.upstream) fail('--upstream is required')
 const keyInBody = values['key-in-body'] as KeyInBody
 if (!['auto', 'always', 'never'].includes(keyInBody)) fail('--key-in-body is auto, always or never')
 if (values.client !== 'socket' && values.client !== 'fetch') fail('--client is socket or fetch')
+if (values.server !== 'own' && values.server !== 'bun') fail('--server is own or bun')
+if (values.server === 'own' && values.client === 'fetch') fail('--client fetch needs --server bun: the own server forwards on pooled sockets')
 /**
  * Plain decimal digits only: `Number` reads "" and " " as 0 (`--max-body-bytes=$UNSET` refused every
  * body with 413, `--port=$UNSET` listened on a random port) and takes "0x1f90" and "1e6" as well.
@@ -84,7 +90,7 @@ const scriptSource = (() => {
 
 try {
   const limits = { maxConnections: number('max-connections', values['max-connections']), maxQueued: number('max-queued', values['max-queued']) }
-  const server = serveRelay({
+  const options = {
     upstream: values.upstream,
     prefix: values.prefix!,
     port: number('port', values.port, MAX_PORT),
@@ -94,8 +100,8 @@ try {
     timeoutMs: number('timeout-ms', values['timeout-ms']),
     ...limits,
     script: scriptSource ? { source: scriptSource, name: values['script-name'] } : undefined,
-    ...(values.client === 'fetch' && { client: fetchClient(limits) }),
-  })
+  }
+  const server = values.server === 'own' ? serveStandalone(options) : serveRelay({ ...options, ...(values.client === 'fetch' && { client: fetchClient(limits) }) })
   // Said as the relay serves it: `--prefix _sl/` is /_sl, and printed as given it named the script
   // `_sl//t.js`, a src that page would have copied and that the relay answers 404.
   const prefix = normalizePrefix(values.prefix!)

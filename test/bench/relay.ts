@@ -77,9 +77,9 @@ async function startNginx(coreUrl: string): Promise<Proxy & { dir: string }> {
 }
 
 /** The relay as an operator runs it: `npm run relay -- --upstream ... --prefix /_sl --port N`. */
-async function startRelayProcess(coreUrl: string, client: 'socket' | 'fetch'): Promise<Proxy> {
+async function startRelayProcess(coreUrl: string, server: 'own' | 'bun', client: 'socket' | 'fetch'): Promise<Proxy> {
   const port = await freePort()
-  const args = ['--upstream', coreUrl, '--prefix', PREFIX, '--port', String(port), '--host', '127.0.0.1', '--client', client]
+  const args = ['--upstream', coreUrl, '--prefix', PREFIX, '--port', String(port), '--host', '127.0.0.1', '--server', server, '--client', client]
   const proc = Bun.spawn([process.execPath, join(ROOT, 'relay/src/main.ts'), ...args], {
     cwd: ROOT,
     stdout: 'ignore',
@@ -97,10 +97,22 @@ async function startRelayProcess(coreUrl: string, client: 'socket' | 'fetch'): P
   }
 }
 
-/** `relay-fetch` is the same relay forwarding with the runtime's fetch: what the socket client is measured against. */
-type Route = 'direct' | 'nginx' | 'relay' | 'relay-fetch'
-const ROUTES: Route[] = ['direct', 'nginx', 'relay', 'relay-fetch']
-const LABEL: Record<Route, string> = { direct: 'direct', nginx: 'nginx', relay: 'relay (Bun, socket client)', 'relay-fetch': 'relay (Bun, fetch client)' }
+/**
+ * `relay` is the standalone relay as it runs by default (its own HTTP/1.1 server); `relay-bun` the
+ * same relay as Bun.serve's handler (how the Bun adapter mounts it), and `relay-fetch` that one
+ * forwarding with the runtime's fetch: what the own server and the socket client are measured against.
+ */
+type Route = 'direct' | 'nginx' | 'relay' | 'relay-bun' | 'relay-fetch'
+const ROUTES: Route[] = ['direct', 'nginx', 'relay', 'relay-bun', 'relay-fetch']
+const PROXIES = ROUTES.filter((route) => route !== 'direct')
+const LABEL: Record<Route, string> = {
+  direct: 'direct',
+  nginx: 'nginx',
+  relay: 'relay (own server, socket client)',
+  'relay-bun': 'relay (Bun.serve, socket client)',
+  'relay-fetch': 'relay (Bun.serve, fetch client)',
+}
+const perRoute = <T>(make: () => T) => Object.fromEntries(ROUTES.map((route) => [route, make()])) as Record<Route, T>
 
 interface Scenario {
   name: string
@@ -133,17 +145,17 @@ export async function main(args: string[]): Promise<void> {
   let pg: PostgresServer | undefined
   let core: CoreProcess | undefined
   let nginx: Proxy | undefined
-  let relay: Proxy | undefined
-  let relayFetch: Proxy | undefined
+  const proxies: Partial<Record<Route, Proxy>> = {}
   try {
-    log('starting Postgres, core, nginx and the relay')
+    log('starting Postgres, core, nginx and the relays')
     pg = await startPostgres()
     core = await startCoreProcess({ DATABASE_URL: pg.url })
-    nginx = await startNginx(core.url)
-    relay = await startRelayProcess(core.url, 'socket')
-    relayFetch = await startRelayProcess(core.url, 'fetch')
-    const pids: Record<Route, number | null> = { direct: null, nginx: nginx.proc.pid, relay: relay.proc.pid, 'relay-fetch': relayFetch.proc.pid }
-    const bases: Record<Route, string> = { direct: core.url, nginx: `${nginx.url}${PREFIX}`, relay: `${relay.url}${PREFIX}`, 'relay-fetch': `${relayFetch.url}${PREFIX}` }
+    proxies.nginx = await startNginx(core.url)
+    proxies.relay = await startRelayProcess(core.url, 'own', 'socket')
+    proxies['relay-bun'] = await startRelayProcess(core.url, 'bun', 'socket')
+    proxies['relay-fetch'] = await startRelayProcess(core.url, 'bun', 'fetch')
+    const pids = Object.fromEntries(ROUTES.map((route) => [route, proxies[route]?.proc.pid ?? null])) as Record<Route, number | null>
+    const bases = Object.fromEntries(ROUTES.map((route) => [route, route === 'direct' ? core!.url : `${proxies[route]!.url}${PREFIX}`])) as Record<Route, string>
 
     const events = Array.from({ length: 64 }, (_, i) => JSON.stringify({ sessionId: `relay-bench-${i % 8}`, eventName: 'page_view', eventProperties: { path: `/products/${i}`, n: i } }))
     const scenarios: Scenario[] = [
@@ -163,10 +175,10 @@ export async function main(args: string[]): Promise<void> {
       for (const route of ROUTES) await measure({ ...scenario.load, url: bases[route] + scenario.path, durationSeconds: Math.min(2, seconds) })
       // Throughput with the machine saturated (32 connections), and latency under light load
       // (4 connections), where p99 shows what the hop adds rather than how long the queue is.
-      const loaded: Record<Route, LoadResult[]> = { direct: [], nginx: [], relay: [], 'relay-fetch': [] }
+      const loaded = perRoute<LoadResult[]>(() => [])
       // CPU the hop itself used per request (the proxy process, during the loaded runs).
-      const cpuPerRequest: Record<Route, number[]> = { direct: [], nginx: [], relay: [], 'relay-fetch': [] }
-      const light: Record<Route, LoadResult[]> = { direct: [], nginx: [], relay: [], 'relay-fetch': [] }
+      const cpuPerRequest = perRoute<number[]>(() => [])
+      const light = perRoute<LoadResult[]>(() => [])
       for (let run = 0; run < runs; run++) {
         for (const route of ROUTES.map((_, i, all) => all[(i + run) % all.length])) {
           const url = bases[route] + scenario.path
@@ -183,7 +195,7 @@ export async function main(args: string[]): Promise<void> {
       const med = (results: LoadResult[], pick: (r: LoadResult) => number) => median(results.map(pick))
       const ratios = loaded.relay.map((r, i) => r.requestsPerSecond / loaded.nginx[i].requestsPerSecond)
       const ratio = median(ratios)
-      const fetchRatio = median(loaded['relay-fetch'].map((r, i) => r.requestsPerSecond / loaded.nginx[i].requestsPerSecond))
+      const ratioOf = (route: Route) => median(loaded[route].map((r, i) => r.requestsPerSecond / loaded.nginx[i].requestsPerSecond))
       const addedP99 = median(light.relay.map((r, i) => r.p99Ms - light.direct[i].p99Ms))
       for (const route of ROUTES) {
         rows.push({
@@ -193,19 +205,17 @@ export async function main(args: string[]): Promise<void> {
       }
       rows.push(
         { name: `${scenario.name}: relay / nginx req/s`, value: `${fmt(ratio, 2)}× (runs: ${ratios.map((r) => fmt(r, 2)).join(', ')})`, target: '≥ 0.90×', met: ratio >= 0.9 },
-        { name: `${scenario.name}: relay with fetch / nginx req/s`, value: `${fmt(fetchRatio, 2)}×` },
+        { name: `${scenario.name}: relay on Bun.serve / nginx req/s`, value: `${fmt(ratioOf('relay-bun'), 2)}× (fetch client ${fmt(ratioOf('relay-fetch'), 2)}×)` },
         {
           name: `${scenario.name}: CPU per request of the hop`,
-          value: (['nginx', 'relay', 'relay-fetch'] as Route[]).map((route) => `${LABEL[route]} ${fmt(median(cpuPerRequest[route]), 1)} µs`).join(', '),
+          value: PROXIES.map((route) => `${LABEL[route]} ${fmt(median(cpuPerRequest[route]), 1)} µs`).join(', '),
         },
         { name: `${scenario.name}: p99 the relay adds over direct, light load`, value: `${addedP99 >= 0 ? '+' : ''}${fmt(addedP99, 3)} ms`, target: '≤ 1 ms', met: addedP99 <= 1 },
       )
     }
     console.log(table(`Relay vs nginx in front of core (medians of ${runs} runs of ${seconds} s each; wrk, 1 thread, 32 connections, light load 4)`, rows))
   } finally {
-    await relay?.stop()
-    await relayFetch?.stop()
-    await nginx?.stop()
+    for (const proxy of Object.values(proxies)) await proxy.stop()
     await core?.stop()
     await pg?.stop()
   }

@@ -15,7 +15,7 @@ afterAll(async () => {
   await core.close()
 })
 
-const ADAPTERS: AdapterName[] = ['bun', 'node', 'node-middleware', 'elysia', 'deno']
+const ADAPTERS: AdapterName[] = ['bun', 'node', 'node-middleware', 'elysia', 'deno', 'standalone']
 const PREFIX = '/_sl'
 
 /** A JSON body of about `bytes`, sent as a stream of 64 KB pieces with no declared length. */

@@ -258,7 +258,7 @@ describe('client abort against a real core, through the Bun adapter', () => {
   })
 })
 
-for (const adapter of ['bun', 'node', 'elysia', 'deno'] as AdapterName[]) {
+for (const adapter of ['bun', 'node', 'elysia', 'deno', 'standalone'] as AdapterName[]) {
   test(`${adapter}: a client gone while the answer streams gives up core's answer and its connection`, async () => {
     const upstream = startEndlessUpstream()
     const relay = await startRelay(adapter, { upstream: upstream.url, prefix: '/_sl' })
@@ -279,7 +279,7 @@ for (const adapter of ['bun', 'node', 'elysia', 'deno'] as AdapterName[]) {
   })
 }
 
-for (const adapter of ['bun', 'node', 'node-middleware', 'elysia', 'deno'] as AdapterName[]) {
+for (const adapter of ['bun', 'node', 'node-middleware', 'elysia', 'deno', 'standalone'] as AdapterName[]) {
   test(`${adapter}: requests pipelined on one connection reach core one at a time: one write of 50 opens one connection to core, not 50`, async () => {
     // Each request forwarded at once held a connection to core (and a file descriptor) until core
     // answered or timeoutMs passed, the client's gone included: a few kilobytes sent once, many

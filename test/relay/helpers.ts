@@ -5,6 +5,7 @@ import { bunRelay } from '@sightline/relay/adapters/bun'
 import { denoRelay } from '@sightline/relay/adapters/deno'
 import { elysiaRelay } from '@sightline/relay/adapters/elysia'
 import { nodeRelay } from '@sightline/relay/adapters/node'
+import { serveStandalone } from '@sightline/relay/standalone/serve'
 import { Elysia } from 'elysia'
 import type { RelayOptions } from '@sightline/relay'
 import { afterAll } from 'bun:test'
@@ -19,7 +20,8 @@ export interface RunningRelay {
   close(): Promise<void>
 }
 
-export type AdapterName = 'bun' | 'node' | 'node-middleware' | 'elysia' | 'deno'
+/** `standalone` is the relay's own HTTP/1.1 server (`npm run relay`), not an adapter an operator mounts. */
+export type AdapterName = 'bun' | 'node' | 'node-middleware' | 'elysia' | 'deno' | 'standalone'
 
 async function listenNode(server: NodeServer): Promise<RunningRelay> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -53,6 +55,10 @@ export async function startRelay(adapter: AdapterName, options: RelayOptions): P
     }
     case 'node':
       return listenNode(createServer(nodeRelay(options)))
+    case 'standalone': {
+      const server = serveStandalone({ ...options, port: 0, hostname: '127.0.0.1' })
+      return { url: `http://127.0.0.1:${server.port}`, close: () => server.stop(true) }
+    }
     case 'node-middleware': {
       // connect/express style: the relay passes what is not under its prefix to the next handler.
       const middleware = nodeRelay(options)

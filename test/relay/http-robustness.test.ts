@@ -29,22 +29,26 @@ function startRecorder() {
 
 const upstream = startRecorder()
 const running: Subprocess<'ignore', 'pipe', 'pipe'>[] = []
-const relays: Record<'node' | 'bun', string> = { node: '', bun: '' }
+const relays: Record<'node' | 'bun' | 'standalone', string> = { node: '', bun: '', standalone: '' }
 let bun: RunningRelay
+let standalone: RunningRelay
 
 beforeAll(async () => {
   relays.node = await startNodeFixture(running, upstream.url)
   bun = await startRelay('bun', { upstream: upstream.url, prefix: '/_sl' })
   relays.bun = bun.url
+  standalone = await startRelay('standalone', { upstream: upstream.url, prefix: '/_sl' })
+  relays.standalone = standalone.url
 })
 afterAll(async () => {
   for (const node of running) node.kill()
   await Promise.all(running.map((node) => node.exited))
   await bun?.close()
+  await standalone?.close()
   upstream.close()
 })
 
-for (const runtime of ['node', 'bun'] as const) {
+for (const runtime of ['node', 'bun', 'standalone'] as const) {
   describe(`${runtime}: unusual request targets and Host fields`, () => {
     test('a target that starts with "//" is an empty segment, 404 in the error shape, not a scheme-relative URL whose "host" is dropped', async () => {
       // Bun takes `//shop.test/_sl/health` as the path it is; Node's adapter parsed it against a base,

@@ -27,6 +27,7 @@ describe('HTTP/1.1 response parser', () => {
       status: 200,
       statusText: 'OK',
       hasBody: true,
+      passable: true,
       headers: [
         ['content-type', 'application/json'],
         ['content-length', '16'],
@@ -36,6 +37,32 @@ describe('HTTP/1.1 response parser', () => {
     })
     expect(result.text).toBe('{"success":true}')
     expect(result).toMatchObject({ done: true, keepAlive: true })
+  })
+
+  test('an answer can go on as it came only when nothing of it is left out and a length frames it; its bytes are given when they came in one read', () => {
+    const clean = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}'
+    const passable = (raw: string) => new ResponseParser(isDroppedResponseHeader).push(bytes(raw), false).head!.passable
+    expect(passable(clean)).toBe(true)
+    expect(passable('HTTP/1.1 204 No Content\r\nDate: x\r\n\r\n')).toBe(true)
+    for (const raw of [
+      ANSWER, // Set-Cookie is left out
+      'HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}',
+      'HTTP/1.1 200 OK\r\nConnection: x-trace\r\nX-Trace: 1\r\nContent-Length: 2\r\n\r\n{}',
+      'HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}',
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n',
+      'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nto the close',
+    ]) {
+      expect({ raw, passable: passable(raw) }).toEqual({ raw, passable: false })
+    }
+    const whole = new ResponseParser(isDroppedResponseHeader).push(bytes(clean), false)
+    expect(text([whole.received])).toBe(clean)
+    // A head split over reads is joined: still this answer's bytes, and only them.
+    const split = new ResponseParser()
+    split.push(bytes(clean.slice(0, 10)), false)
+    expect(text([split.push(bytes(clean.slice(10)), false).received])).toBe(clean)
+    // Bytes after it are not part of it; after an interim answer, there are none to give (the 103 is not passed on).
+    expect(text([new ResponseParser().push(bytes(`${clean}HTTP/1.1`), false).received])).toBe(clean)
+    expect(new ResponseParser().push(bytes(`HTTP/1.1 103 Early Hints\r\n\r\n${clean}`), false).received).toBeNull()
   })
 
   test('the same answer a byte at a time', () => {

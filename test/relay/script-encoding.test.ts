@@ -117,7 +117,7 @@ describe('the tracker script, gzipped', () => {
 })
 
 // The same bytes on the wire, through the servers the adapters run on (Bun's and node:http).
-for (const adapter of ['bun', 'node', 'elysia'] as AdapterName[]) {
+for (const adapter of ['bun', 'node', 'elysia', 'standalone'] as AdapterName[]) {
   describe(`${adapter}: the script over HTTP`, () => {
     let server: Awaited<ReturnType<typeof startRelay>>
     test('starts', async () => {

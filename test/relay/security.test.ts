@@ -39,7 +39,7 @@ const ATTEMPTS = [
   '/health',
 ]
 
-for (const adapter of ['bun', 'node', 'elysia'] as AdapterName[]) {
+for (const adapter of ['bun', 'node', 'elysia', 'standalone'] as AdapterName[]) {
   describe(`${adapter}: no way out of the public paths`, () => {
     let relay: Awaited<ReturnType<typeof startRelay>>
     test('starts', async () => {
@@ -91,7 +91,7 @@ for (const adapter of ['bun', 'node', 'elysia'] as AdapterName[]) {
   })
 }
 
-for (const adapter of ['bun', 'node', 'node-middleware', 'elysia', 'deno'] as AdapterName[]) {
+for (const adapter of ['bun', 'node', 'node-middleware', 'elysia', 'deno', 'standalone'] as AdapterName[]) {
   describe(`${adapter}: dot segments and backslashes are resolved first`, () => {
     const upstream = startLineRecorder()
     let relay: Awaited<ReturnType<typeof startRelay>>
@@ -188,7 +188,7 @@ describe("the client's own X-Forwarded-For", () => {
 })
 
 describe('a method no Web Request can carry (TRACE) is refused as the relay refuses any other method, by path', () => {
-  for (const adapter of ['bun', 'node', 'node-middleware', 'elysia'] as AdapterName[]) {
+  for (const adapter of ['bun', 'node', 'node-middleware', 'elysia', 'standalone'] as AdapterName[]) {
     test(`${adapter}: 405 naming the script's own methods on <prefix>/t.js, 404 on a path the relay does not serve`, async () => {
       const relay = await startRelay(adapter, { upstream: tap.url, prefix: '/_sl', script: { source: 'window.a=1' } })
       try {

@@ -135,7 +135,7 @@ describe('interim answers, over socket', () => {
   }
 })
 
-for (const adapter of ['bun', 'elysia', 'deno', 'node'] as AdapterName[]) {
+for (const adapter of ['bun', 'elysia', 'deno', 'node', 'standalone'] as AdapterName[]) {
   for (const framing of FRAMINGS) {
     test(`${adapter}: a client whose answer stalls mid-body (${framing}) sees it fail after timeoutMs; core's connection is closed, the next request gets a fresh one`, async () => {
       const upstream = startStallingUpstream(framing)

@@ -47,7 +47,7 @@ interface ClientUnderTest {
 
 const CLIENTS: Record<'socket' | 'fetch', ClientUnderTest> = {
   // Made with the limits and passed in, as the Bun and Elysia adapters do.
-  socket: { makeClient: socketClient, withLimits: (limits) => ({ client: socketClient(limits) }), adapters: [['bun', 'Bun']] },
+  socket: { makeClient: socketClient, withLimits: (limits) => ({ client: socketClient(limits) }), adapters: [['bun', 'Bun'], ['standalone', 'standalone']] },
   // No client given: the relay's own fetch client, made with the limits (the Node and Deno adapters').
   fetch: {
     makeClient: fetchClient,

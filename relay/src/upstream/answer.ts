@@ -1,12 +1,14 @@
 import { UpstreamError } from '../errors.ts'
 import type { ParsedHead } from './parser.ts'
 import type { ClientState, Connection, Exchange } from './state.ts'
+import type { AnswerFlow, AnswerSink } from './types.ts'
 import { destroy, pause, release, resume } from './connection.ts'
 import { fail, unwatch } from './exchange.ts'
 
 /**
- * Core's answer, read on the socket's own callback: parsed, passed on as a Response whose body
- * streams with backpressure (the socket pauses while the client is behind), and finished by putting
+ * Core's answer, read on the socket's own callback: parsed, passed on as a Response (or in parts, to
+ * a sink) whose body streams with backpressure (the socket pauses while the client is behind), and
+ * finished by putting
  * the connection back in the pool when core keeps it alive, or closing it.
  */
 
@@ -19,7 +21,7 @@ export function onData(client: ClientState, conn: Connection, chunk: Uint8Array)
   } catch (error) {
     return fail(client, conn, new UpstreamError('refused', `core's answer could not be read: ${(error as Error).message}`))
   }
-  if (result.head && !exchange.answered) answer(client, conn, exchange, result.head, result.complete)
+  if (result.head && !exchange.answered) answer(client, conn, exchange, result.head, result.complete, result.received)
   if (conn.exchange !== exchange) return // the answer could not be passed on: failed, and the connection with it
   for (const piece of result.body) exchange.body?.enqueue(piece)
   if (result.done) return finish(client, conn, exchange, result.keepAlive)
@@ -34,22 +36,17 @@ export function onData(client: ClientState, conn: Connection, chunk: Uint8Array)
   } else client.clock.wait(exchange)
 }
 
-function answer(client: ClientState, conn: Connection, exchange: Exchange, head: ParsedHead, complete: Uint8Array | null): void {
+function answer(client: ClientState, conn: Connection, exchange: Exchange, head: ParsedHead, complete: Uint8Array | null, received: Uint8Array | null): void {
+  if (exchange.sink) return answerInParts(client, conn, exchange, exchange.sink, head, complete, received)
+  const flow = flowOf(client, conn, exchange)
   let body: BodyInit | null = complete as Uint8Array<ArrayBuffer> | null
   if (!complete && head.hasBody) {
     body = new ReadableStream<Uint8Array>({
       start: (controller) => {
         exchange.body = controller
       },
-      pull: () => {
-        if (!conn.paused || conn.exchange !== exchange) return
-        // The client caught up: bytes are due from core again.
-        resume(conn)
-        client.clock.wait(exchange)
-      },
-      cancel: () => {
-        if (conn.exchange === exchange) fail(client, conn, new UpstreamError('aborted', 'the client went away'))
-      },
+      pull: flow.resume,
+      cancel: flow.cancel,
     })
   }
   let response: Response
@@ -64,6 +61,31 @@ function answer(client: ClientState, conn: Connection, exchange: Exchange, head:
   client.clock.settle(exchange)
   exchange.answered = true
   exchange.resolve(response)
+}
+
+/** The answer's parts to the exchange's sink: the head now, the body's pieces as they come. */
+function answerInParts(client: ClientState, conn: Connection, exchange: Exchange, sink: AnswerSink, head: ParsedHead, complete: Uint8Array | null, received: Uint8Array | null): void {
+  const streaming = !complete && head.hasBody
+  if (streaming) exchange.body = sink
+  client.clock.settle(exchange)
+  exchange.answered = true
+  sink.head(head, complete, received, streaming ? flowOf(client, conn, exchange) : null)
+  exchange.resolve(null)
+}
+
+/** How the reader of an answer's body paces core, and lets it go. */
+function flowOf(client: ClientState, conn: Connection, exchange: Exchange): AnswerFlow {
+  return {
+    resume: () => {
+      if (!conn.paused || conn.exchange !== exchange) return
+      // The client caught up: bytes are due from core again.
+      resume(conn)
+      client.clock.wait(exchange)
+    },
+    cancel: () => {
+      if (conn.exchange === exchange) fail(client, conn, new UpstreamError('aborted', 'the client went away'))
+    },
+  }
 }
 
 function finish(client: ClientState, conn: Connection, exchange: Exchange, keepAlive: boolean): void {

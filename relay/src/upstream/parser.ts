@@ -12,6 +12,11 @@ export interface ParsedHead {
   headers: [string, string][]
   /** False for HEAD answers, 204 and 304 (RFC 9112 §6.3). */
   hasBody: boolean
+  /**
+   * The head can go on to the client as it came: HTTP/1.1, no field left out, and its body (if any)
+   * framed by Content-Length. A server that writes HTTP/1.1 itself passes such an answer's bytes on.
+   */
+  passable: boolean
 }
 
 export interface PushResult {
@@ -19,6 +24,11 @@ export interface PushResult {
   head: ParsedHead | null
   /** The whole body when it arrived with the head (the usual small answer): no stream needed. */
   complete: Uint8Array | null
+  /**
+   * With `complete`: the answer's bytes exactly as received, head and body, when this push holds
+   * them from the head's first byte (no interim answer before it, nothing after it).
+   */
+  received: Uint8Array | null
   /** Body bytes for the streaming case, in order. */
   body: Uint8Array[]
   /** The answer is over. */
@@ -65,7 +75,8 @@ export class ResponseParser {
     this.any = true
     let buffer = this.pending ? Buffer.concat([this.pending, chunk]) : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
     this.pending = null
-    const result: PushResult = { head: null, complete: null, body: [], done: false, keepAlive: false }
+    const result: PushResult = { head: null, complete: null, received: null, body: [], done: false, keepAlive: false }
+    const whole = buffer
 
     while (buffer.length > 0 || this.state === 'done') {
       if (this.state === 'head') {
@@ -82,6 +93,8 @@ export class ResponseParser {
           result.complete = buffer.subarray(0, this.remaining)
           buffer = buffer.subarray(this.remaining)
           this.state = 'done'
+          // Only this answer's bytes: none of an interim answer before it, none past its end.
+          if (end + 4 + this.remaining + buffer.length === whole.length) result.received = whole.subarray(0, end + 4 + this.remaining)
         }
       } else if (this.state === 'length') {
         const take = Math.min(this.remaining, buffer.length)
@@ -160,6 +173,7 @@ export class ResponseParser {
     let connection: string | null = null
     let transferEncoding: string | null = null
     let length: number | null = null
+    let dropped = false
     for (let at = lineEnd + 2; at < text.length; ) {
       let end = text.indexOf('\r\n', at)
       if (end === -1) end = text.length
@@ -184,9 +198,13 @@ export class ResponseParser {
         connection = connection === null ? value : `${connection}, ${value}`
       }
       if (!this.dropHeader(name, null)) headers.push([name, value])
+      else dropped = true
     }
     const connectionNamed = connectionOptions(connection)
-    if (connectionNamed) headers = headers.filter(([name]) => !this.dropHeader(name, connectionNamed))
+    if (connectionNamed) {
+      headers = headers.filter(([name]) => !this.dropHeader(name, connectionNamed))
+      dropped = true
+    }
     // RFC 9112 §9.3: HTTP/1.1 persists unless "close" is an option; HTTP/1.0 only with "keep-alive".
     const options = connection === null ? null : connection.toLowerCase().split(',').map((token) => token.trim())
     let close = options === null ? text[7] === '0' : options.includes('close') || (text[7] === '0' && !options.includes('keep-alive'))
@@ -215,7 +233,7 @@ export class ResponseParser {
       this.state = 'close'
       this.keepAlive = false
     }
-    return { status, statusText, headers, hasBody }
+    return { status, statusText, headers, hasBody, passable: !dropped && text[7] === '1' && !chunked && (length !== null || !hasBody) }
   }
 }
 

@@ -1,6 +1,6 @@
 import type { Socket } from 'bun'
 import { UpstreamError } from '../errors.ts'
-import type { UpstreamClient } from './types.ts'
+import type { AnswerSink, UpstreamClient, UpstreamRequest } from './types.ts'
 import { exchangeClock } from './timing.ts'
 import { UNSAFE_TARGET } from './head.ts'
 import { checkLimits, type SlotLimits } from './slots.ts'
@@ -34,7 +34,9 @@ export interface SocketClientOptions extends SlotLimits {
   maxIdleMs?: number
 }
 
-export function socketClient({ maxIdle = 256, maxIdleMs = 4000, ...limits }: SocketClientOptions = {}): UpstreamClient {
+export type SocketClient = UpstreamClient & { forward(request: UpstreamRequest, sink: AnswerSink): void }
+
+export function socketClient({ maxIdle = 256, maxIdleMs = 4000, ...limits }: SocketClientOptions = {}): SocketClient {
   const { maxConnections, maxQueued } = checkLimits(limits)
   const client: ClientState = {
     pools: new Map(),
@@ -72,16 +74,22 @@ export function socketClient({ maxIdle = 256, maxIdleMs = 4000, ...limits }: Soc
     maxQueued,
   }
 
-  return (request) =>
-    new Promise<Response>((resolve, reject) => {
-      const exchange: Exchange = { request, resolve, reject, conn: null, answered: false, sent: false, deadline: Infinity, idle: null, onAbort: undefined, body: null, queued: false, watched: null }
-      const { signal } = request
-      if (signal?.aborted) return reject(new UpstreamError('aborted', 'the client went away'))
-      // Refused before a connection is taken: the head is written once a connection is there, and a
-      // throw from that callback (after a connect) would reach no one while the client waited.
-      if (UNSAFE_TARGET.test(request.target)) return reject(new UpstreamError('refused', 'refusing a request target with whitespace or control characters'))
-      client.clock.arm(exchange)
-      if (signal) watch(client, exchange, signal)
-      acquire(client, exchange, poolFor(client, request.origin))
-    })
+  const start = (request: UpstreamRequest, sink: AnswerSink | null, resolve: Exchange['resolve'], reject: Exchange['reject']) => {
+    const exchange: Exchange = { request, sink, resolve, reject, conn: null, answered: false, sent: false, deadline: Infinity, idle: null, onAbort: undefined, body: null, queued: false, watched: null }
+    const { signal } = request
+    if (signal?.aborted) return reject(new UpstreamError('aborted', 'the client went away'))
+    // Refused before a connection is taken: the head is written once a connection is there, and a
+    // throw from that callback (after a connect) would reach no one while the client waited.
+    if (UNSAFE_TARGET.test(request.target)) return reject(new UpstreamError('refused', 'refusing a request target with whitespace or control characters'))
+    client.clock.arm(exchange)
+    if (signal) watch(client, exchange, signal)
+    acquire(client, exchange, poolFor(client, request.origin))
+  }
+
+  const send = (request: UpstreamRequest) => new Promise<Response>((resolve, reject) => start(request, null, resolve as Exchange['resolve'], reject))
+  /** The same exchange with core's answer handed to `sink` in parts, and a failure before it to `sink.fail`. */
+  const forward = (request: UpstreamRequest, sink: AnswerSink) => start(request, sink, ignore, (error) => sink.fail(error))
+  return Object.assign(send, { forward })
 }
+
+const ignore = () => {}

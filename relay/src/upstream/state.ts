@@ -1,5 +1,5 @@
 import type { Socket, SocketHandler } from 'bun'
-import type { UpstreamRequest } from './types.ts'
+import type { AnswerSink, BodyController, UpstreamRequest } from './types.ts'
 import type { ResponseParser } from './parser.ts'
 import type { exchangeClock, TimedExchange } from './timing.ts'
 import type { Slots } from './slots.ts'
@@ -27,7 +27,10 @@ export interface ClientState {
 
 export interface Exchange extends TimedExchange {
   request: UpstreamRequest
-  resolve(response: Response): void
+  /** Where the answer goes as parts instead of a Response (`socketClient(...).forward`). */
+  sink: AnswerSink | null
+  /** With the answer's Response, or null once a sink has its head. */
+  resolve(response: Response | null): void
   reject(error: unknown): void
   /** The connection carrying it, once there is one. */
   conn: Connection | null
@@ -36,7 +39,7 @@ export interface Exchange extends TimedExchange {
   sent: boolean
   onAbort: (() => void) | undefined
   /** The answer's body while it streams. */
-  body: ReadableStreamDefaultController<Uint8Array> | null
+  body: BodyController | null
   /** Waiting for a connection (slots.ts). */
   queued: boolean
   /** The signal `onAbort` listens on. */

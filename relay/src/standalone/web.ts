@@ -1,0 +1,122 @@
+import { writeError, writeResponse } from './answer.ts'
+import { pauseReading, resumeReading } from './connection.ts'
+import { abortSignalOf, type Forwarding } from './forward.ts'
+import { send } from './output.ts'
+import { ChunkedDecoder, RequestError, type RequestHead } from './request-parser.ts'
+import type { BodyIntake, ClientConnection, ClientRequest } from './state.ts'
+
+/**
+ * The Web path of the standalone server: the request made into a Request, its body a stream read
+ * off the connection as the relay pulls it (the socket pauses while the relay is behind), answered
+ * by the relay exactly as every adapter's request is.
+ */
+
+const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n', 'latin1')
+
+/** Methods a Request cannot carry (Fetch standard, "forbidden method"): the relay refuses them by path, unmade. */
+const FORBIDDEN_METHODS = new Set(['CONNECT', 'TRACE', 'TRACK'])
+
+export function forwardWeb(forwarding: Forwarding, conn: ClientConnection, request: ClientRequest): void {
+  const { head } = request
+  const url = urlOf(head)
+  if (url === null) return void writeError(conn, request, 'bad_request', 'the request target or Host is not a URL')
+  if (FORBIDDEN_METHODS.has(head.method)) return void writeResponse(conn, request, forwarding.relay.refusal(head.method, url.pathname)!)
+  const hasBody = head.method !== 'GET' && head.method !== 'HEAD' && (head.chunked || (head.contentLength ?? 0) > 0)
+  const body = hasBody ? bodyStream(conn, request) : null
+  const headers = head.host === null ? [...head.headers, ['host', ''] as [string, string]] : head.headers
+  let incoming: Request
+  try {
+    incoming = new Request(url, { method: head.method, headers, body, signal: abortSignalOf(request), duplex: 'half' } as RequestInit)
+  } catch {
+    return void writeError(conn, request, 'bad_request', 'the request could not be read')
+  }
+  forwarding.relay(incoming, { address: conn.address }).then(
+    (response) => writeResponse(conn, request, response),
+    () => writeError(conn, request, 'upstream_unreachable', 'core could not be reached; retry later', { 'retry-after': '5' }),
+  )
+}
+
+/**
+ * The target as a URL, as Bun and Deno hand theirs to a handler (see the Node adapter's
+ * `parseTarget`): the origin form on this connection's scheme and the Host sent; of the absolute
+ * form only the path counts. A Host that would change the path, or with user info, is refused.
+ */
+function urlOf(head: RequestHead): URL | null {
+  const host = head.host ?? ''
+  if (/[/?#\\@]/.test(host)) return null
+  let path = head.target
+  if (!path.startsWith('/')) {
+    const absolute = URL.parse(path)
+    if (absolute && (absolute.username || absolute.password)) return null
+    path = absolute ? absolute.pathname + absolute.search : `/${path}`
+  }
+  return URL.parse(`http://${host || 'localhost'}${path}`)
+}
+
+/**
+ * The body as a stream fed from the connection, framed by its Content-Length or chunked. Pieces
+ * the relay has not pulled yet are held up to one; past that the socket pauses until it pulls.
+ * `100 Continue` goes out when the relay first pulls, so a body it refuses unread (413) is never sent.
+ */
+function bodyStream(conn: ClientConnection, request: ClientRequest): ReadableStream<Uint8Array> {
+  const { head } = request
+  let controller!: ReadableStreamDefaultController<Uint8Array>
+  let continued = !head.expectContinue
+  let left = head.contentLength ?? 0
+  let cancelled = false
+  const decoder = head.chunked ? new ChunkedDecoder() : null
+  const intake: BodyIntake = {
+    done: false,
+    take(data) {
+      if (cancelled) return null
+      let rest: Buffer | null = null
+      try {
+        if (decoder) {
+          const result = decoder.push(data)
+          for (const piece of result.pieces) controller.enqueue(piece)
+          intake.done = result.done
+          rest = result.rest && result.rest.byteLength > 0 ? Buffer.from(result.rest.buffer, result.rest.byteOffset, result.rest.byteLength) : null
+        } else {
+          const used = Math.min(left, data.byteLength)
+          controller.enqueue(data.subarray(0, used))
+          left -= used
+          intake.done = left === 0
+          rest = used < data.byteLength ? data.subarray(used) : null
+        }
+      } catch (error) {
+        // Framing the relay cannot follow: the body fails, and nothing after it on this connection can be trusted.
+        request.lastOnConnection = true
+        intake.done = true
+        controller.error(error instanceof RequestError ? error : new RequestError(400, 'the request body could not be read'))
+        return null
+      }
+      if (intake.done) controller.close()
+      else if ((controller.desiredSize ?? 1) <= 0) pauseReading(conn)
+      return rest
+    },
+  }
+  intake.abandon = () => {
+    if (intake.done || cancelled) return
+    intake.done = true
+    controller.error(new RequestError(400, 'the client went away before the end of its body'))
+  }
+  request.body = intake
+  return new ReadableStream<Uint8Array>({
+    start(made) {
+      controller = made
+    },
+    pull() {
+      if (!continued) {
+        continued = true
+        send(conn, CONTINUE)
+      }
+      resumeReading(conn)
+    },
+    cancel() {
+      // The relay wants no more of it: the rest is dropped as it comes, and the connection ends with the answer.
+      cancelled = true
+      request.lastOnConnection = true
+      resumeReading(conn)
+    },
+  })
+}
