@@ -2,7 +2,7 @@ import type { Socket } from 'bun'
 import type { RelayErrorCode } from '../errors.ts'
 import { writeError } from './answer.ts'
 import { forwardShort, shortWay, type Forwarding } from './forward.ts'
-import { flushed, wakeDrainWaiters } from './output.ts'
+import { flushed, sendContinue, wakeDrainWaiters } from './output.ts'
 import { parseRequestHead, RequestError, type RequestHead } from './request-parser.ts'
 import type { ClientConnection, ClientRequest } from './state.ts'
 import { forwardWeb } from './web.ts'
@@ -48,8 +48,6 @@ function readRequests(conn: ClientConnection): void {
   }
 }
 
-const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n', 'latin1')
-
 function begin(conn: ClientConnection, head: RequestHead, rest: Buffer | null): void {
   const request: ClientRequest = { head, body: null, lastOnConnection: !head.keepAlive || conn.stopping, aborter: null }
   conn.request = request
@@ -67,11 +65,9 @@ function begin(conn: ClientConnection, head: RequestHead, rest: Buffer | null): 
     const after = body && !body.done ? body.take(rest) : rest
     if (after) conn.pending = conn.pending ? Buffer.concat([conn.pending, after]) : after
   }
-  if (way && body && !body.done && head.expectContinue) send100(conn)
+  if (way && body && !body.done && head.expectContinue) sendContinue(conn)
   if (conn.pending && conn.pending.byteLength > MAX_PENDING_BYTES && conn.request) pauseReading(conn)
 }
-
-const send100 = (conn: ClientConnection) => void conn.socket.write(CONTINUE)
 
 /** A body of declared length read whole, then handed on. */
 function readWhole(request: ClientRequest, length: number, then: (body: Uint8Array) => void): void {

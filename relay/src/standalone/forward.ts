@@ -3,6 +3,7 @@ import { bearerToken, KEY_IN_BODY_MAX_BYTES, shouldMoveKey, upstreamHeaders, wri
 import { FORWARDED_METHODS, isForwardedPath, underPrefix } from '../paths.ts'
 import type { SocketClient } from '../upstream/socket.ts'
 import { CoreAnswer } from './answer.ts'
+import { UNSAFE_HOST } from './web.ts'
 import type { RequestHead } from './request-parser.ts'
 import type { ClientConnection, ClientRequest } from './state.ts'
 
@@ -35,6 +36,8 @@ const PLAIN_TARGET = /^\/[\w\-/]*(?:\?[^"#'<>]*)?$/
 /** Where a request goes the short way: its path under the prefix and its query, or null for the Web path. */
 export function shortWay(forwarding: Forwarding, head: RequestHead): { path: string; search: string } | null {
   if (!FORWARDED_METHODS.has(head.method) || !PLAIN_TARGET.test(head.target)) return null
+  // A Host the Web path refuses is refused there (400), not forwarded as X-Forwarded-Host here.
+  if (head.host !== null && UNSAFE_HOST.test(head.host)) return null
   if (head.chunked || (head.contentLength ?? 0) > Math.min(KEY_IN_BODY_MAX_BYTES, forwarding.settings.maxBodyBytes)) return null
   // The relay sends no body with other methods; one on the wire is left to the Web path, which reads around it.
   if (head.method !== 'POST' && (head.contentLength ?? 0) > 0) return null

@@ -17,6 +17,11 @@ export function send(conn: ClientConnection, bytes: Uint8Array): void {
   if (written < bytes.byteLength) conn.backlog = [bytes.subarray(Math.max(written, 0))]
 }
 
+const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n', 'latin1')
+
+/** RFC 9110 §15.2.1: the client that asked may send its body now (in order behind any answer still being written). */
+export const sendContinue = (conn: ClientConnection): void => send(conn, CONTINUE)
+
 /** Whether everything written so far has gone to the socket. */
 export const isFlushed = (conn: ClientConnection): boolean => conn.backlog === null
 

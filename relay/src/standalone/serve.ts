@@ -41,7 +41,7 @@ export function serveStandalone(options: StandaloneOptions): StandaloneServer {
   // the relay answers 504) and a little more, as the Bun adapter allows.
   const seconds = idleSeconds(settings.timeoutMs)
   const connections = new Set<ClientConnection>()
-  let allClosed: (() => void) | null = null
+  let closedWaiters: (() => void)[] = []
 
   const listener = Bun.listen<ClientConnection>({
     hostname,
@@ -60,7 +60,9 @@ export function serveStandalone(options: StandaloneOptions): StandaloneServer {
       close(socket) {
         onClosed(socket.data)
         connections.delete(socket.data)
-        if (connections.size === 0) allClosed?.()
+        if (connections.size > 0) return
+        for (const wake of closedWaiters) wake()
+        closedWaiters = []
       },
       error(socket) {
         socket.terminate()
@@ -79,7 +81,7 @@ export function serveStandalone(options: StandaloneOptions): StandaloneServer {
       if (force) for (const conn of connections) conn.socket.terminate()
       else for (const conn of connections) stopAfterAnswer(conn)
       if (connections.size === 0) return Promise.resolve()
-      return new Promise<void>((resolve) => (allClosed = resolve))
+      return new Promise<void>((resolve) => closedWaiters.push(resolve))
     },
   }
 }

@@ -1,6 +1,6 @@
 import type { Socket } from 'bun'
 import type { Forwarding } from './forward.ts'
-import type { RequestHead } from './request-parser.ts'
+import type { RequestError, RequestHead } from './request-parser.ts'
 
 /**
  * The records of the standalone server (serve.ts): one per client connection, and the request it
@@ -45,4 +45,7 @@ export interface BodyIntake {
   done: boolean
   /** The client went away before the body's end: whoever reads it hears so. */
   abandon?(): void
+  /** Framing that could not be read (a malformed chunk): the request's answer is this 400, whatever the relay made of the cut body. */
+  failure?: RequestError
+
 }

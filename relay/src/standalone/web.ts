@@ -1,7 +1,7 @@
 import { writeError, writeResponse } from './answer.ts'
 import { pauseReading, resumeReading } from './connection.ts'
 import { abortSignalOf, type Forwarding } from './forward.ts'
-import { send } from './output.ts'
+import { sendContinue } from './output.ts'
 import { ChunkedDecoder, RequestError, type RequestHead } from './request-parser.ts'
 import type { BodyIntake, ClientConnection, ClientRequest } from './state.ts'
 
@@ -10,8 +10,6 @@ import type { BodyIntake, ClientConnection, ClientRequest } from './state.ts'
  * off the connection as the relay pulls it (the socket pauses while the relay is behind), answered
  * by the relay exactly as every adapter's request is.
  */
-
-const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n', 'latin1')
 
 /** Methods a Request cannot carry (Fetch standard, "forbidden method"): the relay refuses them by path, unmade. */
 const FORBIDDEN_METHODS = new Set(['CONNECT', 'TRACE', 'TRACK'])
@@ -31,10 +29,19 @@ export function forwardWeb(forwarding: Forwarding, conn: ClientConnection, reque
     return void writeError(conn, request, 'bad_request', 'the request could not be read')
   }
   forwarding.relay(incoming, { address: conn.address }).then(
-    (response) => writeResponse(conn, request, response),
+    (response) => {
+      // The relay saw only a body that stopped (499, or 502 once core had part of it): the client is told why.
+      const failure = request.body?.failure
+      if (!failure) return writeResponse(conn, request, response)
+      void response.body?.cancel().catch(() => {})
+      return writeError(conn, request, 'bad_request', `the request body could not be read: ${failure.message}`)
+    },
     () => writeError(conn, request, 'upstream_unreachable', 'core could not be reached; retry later', { 'retry-after': '5' }),
   )
 }
+
+/** A Host that would change the path (`/`, `?`, `#`, `\`) or carries user info (RFC 9110 §4.2.4). */
+export const UNSAFE_HOST = /[/?#\\@]/
 
 /**
  * The target as a URL, as Bun and Deno hand theirs to a handler (see the Node adapter's
@@ -43,7 +50,7 @@ export function forwardWeb(forwarding: Forwarding, conn: ClientConnection, reque
  */
 function urlOf(head: RequestHead): URL | null {
   const host = head.host ?? ''
-  if (/[/?#\\@]/.test(host)) return null
+  if (UNSAFE_HOST.test(host)) return null
   let path = head.target
   if (!path.startsWith('/')) {
     const absolute = URL.parse(path)
@@ -87,11 +94,14 @@ function bodyStream(conn: ClientConnection, request: ClientRequest): ReadableStr
         // Framing the relay cannot follow: the body fails, and nothing after it on this connection can be trusted.
         request.lastOnConnection = true
         intake.done = true
-        controller.error(error instanceof RequestError ? error : new RequestError(400, 'the request body could not be read'))
+        intake.failure = error instanceof RequestError ? error : new RequestError(400, 'the request body could not be read')
+        controller.error(intake.failure)
         return null
       }
+      // Pieces the relay has not asked for yet wait in the stream, and reading pauses until it does
+      // (its next read pulls). Framing alone, or a piece handed to a read waiting for it, leaves it running.
       if (intake.done) controller.close()
-      else if ((controller.desiredSize ?? 1) <= 0) pauseReading(conn)
+      else if ((controller.desiredSize ?? 0) < 0) pauseReading(conn)
       return rest
     },
   }
@@ -101,22 +111,27 @@ function bodyStream(conn: ClientConnection, request: ClientRequest): ReadableStr
     controller.error(new RequestError(400, 'the client went away before the end of its body'))
   }
   request.body = intake
-  return new ReadableStream<Uint8Array>({
-    start(made) {
-      controller = made
+  // A high-water mark of 0: nothing is pulled before the relay reads (the default of 1 pulled at
+  // once, and sent `100 Continue` for a body the relay then refused unread with 413).
+  return new ReadableStream<Uint8Array>(
+    {
+      start(made) {
+        controller = made
+      },
+      pull() {
+        if (!continued) {
+          continued = true
+          sendContinue(conn)
+        }
+        resumeReading(conn)
+      },
+      cancel() {
+        // The relay wants no more of it: the rest is dropped as it comes, and the connection ends with the answer.
+        cancelled = true
+        request.lastOnConnection = true
+        resumeReading(conn)
+      },
     },
-    pull() {
-      if (!continued) {
-        continued = true
-        send(conn, CONTINUE)
-      }
-      resumeReading(conn)
-    },
-    cancel() {
-      // The relay wants no more of it: the rest is dropped as it comes, and the connection ends with the answer.
-      cancelled = true
-      request.lastOnConnection = true
-      resumeReading(conn)
-    },
-  })
+    { highWaterMark: 0 },
+  )
 }

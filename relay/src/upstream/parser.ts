@@ -41,6 +41,7 @@ type State = 'head' | 'length' | 'chunk-size' | 'chunk-data' | 'chunk-end' | 'tr
 
 const MAX_HEAD_BYTES = 64 * 1024
 const HEAD_END = Buffer.from('\r\n\r\n')
+const NOTHING = Buffer.alloc(0)
 const LINE_END = Buffer.from('\r\n')
 
 export class ResponseParser {
@@ -86,16 +87,22 @@ export class ResponseParser {
           break
         }
         const head = this.parseHead(buffer.toString('latin1', 0, end), headRequest)
-        buffer = buffer.subarray(end + 4)
-        if (!head) continue // an interim 1xx answer: the real one follows
-        result.head = head
-        if ((this.state as State) === 'length' && buffer.length >= this.remaining) {
-          result.complete = buffer.subarray(0, this.remaining)
-          buffer = buffer.subarray(this.remaining)
-          this.state = 'done'
-          // Only this answer's bytes: none of an interim answer before it, none past its end.
-          if (end + 4 + this.remaining + buffer.length === whole.length) result.received = whole.subarray(0, end + 4 + this.remaining)
+        const bodyStart = end + 4
+        if (!head) {
+          buffer = buffer.subarray(bodyStart)
+          continue // an interim 1xx answer: the real one follows
         }
+        result.head = head
+        // The usual answer, all here: cut by offsets, each view made once (a view of a fresh
+        // buffer is not free: it gives the buffer a backing store of its own).
+        const bodyEnd = bodyStart + this.remaining
+        if ((this.state as State) === 'length' && buffer.length >= bodyEnd) {
+          result.complete = buffer.subarray(bodyStart, bodyEnd)
+          // Only this answer's bytes: none of an interim answer before it, none past its end.
+          if (buffer === whole) result.received = bodyEnd === buffer.length ? buffer : buffer.subarray(0, bodyEnd)
+          buffer = bodyEnd === buffer.length ? NOTHING : buffer.subarray(bodyEnd)
+          this.state = 'done'
+        } else buffer = buffer.subarray(bodyStart)
       } else if (this.state === 'length') {
         const take = Math.min(this.remaining, buffer.length)
         result.body.push(buffer.subarray(0, take))
