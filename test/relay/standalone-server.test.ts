@@ -425,6 +425,20 @@ describe('standalone server: smuggling refused before anything reaches core', ()
     expect(seen.bytes()).not.toContain('smuggled')
   })
 
+  test('a body on a request the relay refuses at once (a HEAD whose absolute target has user info) is swallowed too, before and after the answer', async () => {
+    const seen = since()
+    const client = await connect(relay.url)
+    // The refusal needs nothing from core and no body: answered before the body is taken.
+    await client.write(`HEAD http://user@shop.test/_sl/health HTTP/1.1\r\n${HOST}Content-Length: ${SMUGGLED.length * 2}\r\n\r\n${SMUGGLED}`)
+    expect(await client.until((text) => text.includes('\r\n\r\n'))).toBe(true)
+    await client.write(SMUGGLED)
+    expect(await client.closedWithin(5000)).toBe(true)
+    expect(client.text).toStartWith('HTTP/1.1 400 ')
+    expect(client.text.toLowerCase()).toContain('connection: close')
+    await Bun.sleep(50)
+    expect({ requests: seen.requests().length, bytes: seen.bytes() }).toEqual({ requests: 0, bytes: '' })
+  })
+
   test('a GET whose body comes after its head in a later write is swallowed too, never read as a request', async () => {
     const seen = since()
     const client = await connect(relay.url)
@@ -652,6 +666,23 @@ describe('standalone server: idle connections', () => {
       const elapsed = performance.now() - started
       expect({ closed, early: elapsed < 4000, text: client.text }).toEqual({ closed: true, early: false, text: '' })
       expect(seen.requests()).toEqual([])
+    },
+    20_000,
+  )
+
+  test(
+    'a connection in use is never idle: a request a second for 10 s (idle limit 6 s) is all answered on the one connection',
+    async () => {
+      const relay = await startRelay('standalone', { upstream: upstream.url, prefix: '/_sl', timeoutMs: 1000 })
+      closers.push(() => relay.close())
+      const client = await connect(relay.url)
+      for (let second = 1; second <= 10; second++) {
+        await client.write(`GET /_sl/health HTTP/1.1\r\n${HOST}\r\n`)
+        expect(await client.until((text) => parseAnswers(text).length === second)).toBe(true)
+        await Bun.sleep(1000)
+      }
+      expect({ closed: client.closed, answers: parseAnswers(client.text).map((a) => a.status) }).toEqual({ closed: false, answers: Array(10).fill(200) })
+      client.end()
     },
     20_000,
   )

@@ -17,10 +17,11 @@ import { forwardWeb } from './web.ts'
 const MAX_PENDING_BYTES = 64 * 1024
 
 export function opened(socket: Socket<ClientConnection>, forwarding: Forwarding): ClientConnection {
-  return { socket, forwarding, address: socket.remoteAddress || null, pending: null, request: null, backlog: null, drainWaiters: [], paused: false, closed: false, stopping: false }
+  return { socket, forwarding, address: socket.remoteAddress || null, pending: null, request: null, backlog: null, drainWaiters: [], paused: false, closed: false, stopping: false, ending: false }
 }
 
 export function onData(conn: ClientConnection, data: Buffer): void {
+  if (conn.ending) return // answered for the last time: nothing more is read as a request
   const intake = conn.request?.body
   if (intake && !intake.done) {
     const rest = intake.take(data)
@@ -34,7 +35,7 @@ export function onData(conn: ClientConnection, data: Buffer): void {
 
 /** Parses and starts the requests waiting in `pending`, one at a time. */
 function readRequests(conn: ClientConnection): void {
-  while (!conn.request && conn.pending && !conn.closed) {
+  while (!conn.request && conn.pending && !conn.closed && !conn.ending) {
     let parsed
     try {
       parsed = parseRequestHead(conn.pending)
@@ -54,12 +55,14 @@ function begin(conn: ClientConnection, head: RequestHead, rest: Buffer | null): 
   const { forwarding } = conn
   const way = shortWay(forwarding, head)
   const length = head.contentLength ?? 0
+  // A body on the wire is the client's framing even when nothing reads it (a GET's, or one refused
+  // before it is read): swallowed, never parsed as the next request, and the connection ends with
+  // the answer. Set before the request goes anywhere, since a refusal may be answered at once;
+  // whatever reads the body puts its own reader in place of this one.
+  if (head.chunked || length > 0) request.body = { done: false, take: () => null }
   if (way && length === 0) forwardShort(forwarding, conn, request, way, null)
   else if (way) readWhole(request, length, (body) => forwardShort(forwarding, conn, request, way, body))
   else forwardWeb(forwarding, conn, request)
-  // A body on the wire that nothing reads (a GET's) is still the client's framing: swallowed, never
-  // parsed as the next request; the connection ends with the answer.
-  if (!request.body && (head.chunked || length > 0)) request.body = { done: false, take: () => null }
   const body = request.body
   if (rest) {
     const after = body && !body.done ? body.take(rest) : rest
@@ -92,7 +95,11 @@ function readWhole(request: ClientRequest, length: number, then: (body: Uint8Arr
 export function answered(conn: ClientConnection, request: ClientRequest): void {
   if (conn.request !== request) return
   conn.request = null
-  if (request.lastOnConnection) return void flushed(conn).then(() => conn.closed || conn.socket.end())
+  if (request.lastOnConnection) {
+    conn.ending = true
+    conn.pending = null
+    return void flushed(conn).then(() => conn.closed || conn.socket.end())
+  }
   resumeReading(conn)
   // Not from inside this call: a long run of pipelined requests answered at once would nest deeper each time.
   if (conn.pending) queueMicrotask(() => readRequests(conn))

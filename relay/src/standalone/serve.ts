@@ -53,10 +53,16 @@ export function serveStandalone(options: StandaloneOptions): StandaloneServer {
         socket.timeout(seconds)
         connections.add(socket.data)
       },
+      // Bun's socket timeout runs from when it is set, whatever comes after: set again on every
+      // read and every drain, it is the connection's silence that counts, not its age.
       data(socket, data) {
+        socket.timeout(seconds)
         onData(socket.data, data)
       },
-      drain: onDrain,
+      drain(socket) {
+        socket.timeout(seconds)
+        onDrain(socket)
+      },
       close(socket) {
         onClosed(socket.data)
         connections.delete(socket.data)
@@ -88,5 +94,7 @@ export function serveStandalone(options: StandaloneOptions): StandaloneServer {
 
 function stopAfterAnswer(conn: ClientConnection): void {
   conn.stopping = true
-  if (!conn.request) conn.socket.end()
+  if (conn.request) return
+  conn.ending = true
+  conn.socket.end()
 }

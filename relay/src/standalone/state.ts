@@ -23,6 +23,8 @@ export interface ClientConnection {
   /** Reading is paused: the relay has all it can hold until the request in progress moves on. */
   paused: boolean
   closed: boolean
+  /** Its last answer is given: it closes once that is written, and reads nothing more as a request. */
+  ending: boolean
   /** The server is stopping: this connection ends after the answer in progress. */
   stopping: boolean
 }
