@@ -4,15 +4,15 @@ import { isDroppedResponseHeader } from '../headers.ts'
 import { chunkOf, CRLF, LAST_CHUNK } from '../upstream/head.ts'
 import type { ParsedHead } from '../upstream/parser.ts'
 import type { AnswerFlow, AnswerSink } from '../upstream/types.ts'
-import { answered, cutOff } from './connection.ts'
 import { gatewayError } from '../index.ts'
+import { answered, cutOff } from './connection.ts'
 import { abortSignalOf } from './forward.ts'
 import { flushed, isFlushed, send } from './output.ts'
 import type { ClientConnection, ClientRequest } from './state.ts'
 
 /**
  * Answers written to the client as HTTP/1.1: core's, passed on in parts as the socket client reads
- * them (`answerSink`, no Response made), and the relay's own or the script's, which are Responses
+ * them (`CoreAnswer`, no Response made), and the relay's own or the script's, which are Responses
  * (`writeResponse`). Each is framed for this hop (RFC 9112 §6): core's Content-Length when it sent
  * one, else the length of a body that is all here, else chunked (HTTP/1.0: to the connection's close).
  */

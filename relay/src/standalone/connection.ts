@@ -17,7 +17,7 @@ import { forwardWeb } from './web.ts'
 const MAX_PENDING_BYTES = 64 * 1024
 
 export function opened(socket: Socket<ClientConnection>, forwarding: Forwarding): ClientConnection {
-  return { socket, forwarding, address: socket.remoteAddress || null, pending: null, request: null, backlog: null, drainWaiters: [], paused: false, closed: false, stopping: false, ending: false }
+  return { socket, forwarding, address: socket.remoteAddress || null, pending: null, request: null, backlog: null, drainWaiters: [], paused: false, closed: false, stopping: false, ending: false, heardAt: 0 }
 }
 
 export function onData(conn: ClientConnection, data: Buffer): void {

@@ -1,4 +1,3 @@
-import type { Socket } from 'bun'
 import { idleSeconds } from '../adapters/bun.ts'
 import { createRelay, relaySettings, type RelayOptions } from '../index.ts'
 import { socketClient } from '../upstream/socket.ts'
@@ -41,7 +40,17 @@ export function serveStandalone(options: StandaloneOptions): StandaloneServer {
   // the relay answers 504) and a little more, as the Bun adapter allows.
   const seconds = idleSeconds(settings.timeoutMs)
   const connections = new Set<ClientConnection>()
+  // Silence is counted in whole seconds by one sweep a second, rather than by Bun's socket timeout,
+  // which runs from when it is set whatever comes after: kept, it closed connections in steady use
+  // at their 35th second, and set again on every read and drain it is a call into the runtime each time.
+  const clock = { seconds: 0 }
+  const sweep = setInterval(() => {
+    clock.seconds++
+    for (const conn of connections) if (clock.seconds - conn.heardAt > seconds) conn.socket.terminate()
+  }, 1000)
+  sweep.unref()
   let closedWaiters: (() => void)[] = []
+  let stopped = false
 
   const listener = Bun.listen<ClientConnection>({
     hostname,
@@ -49,31 +58,27 @@ export function serveStandalone(options: StandaloneOptions): StandaloneServer {
     socket: {
       open(socket) {
         socket.data = opened(socket, forwarding)
+        socket.data.heardAt = clock.seconds
         socket.setNoDelay(true)
-        socket.timeout(seconds)
         connections.add(socket.data)
       },
-      // Bun's socket timeout runs from when it is set, whatever comes after: set again on every
-      // read and every drain, it is the connection's silence that counts, not its age.
       data(socket, data) {
-        socket.timeout(seconds)
+        socket.data.heardAt = clock.seconds
         onData(socket.data, data)
       },
       drain(socket) {
-        socket.timeout(seconds)
+        socket.data.heardAt = clock.seconds
         onDrain(socket)
       },
       close(socket) {
         onClosed(socket.data)
         connections.delete(socket.data)
         if (connections.size > 0) return
+        if (stopped) clearInterval(sweep)
         for (const wake of closedWaiters) wake()
         closedWaiters = []
       },
       error(socket) {
-        socket.terminate()
-      },
-      timeout(socket: Socket<ClientConnection>) {
         socket.terminate()
       },
     },
@@ -84,10 +89,12 @@ export function serveStandalone(options: StandaloneOptions): StandaloneServer {
     port: listener.port,
     stop(force = false) {
       listener.stop(force)
+      stopped = true
       if (force) for (const conn of connections) conn.socket.terminate()
       else for (const conn of connections) stopAfterAnswer(conn)
-      if (connections.size === 0) return Promise.resolve()
-      return new Promise<void>((resolve) => closedWaiters.push(resolve))
+      if (connections.size > 0) return new Promise<void>((resolve) => closedWaiters.push(resolve))
+      clearInterval(sweep)
+      return Promise.resolve()
     },
   }
 }

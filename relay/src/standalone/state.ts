@@ -25,6 +25,8 @@ export interface ClientConnection {
   closed: boolean
   /** Its last answer is given: it closes once that is written, and reads nothing more as a request. */
   ending: boolean
+  /** When it last read or drained, on the server's clock of whole seconds: silence past `idleSeconds` closes it. */
+  heardAt: number
   /** The server is stopping: this connection ends after the answer in progress. */
   stopping: boolean
 }
