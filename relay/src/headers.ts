@@ -153,16 +153,16 @@ export function forwardingHeaders(incomingForwardedFor: string | null, clientAdd
   return list
 }
 
-/**
- * The request headers for core: the incoming ones without the dropped fields, plus the forwarding
- * fields. `dropAuthorization` when the key moved into the body. One pass over the incoming headers
- * (each step of which crosses into the runtime), no lookups by name.
- */
 /** Request fields as `Headers` visits them (lower-case names, a repeated field joined): a Headers, or the standalone server's parsed list. */
 export interface FieldSource {
   forEach(visit: (value: string, name: string) => void): void
 }
 
+/**
+ * The request headers for core: the incoming ones without the dropped fields, plus the forwarding
+ * fields. `dropAuthorization` when the key moved into the body. One pass over the incoming headers
+ * (each step of which crosses into the runtime), no lookups by name.
+ */
 export function upstreamHeaders(incoming: FieldSource, client: ClientInfo, url: { proto: string; host: string }, dropAuthorization: boolean): HeaderList {
   let list: HeaderList = []
   let connection: string | null = null

@@ -44,6 +44,8 @@ export interface Relay {
   (request: Request, client?: ClientInfo): Promise<Response>
   /** The normalized prefix ("/_sl"). */
   readonly prefix: string
+  /** Where the relay serves the script under the prefix ("/t.js"); null without one. */
+  readonly scriptPath: string | null
   /** The longest core may stay silent, as configured: servers with an idle timeout of their own must allow it (adapters/bun.ts). */
   readonly timeoutMs: number
   /** Whether a request path is under the prefix (middleware passes the others on). */
@@ -216,6 +218,7 @@ export function createRelay(options: RelayOptions): Relay {
 
   return Object.assign(relay, {
     prefix,
+    scriptPath: script ? script.path : null,
     timeoutMs,
     handles: (path: string) => underPrefix(path, prefix) !== null,
     refusal: (method: string, path: string) => refusal(method, path, underPrefix(path, prefix)),

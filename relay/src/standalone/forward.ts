@@ -21,8 +21,6 @@ export interface Forwarding {
   settings: RelaySettings
   client: SocketClient
   relay: Relay
-  /** The script's path under the prefix ("/t.js"), which the relay serves itself; null without one. */
-  scriptPath: string | null
 }
 
 /**
@@ -44,7 +42,7 @@ export function shortWay(forwarding: Forwarding, head: RequestHead): { path: str
   const query = head.target.indexOf('?')
   const fullPath = query === -1 ? head.target : head.target.slice(0, query)
   const path = underPrefix(fullPath, forwarding.settings.prefix)
-  if (path === null || path === forwarding.scriptPath || !isForwardedPath(path)) return null
+  if (path === null || path === forwarding.relay.scriptPath || !isForwardedPath(path)) return null
   return { path, search: query === -1 ? '' : head.target.slice(query) }
 }
 

@@ -35,7 +35,7 @@ export function serveStandalone(options: StandaloneOptions): StandaloneServer {
   const client = socketClient({ maxConnections: relayOptions.maxConnections, maxQueued: relayOptions.maxQueued })
   const relay = createRelay({ ...relayOptions, client })
   const settings = relaySettings(relayOptions)
-  const forwarding: Forwarding = { settings, client, relay, scriptPath: relayOptions.script ? `/${relayOptions.script.name ?? 't.js'}` : null }
+  const forwarding: Forwarding = { settings, client, relay }
   // Silence allowed on a connection, whatever it waits for: core's answer gets its `timeoutMs` (then
   // the relay answers 504) and a little more, as the Bun adapter allows.
   const seconds = idleSeconds(settings.timeoutMs)

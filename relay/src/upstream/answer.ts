@@ -8,8 +8,7 @@ import { fail, unwatch } from './exchange.ts'
 /**
  * Core's answer, read on the socket's own callback: parsed, passed on as a Response (or in parts, to
  * a sink) whose body streams with backpressure (the socket pauses while the client is behind), and
- * finished by putting
- * the connection back in the pool when core keeps it alive, or closing it.
+ * finished by putting the connection back in the pool when core keeps it alive, or closing it.
  */
 
 export function onData(client: ClientState, conn: Connection, chunk: Uint8Array): void {
@@ -38,9 +37,9 @@ export function onData(client: ClientState, conn: Connection, chunk: Uint8Array)
 
 function answer(client: ClientState, conn: Connection, exchange: Exchange, head: ParsedHead, complete: Uint8Array | null, received: Uint8Array | null): void {
   if (exchange.sink) return answerInParts(client, conn, exchange, exchange.sink, head, complete, received)
-  const flow = flowOf(client, conn, exchange)
   let body: BodyInit | null = complete as Uint8Array<ArrayBuffer> | null
   if (!complete && head.hasBody) {
+    const flow = flowOf(client, conn, exchange)
     body = new ReadableStream<Uint8Array>({
       start: (controller) => {
         exchange.body = controller
