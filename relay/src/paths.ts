@@ -70,3 +70,46 @@ export function underPrefix(path: string, prefix: string): string | null {
   const rest = path.slice(prefix.length)
   return rest.startsWith('/') ? rest : rest === '' ? '/' : null
 }
+
+/**
+ * The methods a Web Request cannot carry (Fetch standard, "forbidden method"; CONNECT never reaches
+ * a request listener). A server that parses its own requests (node:http, the standalone server)
+ * meets them, and `new Request` throws on them (undici's did in the listener, and one
+ * `TRACE /_sl/health` took the whole Node process down): the relay refuses them by path, unmade.
+ */
+export const FORBIDDEN_METHODS = new Set(['CONNECT', 'TRACE', 'TRACK'])
+
+/** A Host that would change the path (`/`, `?`, `#`, `\`), or with user info (RFC 9110 §4.2.4). */
+export const UNSAFE_HOST = /[/?#\\@]/
+
+/**
+ * The request target as a URL, as Bun and Deno hand theirs to a handler, for a server that parses
+ * its own requests: the path as it came, on the connection's scheme and the Host the client sent.
+ * The origin form is a path, `//x/y` included (as a relative reference it would be a scheme-relative
+ * URL, its first segment taken for a host); of the absolute form only the path counts, its scheme
+ * and authority being the client's claim, not the connection's (they would set X-Forwarded-Proto).
+ * A Host that would change the path, or user info in either (undici's `new Request` throws on it),
+ * is refused: null.
+ */
+export function targetUrl(proto: string, host: string, target: string): URL | null {
+  if (UNSAFE_HOST.test(host)) return null
+  const path = target.startsWith('/') ? target : pathOf(target)
+  // Without a Host the URL needs one all the same; the caller says there was none.
+  return path === null ? null : parseUrl(`${proto}://${host || 'localhost'}${path}`)
+}
+
+/** `URL.parse`, which Node has only from 20.18. */
+function parseUrl(text: string): URL | null {
+  try {
+    return new URL(text)
+  } catch {
+    return null
+  }
+}
+
+/** The path and query of an absolute-form target (`OPTIONS *` and the like as a path); null with user info. */
+function pathOf(target: string): string | null {
+  const url = parseUrl(target)
+  if (!url) return `/${target}`
+  return url.username || url.password ? null : url.pathname + url.search
+}

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { pipeline, Readable } from 'node:stream'
 import { errorResponse } from '../errors.ts'
 import { createRelay, type RelayOptions } from '../index.ts'
+import { FORBIDDEN_METHODS, targetUrl } from '../paths.ts'
 
 type Next = (error?: unknown) => void
 
@@ -49,23 +50,10 @@ export function nodeRelay(options: RelayOptions) {
   return Object.assign(handle, { prefix: relay.prefix, handles: relay.handles, ready: relay.ready })
 }
 
-/**
- * The request target as a URL, as Bun and Deno hand theirs to a handler: the path as it came, on
- * this connection's scheme and the Host the client sent. The origin form is a path, `//x/y`
- * included (as a relative reference it would be a scheme-relative URL, its first segment taken for
- * a host); of the absolute form only the path counts, its scheme and authority being the client's
- * claim, not the connection's (they would set X-Forwarded-Proto). A Host that would change the path
- * (`/`, `?`, `#`, `\`), or with user info (RFC 9110 §4.2.4; undici's `new Request` throws on it, and
- * thrown in the listener it took Node down), is refused.
- */
+/** The request target as a URL (see `targetUrl`); Express's `originalUrl` still has its mount path. */
 function parseTarget(req: IncomingMessage & { originalUrl?: string }): URL | null {
   const proto = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'
-  const host = hostOf(req) ?? ''
-  if (/[/?#\\@]/.test(host)) return null
-  const target = req.originalUrl ?? req.url ?? '/'
-  const path = target.startsWith('/') ? target : pathOf(target)
-  // Without a Host the URL needs one all the same; toRequest says there was none.
-  return path === null ? null : parseUrl(`${proto}://${host || 'localhost'}${path}`)
+  return targetUrl(proto, hostOf(req) ?? '', req.originalUrl ?? req.url ?? '/')
 }
 
 /**
@@ -76,29 +64,6 @@ function hostOf(req: IncomingMessage): string | undefined {
   const authority = req.headers[':authority']
   return req.headers.host ?? (typeof authority === 'string' ? authority : undefined)
 }
-
-/** `URL.parse`, which Node has only from 20.18. */
-function parseUrl(text: string): URL | null {
-  try {
-    return new URL(text)
-  } catch {
-    return null
-  }
-}
-
-/** The path and query of an absolute-form target (`OPTIONS *` and the like as a path); null with user info. */
-function pathOf(target: string): string | null {
-  const url = parseUrl(target)
-  if (!url) return `/${target}`
-  return url.username || url.password ? null : url.pathname + url.search
-}
-
-/**
- * The methods a Web Request cannot carry (Fetch standard, "forbidden method"; CONNECT never reaches a
- * request listener). node:http parses TRACE, and undici's `new Request` throws on it: thrown in the
- * listener, one `TRACE /_sl/health` took the whole Node process down.
- */
-const FORBIDDEN_METHODS = new Set(['CONNECT', 'TRACE', 'TRACK'])
 
 /** Node's request as a Web Request; null for a method one cannot have. */
 function toRequest(req: IncomingMessage, url: URL, signal: AbortSignal): Request | null {

@@ -1,9 +1,8 @@
 import { QUERY_COMPRESSION, type Relay, type RelaySettings } from '../index.ts'
 import { bearerToken, KEY_IN_BODY_MAX_BYTES, shouldMoveKey, upstreamHeaders, writeKeyIntoBody, type HeaderList } from '../headers.ts'
-import { FORWARDED_METHODS, isForwardedPath, underPrefix } from '../paths.ts'
+import { FORWARDED_METHODS, isForwardedPath, underPrefix, UNSAFE_HOST } from '../paths.ts'
 import type { SocketClient } from '../upstream/socket.ts'
 import { CoreAnswer } from './answer.ts'
-import { UNSAFE_HOST } from './web.ts'
 import type { RequestHead } from './request-parser.ts'
 import type { ClientConnection, ClientRequest } from './state.ts'
 

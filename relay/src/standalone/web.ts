@@ -1,8 +1,9 @@
+import { FORBIDDEN_METHODS, targetUrl } from '../paths.ts'
 import { writeError, writeResponse } from './answer.ts'
 import { pauseReading, resumeReading } from './connection.ts'
 import { abortSignalOf, type Forwarding } from './forward.ts'
 import { sendContinue } from './output.ts'
-import { ChunkedDecoder, RequestError, type RequestHead } from './request-parser.ts'
+import { ChunkedDecoder, RequestError } from './request-parser.ts'
 import type { BodyIntake, ClientConnection, ClientRequest } from './state.ts'
 
 /**
@@ -11,12 +12,9 @@ import type { BodyIntake, ClientConnection, ClientRequest } from './state.ts'
  * by the relay exactly as every adapter's request is.
  */
 
-/** Methods a Request cannot carry (Fetch standard, "forbidden method"): the relay refuses them by path, unmade. */
-const FORBIDDEN_METHODS = new Set(['CONNECT', 'TRACE', 'TRACK'])
-
 export function forwardWeb(forwarding: Forwarding, conn: ClientConnection, request: ClientRequest): void {
   const { head } = request
-  const url = urlOf(head)
+  const url = targetUrl('http', head.host ?? '', head.target)
   if (url === null) return void writeError(conn, request, 'bad_request', 'the request target or Host is not a URL')
   if (FORBIDDEN_METHODS.has(head.method)) return void writeResponse(conn, request, forwarding.relay.refusal(head.method, url.pathname)!)
   const hasBody = head.method !== 'GET' && head.method !== 'HEAD' && (head.chunked || (head.contentLength ?? 0) > 0)
@@ -38,26 +36,6 @@ export function forwardWeb(forwarding: Forwarding, conn: ClientConnection, reque
     },
     () => writeError(conn, request, 'upstream_unreachable', 'core could not be reached; retry later', { 'retry-after': '5' }),
   )
-}
-
-/** A Host that would change the path (`/`, `?`, `#`, `\`) or carries user info (RFC 9110 §4.2.4). */
-export const UNSAFE_HOST = /[/?#\\@]/
-
-/**
- * The target as a URL, as Bun and Deno hand theirs to a handler (see the Node adapter's
- * `parseTarget`): the origin form on this connection's scheme and the Host sent; of the absolute
- * form only the path counts. A Host that would change the path, or with user info, is refused.
- */
-function urlOf(head: RequestHead): URL | null {
-  const host = head.host ?? ''
-  if (UNSAFE_HOST.test(host)) return null
-  let path = head.target
-  if (!path.startsWith('/')) {
-    const absolute = URL.parse(path)
-    if (absolute && (absolute.username || absolute.password)) return null
-    path = absolute ? absolute.pathname + absolute.search : `/${path}`
-  }
-  return URL.parse(`http://${host || 'localhost'}${path}`)
 }
 
 /**
