@@ -18,7 +18,7 @@ export interface MemoryGuardOptions {
   intervalMs: number
 }
 
-export const DEFAULT_MEMORY_GUARD: MemoryGuardOptions = { floorBytes: 128 * 1024 * 1024, headroomBytes: 48 * 1024 * 1024, intervalMs: 50 }
+export const DEFAULT_MEMORY_GUARD: MemoryGuardOptions = { floorBytes: 128 * 1024 * 1024, headroomBytes: 32 * 1024 * 1024, intervalMs: 50 }
 
 /** Starts looking; the returned function stops. The timer does not keep the process alive. */
 export function startMemoryGuard({ floorBytes, headroomBytes, intervalMs }: MemoryGuardOptions = DEFAULT_MEMORY_GUARD): () => void {
