@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import type { Config } from './config'
 import type { Database } from './db'
 import { bodyParser } from './http/body'
+import { createBodyBudget } from './http/body-budget'
 import { cors, isPublicPath } from './http/cors'
 import { errorHandler, escapedErrorHandler } from './http/errors'
 import { requestLog } from './http/request-log'
@@ -39,6 +40,7 @@ export interface AppDeps extends Omit<Services, 'stop'> {
 export function createApp(deps: AppDeps) {
   let routes: RouteTable = new Map()
   const shared = { ingestion: ingestion(deps), writer: deps.writer, locator: deps.locator ?? createClientLocator(deps.config) }
+  const bodies = createBodyBudget(deps.config.maxBodyMemoryBytes)
   const app = new Elysia({
     // Unknown body fields are stripped, never refused: clients in the field send more than we read.
     // 'typebox' rather than the default mirror, which turns a wrong-typed value (a string or array
@@ -57,11 +59,11 @@ export function createApp(deps: AppDeps) {
     // handler with the source code around it; core is never a development server.
     serve: { maxRequestBodySize: Number.MAX_SAFE_INTEGER, development: false, error: escapedErrorHandler(deps.log) },
   })
-    .use(errorHandler(deps.log, () => routes))
+    .use(errorHandler(deps.log, () => routes, bodies.release))
     // Before the routes it logs, preflight (a route of the CORS plugin) included.
     .use(requestLog(deps.log))
     .use(cors(() => routes))
-    .use(bodyParser(deps.config, { ...replayBodyReaders(deps), ...internalBodyReaders(deps.config.internalSecret) }))
+    .use(bodyParser(deps.config, { ...replayBodyReaders(deps), ...internalBodyReaders(deps.config.internalSecret) }, bodies))
     .use(
       healthRoutes({
         db: deps.db,

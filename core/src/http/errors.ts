@@ -53,10 +53,14 @@ export function stackFrames(error: unknown): string | undefined {
 }
 
 /**
- * Every failure answers in WIRE.md's shape. Stack traces are logged, never sent.
+ * Every failure answers in WIRE.md's shape. Stack traces are logged, never sent. `failed` is told of
+ * each failed request first (to give back what it held: the body budget, see bodyParser): Elysia
+ * runs error hooks in the order they were added until one answers, and this one, added first so
+ * that it answers for every route, always answers.
  */
-export function errorHandler(log: Logger, routes: () => RouteTable) {
+export function errorHandler(log: Logger, routes: () => RouteTable, failed?: (request: Request) => void) {
   return new Elysia({ name: 'http/errors' }).onError({ as: 'global' }, ({ code, error, request, set }) => {
+    failed?.(request)
     const apiError = toApiError(code, error, request, routes())
     // An ApiError of its own was logged where it was decided, with what caused it.
     if (apiError.code === 'internal_error' && !(error instanceof ApiError)) {
