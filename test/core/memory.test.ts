@@ -1,51 +1,61 @@
-import { afterEach, expect, test } from 'bun:test'
-import { startMemoryGuard } from '@sightline/core/memory'
+import { expect, test } from 'bun:test'
+import { startMemoryGuard, type MemoryRuntime } from '@sightline/core/memory'
 
 const MB = 1024 * 1024
-const realRss = process.memoryUsage.rss
-const realGc = Bun.gc
-afterEach(() => {
-  process.memoryUsage.rss = realRss
-  Bun.gc = realGc
-})
 
-/** A resident size the test sets, and the collections the guard asks for (each leaves `afterGc`). */
-function fakeProcess() {
-  const state = { rss: 100 * MB, afterGc: 100 * MB, collections: 0 }
-  process.memoryUsage.rss = () => state.rss
-  Bun.gc = (() => {
-    state.collections++
-    state.rss = state.afterGc
-    return 0
-  }) as typeof Bun.gc
-  return state
+/** A resident size the test sets, and the collections the guard asks for (each leaves `after`). */
+function fakeRuntime() {
+  const state = { resident: 100 * MB, after: 100 * MB, asked: [] as ('keep' | 'back')[] }
+  const collect = (kind: 'keep' | 'back') => {
+    state.asked.push(kind)
+    state.resident = state.after
+  }
+  const runtime: MemoryRuntime = {
+    residentBytes: () => state.resident,
+    collectKeepingPages: () => collect('keep'),
+    collectHandingPagesBack: () => collect('back'),
+  }
+  return { state, runtime }
 }
 
-test('the memory guard collects once the process is past the floor and has grown the headroom since the last collection', async () => {
-  const state = fakeProcess()
-  const stop = startMemoryGuard({ floorBytes: 128 * MB, headroomBytes: 48 * MB, intervalMs: 5 })
+async function settle(state: { resident: number; after: number }, resident: number, after = resident) {
+  state.resident = resident
+  state.after = after
+  await Bun.sleep(30)
+}
+
+test('the memory guard collects past the floor once grown by the headroom, keeping pages under the ceiling and handing them back from it', async () => {
+  const { state, runtime } = fakeRuntime()
+  const stop = startMemoryGuard({ floorBytes: 128 * MB, headroomBytes: 32 * MB, ceilingBytes: 176 * MB, intervalMs: 5 }, runtime)
   try {
     // Under the floor: left alone, however it grows.
-    state.rss = 120 * MB
-    await Bun.sleep(30)
-    expect(state.collections).toBe(0)
-    // Past the floor: a collection, which leaves 110 MB.
-    state.rss = 140 * MB
-    state.afterGc = 110 * MB
-    await Bun.sleep(30)
-    expect(state.collections).toBe(1)
-    // Holding steady past the floor but within the headroom of what the collection left: left alone.
-    state.rss = 150 * MB
-    await Bun.sleep(30)
-    expect(state.collections).toBe(1)
-    // Grown by the headroom: another one.
-    state.rss = 160 * MB
-    await Bun.sleep(30)
-    expect(state.collections).toBe(2)
+    await settle(state, 120 * MB)
+    expect(state.asked).toEqual([])
+    // Past the floor, under the ceiling: a collection that keeps the pages it frees (so the size stays).
+    await settle(state, 140 * MB)
+    expect(state.asked).toEqual(['keep'])
+    // Within the headroom of what it left: left alone.
+    await settle(state, 160 * MB)
+    expect(state.asked).toEqual(['keep'])
+    // Kept pages that reach the ceiling go back at once, before the headroom is used up.
+    await settle(state, 176 * MB, 120 * MB)
+    expect(state.asked).toEqual(['keep', 'back'])
+    // Grown by the headroom past what that left, under the ceiling: kept again.
+    await settle(state, 152 * MB)
+    expect(state.asked).toEqual(['keep', 'back', 'keep'])
+    await settle(state, 180 * MB, 170 * MB)
+    expect(state.asked).toEqual(['keep', 'back', 'keep', 'back'])
+    // Past the ceiling after pages went back (the embedded database lives there): only the headroom
+    // decides, so a process that holds steady up there is not collected over and over.
+    await settle(state, 190 * MB)
+    expect(state.asked).toEqual(['keep', 'back', 'keep', 'back'])
+    await settle(state, 202 * MB, 190 * MB)
+    expect(state.asked).toEqual(['keep', 'back', 'keep', 'back', 'back'])
+    await settle(state, 200 * MB)
+    expect(state.asked).toEqual(['keep', 'back', 'keep', 'back', 'back'])
   } finally {
     stop()
   }
-  state.rss = 500 * MB
-  await Bun.sleep(30)
-  expect(state.collections).toBe(2)
+  await settle(state, 500 * MB)
+  expect(state.asked).toHaveLength(5)
 })
