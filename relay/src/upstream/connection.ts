@@ -17,7 +17,7 @@ export function poolFor(client: ClientState, origin: string): Pool {
   if (!pool) {
     const url = new URL(origin)
     const tls = url.protocol === 'https:'
-    pool = { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (tls ? 443 : 80), tls, host: url.host, idle: [], conns: [], slots: new Slots<Exchange>(client.maxConnections, client.maxQueued) }
+    pool = { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (tls ? 443 : 80), tls, host: url.host, idle: [], conns: [], slots: new Slots<Exchange>(client.maxConnections, client.maxQueued), connectsLetGo: 0 }
     client.pools.set(origin, pool)
   }
   return pool
@@ -25,7 +25,7 @@ export function poolFor(client: ClientState, origin: string): Pool {
 
 /** Opens a connection for an exchange, on a slot the caller has taken. */
 export async function connect(client: ClientState, pool: Pool, exchange: Exchange): Promise<Connection> {
-  const conn: Connection = { pool, socket: null, parser: new ResponseParser(isDroppedResponseHeader), exchange: null, connectingFor: exchange, reused: false, idleSince: 0, backlog: null, drained: null, paused: false, closed: false, holdsSlot: true }
+  const conn: Connection = { pool, socket: null, parser: new ResponseParser(isDroppedResponseHeader), exchange: null, connectingFor: exchange, reused: false, idleSince: 0, backlog: null, drained: null, paused: false, closed: false, holdsSlot: true, letGo: false }
   pool.conns.push(conn)
   try {
     conn.socket = await Bun.connect<Connection>({ hostname: pool.hostname, port: pool.port, tls: pool.tls, data: conn, socket: client.handlers })
@@ -36,8 +36,39 @@ export async function connect(client: ClientState, pool: Pool, exchange: Exchang
     throw new UpstreamError('refused', `core could not be reached: ${(error as Error)?.message ?? error}`, { cause: error })
   } finally {
     conn.connectingFor = null
+    if (conn.letGo) pool.connectsLetGo--
   }
   return conn
+}
+
+/**
+ * The exchange a connection is being opened for was given up (its time up, its client gone): the
+ * connect goes on, since Bun's cannot be stopped, but its slot goes at once to the next request.
+ * Towards a core whose host drops connects (down, or behind a firewall that drops rather than
+ * refuses), a connect lasts until the system gives up on it, about two minutes: holding its slot
+ * that long, it had every request meanwhile wait in the queue and be refused `overloaded`, and once
+ * core was back, requests still waited for those connects' next retries. At most `maxConnections`
+ * connects are let go at a time per upstream, so the sockets opening stay bounded; past that, a
+ * connect keeps its slot as before. One let go that opens after all takes a free slot and joins the
+ * pool, or is closed (`attach`, exchange.ts).
+ */
+export function letGo(client: ClientState, exchange: Exchange): void {
+  const pool = poolFor(client, exchange.request.origin)
+  if (pool.connectsLetGo >= client.maxConnections) return
+  const conn = pool.conns.find((c) => c.connectingFor === exchange)
+  if (!conn || !conn.holdsSlot) return
+  conn.connectingFor = null
+  conn.letGo = true
+  pool.connectsLetGo++
+  leave(client, conn)
+}
+
+/** A connect let go that opened: into the pool on a slot that is free now, else closed. */
+export function adopt(client: ClientState, conn: Connection): void {
+  if (!conn.pool.slots.take()) return destroy(client, conn)
+  conn.holdsSlot = true
+  conn.letGo = false
+  release(client, conn)
 }
 
 /** Out of its pool's list of connections, once it is closed. */

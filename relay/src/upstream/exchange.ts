@@ -1,7 +1,7 @@
 import { UpstreamError } from '../errors.ts'
 import { unreplayable } from './streamed-body.ts'
 import type { ClientState, Connection, Exchange, Pool } from './state.ts'
-import { connect, destroy, poolFor, release, takeIdle } from './connection.ts'
+import { adopt, connect, destroy, letGo, poolFor, release, takeIdle } from './connection.ts'
 import { sendRequest } from './request-writer.ts'
 
 /**
@@ -40,7 +40,8 @@ export function acquire(client: ClientState, exchange: Exchange, pool: Pool): vo
 }
 
 function attach(client: ClientState, exchange: Exchange, conn: Connection): void {
-  if (exchange.answered) return release(client, conn) // timed out or aborted while connecting
+  // Timed out or aborted while connecting: the connection is kept for the next request.
+  if (exchange.answered) return conn.letGo ? adopt(client, conn) : release(client, conn)
   conn.exchange = exchange
   exchange.conn = conn
   exchange.sent = false // a resent request: written anew on this connection
@@ -101,6 +102,7 @@ export function giveUp(client: ClientState, exchange: Exchange, error: UpstreamE
   if (exchange.answered) return
   exchange.answered = true
   unwatch(exchange)
+  letGo(client, exchange)
   exchange.reject(error)
 }
 

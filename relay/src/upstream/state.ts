@@ -64,6 +64,8 @@ export interface Connection {
   closed: boolean
   /** Counted in its pool's slots until it closes, or hands its slot on (a resend's connection). */
   holdsSlot: boolean
+  /** Its exchange was given up while it connected, and its slot went on (`letGo`, connection.ts). */
+  letGo: boolean
 }
 
 export interface Pool {
@@ -75,4 +77,6 @@ export interface Pool {
   /** Every connection of the pool from its connect to its close: busy, connecting or idle (the clock looks here). */
   conns: Connection[]
   slots: Slots<Exchange>
+  /** Connects let go (`letGo`, connection.ts) still under way. */
+  connectsLetGo: number
 }
