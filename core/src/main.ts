@@ -3,6 +3,8 @@ import { createApp } from './app'
 import { ConfigError, loadConfig, withoutSecrets, type Config } from './config'
 import { DatabaseInUseError, errorMessage, openDatabase } from './db'
 import { createClientLocator } from './ingest/geo/locator'
+import { geoDatabasePaths } from './ingest/geo/reader'
+import { openGeoWorker } from './ingest/geo/worker-client'
 import { createLogger, type Logger } from './log'
 import { startMemoryGuard } from './memory'
 import { ensureDefaultProject, type CreatedProject } from './projects/service'
@@ -69,7 +71,8 @@ async function main(): Promise<void> {
   exitOnUncaughtExceptions(log)
   // Whatever the configuration names is checked before the database is touched: a first start that
   // failed after creating the default project would have made a key that is never shown.
-  const locator = createClientLocator({ ...config, log })
+  const geo = await openGeoWorker(geoDatabasePaths(config.geoipDb), log)
+  const locator = createClientLocator({ ...config, log }, geo)
   const db = await openDatabase(config)
   // Set inside the callback, which TypeScript does not follow: typed by a cast rather than narrowed to null.
   let created = null as CreatedProject | null
@@ -123,6 +126,7 @@ async function main(): Promise<void> {
     await server.stop(true)
     await running.stop()
     await db.close()
+    geo.close()
     // Tells a clean stop from a killed process, which says nothing.
     log.info('stopped', { ms: Math.round(performance.now() - started) })
   })

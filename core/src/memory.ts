@@ -2,11 +2,11 @@ import { fullGC } from 'bun:jsc'
 
 /**
  * Keeps core's resident size near what it needs. JavaScriptCore collects when the heap has grown by
- * a factor of what it found live last time, and it counts as live the memory-mapped GeoIP database
- * (about 130 MB, of which only the pages lookups touch are resident) and, on the embedded database,
- * PGlite's memory. So it lets garbage pile up to twice that and more before it collects: measured on
- * the core bench, 240 to 350 MB under single events at 256 connections, about 540 MB under 1 MB
- * replay chunks (each leaves its body behind), against 135 and 215 MB with the mapping left out.
+ * a factor of what it found live last time, and it counts as live what it cannot see into: on the
+ * embedded database PGlite's memory, and large request bodies while they are held (a 1 MB replay
+ * chunk leaves its body behind). So it lets garbage pile up before it collects: about 215 MB under
+ * 1 MB replay chunks on the core bench. (The GeoIP database, a 130 MB mapped file that it counts as
+ * live heap too, is read on a worker thread for that reason: see geo/worker-client.ts.)
  *
  * This asks for a full collection once the resident size is past `floorBytes` and has grown
  * `headroomBytes` past what the last collection left, looking every `intervalMs`. Under

@@ -14,7 +14,7 @@ export function geoRoutes({ ingestion, writer, locator }: { ingestion: Ingestion
   return new Elysia({ prefix: '/api/ingestion' }).use(ingestion).post(
     '/ip-info',
     async ({ body, caller, reply, request, server }) => {
-      const geo = locator.geo(addressToLocate(body.ip, locator.address(request, server), isPublicAddress))
+      const geo = await locator.geo(addressToLocate(body.ip, locator.address(request, server), isPublicAddress))
       // A lookup helper, not data of its own: it is not counted against the monthly quota (0 items).
       const rows = ipInfoRows(body, caller, geo, Date.now(), randomUUID)
       await commit(writer, caller, request, 0, touchWrites(rows))

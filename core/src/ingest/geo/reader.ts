@@ -6,7 +6,8 @@ import { isPublicAddress, normalizeAddress } from '../../http/client-ip'
 import type { Logger } from '../../log'
 import { geoFromRecord, type Geo, type GeoRecord } from './service'
 
-export interface GeoLookup {
+/** The database read on the thread that opened it (the GeoIP worker's, see worker-client.ts). */
+export interface GeoDatabase {
   /** Where an address is; null for private, loopback and invalid addresses and for unknown ones. */
   lookup(address: string | null | undefined): Geo | null
 }
@@ -28,7 +29,7 @@ const READ_ONLY = ['EACCES', 'EPERM', 'EROFS']
  * touches a few pages of it. Bun maps only files it may write, so one core may only read (installed
  * by root and run as another user, a read-only root filesystem) is read whole instead, and said so.
  */
-function databaseBytes(path: string, log?: Logger): Buffer {
+function databaseBytes(path: string, log?: Pick<Logger, 'warn' | 'error'>): Buffer {
   try {
     const mapped = Bun.mmap(path, { shared: true })
     return Buffer.from(mapped.buffer, mapped.byteOffset, mapped.byteLength)
@@ -41,7 +42,7 @@ function databaseBytes(path: string, log?: Logger): Buffer {
 }
 
 /** Opens `.mmdb` files (`GEOIP_DB`, comma-separated, else the bundled database). */
-export function openGeoDatabase(paths: readonly string[] = BUNDLED_GEOIP_DB, log?: Logger): GeoLookup {
+export function openGeoDatabase(paths: readonly string[] = BUNDLED_GEOIP_DB, log?: Pick<Logger, 'warn' | 'error'>): GeoDatabase {
   const readers = paths.map((path) => {
     if (!existsSync(path)) throw new ConfigError(`GEOIP_DB: ${path} does not exist`)
     let bytes: Buffer

@@ -30,7 +30,7 @@ export function initRoutes({ ingestion, writer, locator }: InitDeps) {
     .post(
       '/init',
       async ({ body, caller, reply, request, server }) => {
-        const rows = initRows(body, caller, clientFacts(request, server, locator), Date.now(), randomUUID)
+        const rows = initRows(body, caller, await clientFacts(request, server, locator), Date.now(), randomUUID)
         // Opens a session; what the session records is counted as it arrives (0 items here). Without
         // an end user named, the one the session has is the answer, decided in the commit.
         await commit(writer, caller, request, 0, touchWrites(rows))

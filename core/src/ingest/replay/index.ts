@@ -30,7 +30,7 @@ export function replayRoutes({ ingestion, writer, locator }: { ingestion: Ingest
     async ({ body, caller, reply, request, server }) => {
       const receivedAt = Date.now()
       const chunk = receivedChunkOf(body)
-      const client = clientFacts(request, server, locator, body.automaticProperties)
+      const client = await clientFacts(request, server, locator, body.automaticProperties)
       const rows = replayRows(body, chunk, caller, client, receivedAt, randomUUID)
       await writer.write({
         projectId: caller.projectId,

@@ -12,13 +12,14 @@ export interface ClientFacts {
  * The browser's User-Agent header (else the tracker's `automaticProperties.userAgent`, for a relay
  * that did not pass the header on) and where its address is.
  */
-export function clientFacts(
+export async function clientFacts(
   request: Request,
   server: SocketServer | null | undefined,
   locator: ClientLocator,
   automaticProperties?: Record<string, unknown> | null,
-): ClientFacts {
+): Promise<ClientFacts> {
   const reported = automaticProperties?.userAgent
   const userAgent = request.headers.get('user-agent') || (typeof reported === 'string' ? reported : null)
-  return { userAgent: parseUserAgent(userAgent), geo: locator.geo(locator.address(request, server)) }
+  const geo = await locator.geo(locator.address(request, server))
+  return { userAgent: parseUserAgent(userAgent), geo }
 }
