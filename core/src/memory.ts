@@ -13,9 +13,9 @@ import { fullGC } from 'bun:jsc'
  * `ceilingBytes` the collection leaves the pages it frees with the allocator, which reuses them.
  * Handed back to the system, they are faulted in again by the next requests: under single events
  * the process grew back by the headroom within a second or two, was collected again, and answered
- * slowly for a while after each collection (README, Memory). From the ceiling up, and as soon as
- * pages kept reach it, the allocator's clean-up hands them back. A process that holds steady, or
- * stays under the floor, is never paused.
+ * slowly for a while after each collection (docs/performance.md, Memory). From the ceiling up, and
+ * as soon as pages kept reach it, the allocator's clean-up hands them back. A process that holds
+ * steady, or stays under the floor, is never paused.
  */
 export interface MemoryGuardOptions {
   floorBytes: number
