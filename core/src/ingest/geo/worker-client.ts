@@ -61,6 +61,7 @@ export async function openGeoWorker(paths: readonly string[], log: Logger, optio
   let nextId = 0
   let closed = false
   let startedAt = performance.now()
+  let worker: Worker | undefined
 
   const answer = (id: number, geo: Geo | null) => {
     const lookup = waiting.get(id)
@@ -83,7 +84,7 @@ export async function openGeoWorker(paths: readonly string[], log: Logger, optio
     if (!closed) log.error('the GeoIP worker ended; addresses are not located until it is started again', { error: failure })
   }
 
-  let worker: Worker | undefined = await startWorker(url, paths, log, answer, gone)
+  worker = await startWorker(url, paths, log, answer, gone)
 
   // One timer for every lookup waiting, running only while one is.
   let sweeping: ReturnType<typeof setInterval> | undefined
